@@ -1,0 +1,177 @@
+"""Staff administration of clusters, partitions and rate versions.
+
+Versions are append-only here as everywhere: the admin adds a version through the same service
+as ``cluster_apply`` and never edits one, so charges keep the rates they were made with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from accounting.models import Cluster, Partition, PartitionVersion
+from accounting.quotes import weight_explanation
+from accounting.services import partition_version_create
+from accounting.specs import PartitionDefinition, SpecFileError, cluster_definition_parse
+
+
+class PartitionInline(admin.TabularInline):
+    model = Partition
+    extra = 0
+    fields = ("name", "description")
+    show_change_link = True
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ("name", "timezone", "description")
+    search_fields = ("name",)
+    inlines = [PartitionInline]
+
+
+class PartitionVersionInline(admin.TabularInline):
+    model = PartitionVersion
+    extra = 0
+    can_delete = False
+    fields = (
+        "number",
+        "effective_from",
+        "node_count",
+        "cores",
+        "gpus",
+        "memory_mb",
+        "weight_shown",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="cores (C)")
+    def cores(self, obj: PartitionVersion) -> int:
+        return obj.cores_per_node
+
+    @admin.display(description="weight (SU per node-hour)")
+    def weight_shown(self, obj: PartitionVersion) -> str:
+        return weight_explanation(obj.spec)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Partition)
+class PartitionAdmin(admin.ModelAdmin):
+    list_display = ("name", "cluster", "current_weight")
+    list_filter = ("cluster",)
+    inlines = [PartitionVersionInline]
+
+    @admin.display(description="weight now")
+    def current_weight(self, obj: Partition) -> str:
+        version = obj.versions.order_by("-effective_from").first()
+        return weight_explanation(version.spec) if version else "no specification"
+
+
+class PartitionVersionForm(forms.ModelForm):
+    """Validates a new version with the same rules as spec files (one place for the rules)."""
+
+    definition: PartitionDefinition
+
+    class Meta:
+        model = PartitionVersion
+        fields = (
+            "partition", "effective_from", "nodelist", "sockets", "cores_per_socket",
+            "memory_mb", "gpus", "cpu_tdp_watts", "gpu_tdp_watts",
+            "gpu_streaming_multiprocessors", "cpu_peak_flops", "gpu_peak_flops", "node_local",
+            "weight_override", "weight_override_reason", "change_note",
+        )  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        partition = data.get("partition")
+        if partition is None or self.errors:
+            return data
+        document: dict[str, Any] = {
+            "name": partition.name,
+            "nodelist": data.get("nodelist"),
+            "sockets": data.get("sockets"),
+            "cores_per_socket": data.get("cores_per_socket"),
+            "memory_mb": data.get("memory_mb"),
+            "gpus": data.get("gpus") or 0,
+            "cpu_tdp_watts": str(data.get("cpu_tdp_watts")),
+            "gpu_streaming_multiprocessors": data.get("gpu_streaming_multiprocessors") or 0,
+            "node_local": data.get("node_local") or {},
+        }
+        optional = ("gpu_tdp_watts", "cpu_peak_flops", "gpu_peak_flops", "weight_override")
+        for name in optional:
+            if data.get(name):
+                document[name] = str(data[name])
+        if data.get("weight_override_reason"):
+            document["weight_override_reason"] = data["weight_override_reason"]
+        cluster = {"name": partition.cluster.name, "partitions": [document]}
+        try:
+            self.definition = cluster_definition_parse(cluster, source="new version").partitions[0]
+        except SpecFileError as error:
+            raise forms.ValidationError(str(error)) from None
+        latest = partition.versions.order_by("-effective_from").first()
+        when = data.get("effective_from")
+        if latest is not None and when is not None and when <= latest.effective_from:
+            raise forms.ValidationError(
+                f"a new version must start after version {latest.number} ({latest.effective_from})"
+            )
+        return data
+
+
+@admin.register(PartitionVersion)
+class PartitionVersionAdmin(admin.ModelAdmin):
+    """Add-only: a new version is a new row with a later effective date."""
+
+    list_display = ("partition", "number", "effective_from", "node_count", "weight_display")
+    list_filter = ("partition__cluster", "partition")
+    readonly_fields = ("number", "node_count", "derived_weight", "weight_display", "created_by")
+    fields = (
+        "partition",
+        "effective_from",
+        "nodelist",
+        "sockets",
+        "cores_per_socket",
+        "memory_mb",
+        "gpus",
+        "cpu_tdp_watts",
+        "gpu_tdp_watts",
+        "gpu_streaming_multiprocessors",
+        "cpu_peak_flops",
+        "gpu_peak_flops",
+        "node_local",
+        "weight_override",
+        "weight_override_reason",
+        "change_note",
+        "number",
+        "node_count",
+        "derived_weight",
+        "weight_display",
+        "created_by",
+    )
+
+    @admin.display(description="weight")
+    def weight_display(self, obj: PartitionVersion) -> str:
+        return weight_explanation(obj.spec) if obj.pk else "computed on save"
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    form = PartitionVersionForm
+
+    def save_model(
+        self, request: HttpRequest, obj: PartitionVersion, form: Any, change: bool
+    ) -> None:
+        saved = partition_version_create(
+            partition=obj.partition,
+            definition=form.definition,
+            effective_from=obj.effective_from,
+            created_by=request.user,  # type: ignore[arg-type]
+            note=obj.change_note,
+        )
+        obj.pk = saved.pk

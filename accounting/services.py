@@ -1,0 +1,170 @@
+"""Write-side operations of the accounting app. Views, admin, commands and tasks call these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from accounting import charging
+from accounting.models import Cluster, Partition, PartitionVersion
+from accounting.specs import ClusterDefinition, PartitionDefinition
+
+
+class VersionConflict(ValueError):
+    """A new version would not be the newest one, or would start at an existing version's time."""
+
+
+@dataclass
+class ClusterApplyResult:
+    """What ``cluster_apply`` did, partition by partition."""
+
+    cluster: Cluster
+    cluster_created: bool = False
+    cluster_updated: bool = False
+    created: list[str] = field(default_factory=list)  # partitions new to the portal
+    versioned: list[str] = field(default_factory=list)  # partitions that got a new version
+    unchanged: list[str] = field(default_factory=list)
+    not_in_file: list[str] = field(default_factory=list)  # kept: jobs may still refer to them
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.cluster_created or self.cluster_updated or self.created or self.versioned)
+
+
+def _version_fields(definition: PartitionDefinition) -> dict[str, Any]:
+    """The columns of a ``PartitionVersion`` that a spec file determines."""
+    spec = definition.charging
+    cpu_peak, gpu_peak = definition.cpu_peak, definition.gpu_peak
+    return {
+        "nodelist": definition.nodelist,
+        "node_count": definition.node_count,
+        "sockets": spec.sockets,
+        "cores_per_socket": spec.cores_per_socket,
+        "memory_mb": spec.memory_mb,
+        "gpus": spec.gpus,
+        "cpu_tdp_watts": spec.cpu_tdp_watts,
+        "gpu_tdp_watts": spec.gpu_tdp_watts,
+        "gpu_streaming_multiprocessors": spec.gpu_streaming_multiprocessors,
+        "cpu_peak_flops": spec.cpu_peak_flops,
+        "gpu_peak_flops": spec.gpu_peak_flops,
+        "cpu_peak_n_stream": cpu_peak.n_stream if cpu_peak else None,
+        "cpu_peak_n_unit": cpu_peak.n_unit if cpu_peak else None,
+        "cpu_peak_frequency_hz": cpu_peak.frequency_hz if cpu_peak else None,
+        "gpu_peak_n_cuda": gpu_peak.n_cuda if gpu_peak else None,
+        "gpu_peak_n_tensor": gpu_peak.n_tensor if gpu_peak else None,
+        "gpu_peak_matrix_order": gpu_peak.matrix_order if gpu_peak else None,
+        "gpu_peak_frequency_hz": gpu_peak.frequency_hz if gpu_peak else None,
+        "node_local": {name: str(value) for name, value in sorted(spec.node_local.items())},
+        "weight_override": spec.weight_override,
+        "weight_override_reason": definition.weight_override_reason,
+    }
+
+
+def _same(stored: Any, wanted: Any) -> bool:
+    if isinstance(stored, Decimal) or isinstance(wanted, Decimal):
+        if stored is None or wanted is None:
+            return stored is wanted
+        return Decimal(stored) == Decimal(wanted)
+    if isinstance(wanted, dict):
+        return {k: Decimal(str(v)) for k, v in (stored or {}).items()} == {
+            k: Decimal(str(v)) for k, v in wanted.items()
+        }
+    return bool(stored == wanted)
+
+
+@transaction.atomic
+def partition_version_create(
+    *,
+    partition: Partition,
+    definition: PartitionDefinition,
+    effective_from: datetime,
+    created_by: AbstractBaseUser | None = None,
+    note: str = "",
+) -> PartitionVersion:
+    """Add a rate version to ``partition``, effective from ``effective_from``.
+
+    Versions only ever append: the new one must start after every existing version, so a
+    charge made under an older version keeps meaning what it meant.
+    """
+    latest = (
+        PartitionVersion.objects.select_for_update()
+        .filter(partition=partition)
+        .order_by("-effective_from")
+        .first()
+    )
+    if latest is not None and effective_from <= latest.effective_from:
+        raise VersionConflict(
+            f"{partition}: a new version must start after version {latest.number} "
+            f"({latest.effective_from.isoformat()}), not at {effective_from.isoformat()}"
+        )
+    return PartitionVersion.objects.create(
+        partition=partition,
+        number=(latest.number + 1) if latest else 1,
+        effective_from=effective_from,
+        derived_weight=charging.energy_weight(definition.charging),
+        created_by=created_by if created_by and created_by.pk else None,
+        change_note=note,
+        **_version_fields(definition),
+    )
+
+
+@transaction.atomic
+def cluster_apply(
+    *,
+    definition: ClusterDefinition,
+    effective_from: datetime | None = None,
+    applied_by: AbstractBaseUser | None = None,
+    note: str = "",
+) -> ClusterApplyResult:
+    """Create or update a cluster from a validated spec file, idempotently.
+
+    A partition whose spec differs from its newest version gets a new version effective from
+    ``effective_from`` (default: now); an identical spec changes nothing. Partitions missing
+    from the file are reported, never deleted. All or nothing: one transaction.
+    """
+    when = effective_from or timezone.now()
+    cluster, cluster_created = Cluster.objects.select_for_update().get_or_create(
+        name=definition.name,
+        defaults={"description": definition.description, "timezone": definition.timezone},
+    )
+    result = ClusterApplyResult(cluster=cluster, cluster_created=cluster_created)
+    if not cluster_created and (
+        cluster.description != definition.description or cluster.timezone != definition.timezone
+    ):
+        cluster.description = definition.description
+        cluster.timezone = definition.timezone
+        cluster.save(update_fields=["description", "timezone", "updated_at"])
+        result.cluster_updated = True
+
+    for item in definition.partitions:
+        partition, created = Partition.objects.get_or_create(
+            cluster=cluster, name=item.name, defaults={"description": item.description}
+        )
+        if not created and partition.description != item.description:
+            partition.description = item.description
+            partition.save(update_fields=["description"])
+        latest = partition.versions.order_by("-effective_from").first()
+        wanted = _version_fields(item)
+        if latest is not None and all(_same(getattr(latest, k), v) for k, v in wanted.items()):
+            result.unchanged.append(item.name)
+            continue
+        partition_version_create(
+            partition=partition,
+            definition=item,
+            effective_from=when,
+            created_by=applied_by,
+            note=note or "cluster_apply",
+        )
+        (result.created if latest is None else result.versioned).append(item.name)
+
+    in_file = {item.name for item in definition.partitions}
+    result.not_in_file = sorted(
+        cluster.partitions.exclude(name__in=in_file).values_list("name", flat=True)
+    )
+    return result

@@ -1,0 +1,1 @@
+"""Models of merit allocations (projects, rounds, grants) arrive with the allocations issue."""
