@@ -64,7 +64,7 @@ run-worker: install
 	$(VENV)/bin/celery -A portal worker --queues portal,imports --concurrency 2 --loglevel INFO
 
 run-beat: install
-	$(VENV)/bin/celery -A portal beat --loglevel INFO --schedule var/celerybeat-schedule
+	$(VENV)/bin/celery -A portal beat --loglevel INFO --scheduler django_celery_beat.schedulers:DatabaseScheduler
 
 run: install migrate
 	$(MAKE) -j3 run-web run-worker run-beat

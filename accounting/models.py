@@ -8,9 +8,11 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from accounting import charging
+
+DEFAULT_SACCT_ARGUMENTS = "--allusers --parsable2 --allocations --duplicates"
 
 # FLOP/s and frequencies are large whole numbers; 30 digits hold exa-scale with room to spare.
 _BIG = {"max_digits": 30, "decimal_places": 3}
@@ -25,6 +27,27 @@ class Cluster(models.Model):
     description = models.TextField(blank=True)
     timezone = models.CharField(
         max_length=64, default="UTC", help_text="Time zone sacct prints its times in."
+    )
+    sacct_command = models.CharField(
+        max_length=500, default="sacct", help_text="Path of sacct on the host that runs imports"
+    )
+    sacct_arguments = models.CharField(
+        max_length=1000,
+        default=DEFAULT_SACCT_ARGUMENTS,
+        help_text="Arguments before --starttime/--endtime/--format, which the importer adds",
+    )
+    import_interval_minutes = models.PositiveIntegerField(
+        default=15, help_text="How often beat runs the sacct import of this cluster"
+    )
+    import_overlap_minutes = models.PositiveIntegerField(
+        default=60, help_text="Each window starts this long before the previous one ended"
+    )
+    imports_enabled = models.BooleanField(
+        default=False, help_text="Run sacct on this host on the beat schedule"
+    )
+    last_imported_until = models.DateTimeField(null=True, blank=True)
+    refund_node_failures = models.BooleanField(
+        default=True, help_text="Policy: jobs ended by NODE_FAIL are not charged"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -163,3 +186,210 @@ class PartitionVersion(models.Model):
     @property
     def is_gpu(self) -> bool:
         return self.gpus > 0
+
+
+_SU = {"max_digits": 24, "decimal_places": 6}
+
+
+class ImportRun(models.Model):
+    """One import of sacct records (a file, an upload or a sacct window) and its summary."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="import_runs")
+    source = models.CharField(max_length=500, help_text="file path, upload name or sacct window")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    task_id = models.CharField(max_length=64, blank=True)
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_end = models.DateTimeField(null=True, blank=True)
+    header = models.TextField(blank=True, help_text="the header line, to re-read quarantined lines")
+    lines = models.PositiveBigIntegerField(default=0, help_text="data lines read (header excluded)")
+    steps_skipped = models.PositiveBigIntegerField(default=0)
+    imported = models.PositiveBigIntegerField(default=0)
+    updated = models.PositiveBigIntegerField(default=0)
+    charged = models.PositiveBigIntegerField(default=0)
+    pending = models.PositiveBigIntegerField(default=0)
+    quarantined = models.PositiveBigIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} of {self.cluster} from {self.source} ({self.status})"
+
+
+class Job(models.Model):
+    """The ledger: one row per run of a Slurm job allocation, with its charge.
+
+    Keyed on the cluster and JobIDRaw; ``run`` is empty for a job's current incarnation and
+    holds the start time of an earlier incarnation that Slurm requeued (``--duplicates``).
+    """
+
+    class ChargeState(models.TextChoices):
+        PENDING = "pending", "pending (not finished)"
+        CHARGED = "charged", "charged"
+        REFUNDED = "refunded", "not charged by policy"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
+    job_id_raw = models.CharField(max_length=64)
+    run = models.CharField(max_length=40, blank=True, default="")
+    job_id = models.CharField(max_length=64)
+    job_name = models.CharField(max_length=256, blank=True)
+    array_job_id = models.CharField(max_length=64, blank=True)
+    array_task_id = models.CharField(max_length=64, blank=True)
+    het_job_id = models.CharField(max_length=64, blank=True)
+    het_offset = models.PositiveSmallIntegerField(null=True, blank=True)
+    project = models.ForeignKey(
+        "allocations.Project", on_delete=models.PROTECT, related_name="jobs"
+    )
+    username = models.CharField(max_length=64, help_text="Slurm user, even without a portal login")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+    )
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="jobs")
+    partition_version = models.ForeignKey(
+        PartitionVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs"
+    )
+    qos = models.CharField(max_length=64, blank=True)
+    state = models.CharField(max_length=32)
+    state_raw = models.CharField(max_length=64)
+    exit_code = models.CharField(max_length=16, blank=True)
+    submit = models.DateTimeField(null=True, blank=True)
+    start = models.DateTimeField(null=True, blank=True)
+    end = models.DateTimeField(null=True, blank=True)
+    elapsed_seconds = models.PositiveBigIntegerField(default=0)
+    timelimit_minutes = models.PositiveIntegerField(null=True, blank=True)
+    nnodes = models.PositiveIntegerField(default=0)
+    cpus = models.PositiveIntegerField(default=0)
+    memory_mb = models.DecimalField(max_digits=20, decimal_places=3, default=Decimal(0))
+    gpus = models.PositiveIntegerField(default=0)
+    nodelist = models.TextField(blank=True)
+    billing = models.DecimalField(
+        max_digits=20, decimal_places=3, null=True, blank=True, help_text="Slurm's billing TRES"
+    )
+    consumed_energy_joules = models.PositiveBigIntegerField(null=True, blank=True)
+    charge_state = models.CharField(
+        max_length=16, choices=ChargeState.choices, default=ChargeState.PENDING
+    )
+    service_units = models.DecimalField(default=Decimal(0), help_text="booked SU", **_SU)
+    pending_service_units = models.DecimalField(
+        default=Decimal(0), help_text="SU so far of a job still running", **_SU
+    )
+    weight = models.DecimalField(null=True, blank=True, **_WEIGHT)
+    dominant_resource = models.CharField(max_length=32, blank=True)
+    node_fractions = models.JSONField(default=list, blank=True)
+    energy_wh = models.DecimalField(default=Decimal(0), **_SU)
+    charged_at = models.DateTimeField(null=True, blank=True)
+    import_run = models.ForeignKey(
+        ImportRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    line_number = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-end", "-job_id_raw"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "job_id_raw", "run"], name="job_unique_run_per_cluster"
+            ),
+            models.CheckConstraint(
+                condition=Q(service_units__gte=0) & Q(pending_service_units__gte=0),
+                name="job_service_units_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(start__isnull=True) | Q(end__isnull=True) | Q(start__lte=F("end")),
+                name="job_start_before_end",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "end"], name="job_project_end"),
+            models.Index(fields=["cluster", "end"], name="job_cluster_end"),
+            models.Index(fields=["username", "end"], name="job_username_end"),
+            models.Index(fields=["charge_state"], name="job_charge_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}:{self.job_id}"
+
+
+class UsageDaily(models.Model):
+    """Roll-up of charged jobs per project, partition, user and day (the cluster's local day
+    on which the job ended). Kept by the import in the same transaction as the charges;
+    balances and charts read these, never a scan of jobs."""
+
+    project = models.ForeignKey(
+        "allocations.Project", on_delete=models.PROTECT, related_name="usage_days"
+    )
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="usage_days")
+    username = models.CharField(max_length=64)
+    day = models.DateField()
+    service_units = models.DecimalField(default=Decimal(0), **_SU)
+    core_hours = models.DecimalField(default=Decimal(0), **_SU)
+    gpu_hours = models.DecimalField(default=Decimal(0), **_SU)
+    energy_wh = models.DecimalField(default=Decimal(0), **_SU)
+    jobs = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["day"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "partition", "username", "day"], name="usage_daily_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["project", "day"], name="usage_project_day")]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.partition} {self.username} {self.day}"
+
+
+class QuarantinedRecord(models.Model):
+    """A sacct line that could not be parsed or charged, kept whole with the reason.
+
+    Nothing is dropped: once the cause is fixed (a partition or project added) the line is
+    read again and charged, and the record is marked resolved.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="quarantine")
+    import_run = models.ForeignKey(
+        ImportRun,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="quarantined_records",
+    )
+    source = models.CharField(max_length=500)
+    line_number = models.PositiveIntegerField()
+    header = models.TextField()
+    raw = models.TextField()
+    raw_hash = models.CharField(max_length=64, help_text="sha256 of header and line")
+    reason = models.TextField()
+    field = models.CharField(max_length=64, blank=True)
+    job_id_raw = models.CharField(max_length=64, blank=True)
+    account = models.CharField(max_length=64, blank=True)
+    partition_name = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "raw_hash"], name="quarantine_unique_line")
+        ]
+        indexes = [models.Index(fields=["cluster", "resolved_at"], name="quarantine_open")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} line {self.line_number}: {self.reason}"

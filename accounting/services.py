@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -14,6 +15,10 @@ from django.utils import timezone
 from accounting import charging
 from accounting.models import Cluster, Partition, PartitionVersion
 from accounting.specs import ClusterDefinition, PartitionDefinition
+
+
+# The start of a partition's first version when no date is given: before any job.
+BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class VersionConflict(ValueError):
@@ -125,7 +130,9 @@ def cluster_apply(
     """Create or update a cluster from a validated spec file, idempotently.
 
     A partition whose spec differs from its newest version gets a new version effective from
-    ``effective_from`` (default: now); an identical spec changes nothing. Partitions missing
+    ``effective_from`` (default: now); an identical spec changes nothing. A partition's first
+    version covers its whole past unless ``effective_from`` is given, so jobs that ran before
+    the portal knew the cluster can be charged. Partitions missing
     from the file are reported, never deleted. All or nothing: one transaction.
     """
     when = effective_from or timezone.now()
@@ -157,14 +164,46 @@ def cluster_apply(
         partition_version_create(
             partition=partition,
             definition=item,
-            effective_from=when,
+            effective_from=when if (latest is not None or effective_from) else BEGINNING,
             created_by=applied_by,
             note=note or "cluster_apply",
         )
         (result.created if latest is None else result.versioned).append(item.name)
 
+    cluster_import_schedule_sync(cluster=cluster)
+    if result.created or result.versioned:
+        quarantine_retry_enqueue(cluster=cluster)
     in_file = {item.name for item in definition.partitions}
     result.not_in_file = sorted(
         cluster.partitions.exclude(name__in=in_file).values_list("name", flat=True)
     )
     return result
+
+
+def cluster_import_schedule_sync(*, cluster: Cluster) -> None:
+    """Keep the cluster's beat entry (django-celery-beat) in step with its import settings."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    interval, _ = IntervalSchedule.objects.get_or_create(
+        every=max(cluster.import_interval_minutes, 1), period=IntervalSchedule.MINUTES
+    )
+    PeriodicTask.objects.update_or_create(
+        name=f"sacct import: {cluster.name}",
+        defaults={
+            "task": "accounting.tasks.import_sacct_window",
+            "interval": interval,
+            "args": json.dumps([cluster.pk]),
+            "queue": "imports",
+            "enabled": cluster.imports_enabled,
+            "description": "Imports the next sacct window of this cluster (accounting.imports).",
+        },
+    )
+
+
+def quarantine_retry_enqueue(*, cluster: Cluster) -> None:
+    """After the commit, retry the cluster's open quarantined lines (their cause may be fixed)."""
+    from accounting.models import QuarantinedRecord
+    from accounting.tasks import quarantine_retry_task
+
+    if QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True).exists():
+        transaction.on_commit(lambda: quarantine_retry_task.delay(cluster.pk))

@@ -1,0 +1,126 @@
+"""python manage.py import_sacct FILE|- --cluster NAME [--create-projects] [--json]
+python manage.py import_sacct --run-sacct --cluster NAME --since ISO [--until ISO] [--json]
+
+Exit status is non-zero only for fatal errors (unknown cluster, unreadable file, no header,
+sacct failing); quarantined lines are reported in the summary, not as failures.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+from typing import IO, Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.dateparse import parse_datetime
+from tqdm import tqdm
+
+from accounting.imports import BUCKETS, ImportFatal, ImportSummary, jobs_import, sacct_lines
+from accounting.selectors import NotFound, cluster_get
+
+
+def _lines_with_progress(stream: IO[str], total_bytes: int | None, enabled: bool) -> Iterator[str]:
+    with tqdm(
+        total=total_bytes,
+        unit="B",
+        unit_scale=True,
+        disable=not enabled,
+        desc="import",
+        leave=False,
+    ) as bar:
+        for line in stream:
+            bar.update(len(line))
+            yield line
+
+
+class Command(BaseCommand):
+    help = "Import sacct --parsable2 output (a file, stdin or a sacct run) and charge the jobs."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", nargs="?", help="sacct --parsable2 output, or - for stdin")
+        parser.add_argument("--cluster", required=True)
+        parser.add_argument(
+            "--create-projects",
+            action="store_true",
+            help="create a missing project from a job's account instead of quarantining it",
+        )
+        parser.add_argument("--run-sacct", action="store_true", help="run the cluster's sacct")
+        parser.add_argument("--since", help="with --run-sacct: window start (ISO 8601)")
+        parser.add_argument("--until", help="with --run-sacct: window end (default: now)")
+        parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            cluster = cluster_get(name=options["cluster"])
+        except NotFound as error:
+            raise CommandError(str(error)) from None
+        if options["run_sacct"] == bool(options["file"]):
+            raise CommandError("give a FILE (or -) or --run-sacct, not both")
+        try:
+            if options["run_sacct"]:
+                summary = self._run_sacct(cluster, options)
+            else:
+                summary = self._import_file(cluster, options)
+        except ImportFatal as error:
+            raise CommandError(str(error)) from None
+        self._report(summary, as_json=options["json"])
+
+    def _import_file(self, cluster: Any, options: dict[str, Any]) -> ImportSummary:
+        name = options["file"]
+        interactive = sys.stderr.isatty() and not options["json"]
+        if name == "-":
+            lines = _lines_with_progress(sys.stdin, None, interactive)
+            _, summary = jobs_import(
+                cluster=cluster,
+                lines=lines,
+                source="stdin",
+                create_projects=options["create_projects"],
+            )
+            return summary
+        path = Path(name)
+        try:
+            stream = path.open(encoding="utf-8", errors="replace", newline="")
+        except OSError as error:
+            raise CommandError(f"{path}: cannot be read ({error.strerror})") from None
+        with stream:
+            lines = _lines_with_progress(stream, path.stat().st_size, interactive)
+            _, summary = jobs_import(
+                cluster=cluster,
+                lines=lines,
+                source=f"file {path.resolve()}",
+                create_projects=options["create_projects"],
+            )
+        return summary
+
+    def _run_sacct(self, cluster: Any, options: dict[str, Any]) -> ImportSummary:
+        since = parse_datetime(options["since"] or "")
+        until = parse_datetime(options["until"]) if options["until"] else None
+        if (
+            since is None
+            or since.tzinfo is None
+            or (options["until"] and (until is None or until.tzinfo is None))
+        ):
+            raise CommandError("--since (and --until) must be ISO 8601 times with a zone")
+        from django.utils import timezone
+
+        until = until or timezone.now()
+        with sacct_lines(cluster=cluster, since=since, until=until) as lines:
+            _, summary = jobs_import(
+                cluster=cluster,
+                lines=lines,
+                source=f"sacct {since.isoformat()} .. {until.isoformat()}",
+                create_projects=options["create_projects"],
+                tz=UTC,
+            )
+        return summary
+
+    def _report(self, summary: ImportSummary, *, as_json: bool) -> None:
+        if as_json:
+            self.stdout.write(json.dumps(summary.as_dict()))
+            return
+        self.stdout.write(f"lines read: {summary.lines}")
+        for name in BUCKETS:
+            self.stdout.write(f"  {name.replace('_', ' ')}: {getattr(summary, name)}")

@@ -1,0 +1,66 @@
+"""Celery tasks of the accounting app. Thin: load by id, call a service, own retries and limits.
+
+Imports go to the ``imports`` queue (settings.CELERY_TASK_ROUTES).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from celery import Task, shared_task
+
+from accounting.imports import ImportSummary, jobs_import, quarantine_retry, sacct_window_import
+from accounting.locks import ImportLockBusy, cluster_import_lock
+from accounting.models import Cluster, ImportRun
+
+
+def _progress(task: Task, run_id: int) -> Any:
+    def report(summary: ImportSummary) -> None:
+        if task.request.id and not task.request.is_eager:
+            task.update_state(state="PROGRESS", meta={"import_run": run_id, **summary.as_dict()})
+
+    return report
+
+
+@shared_task(
+    bind=True, name="accounting.tasks.import_sacct_window", soft_time_limit=3300, time_limit=3600
+)
+def import_sacct_window(self: Task, cluster_id: int) -> dict[str, Any]:
+    """Run the cluster's sacct over the next (overlapping) window and import it.
+
+    Runs of one cluster never overlap: a second one finds the lock taken and stands down.
+    """
+    cluster = Cluster.objects.get(pk=cluster_id)
+    try:
+        with cluster_import_lock(cluster):
+            run, summary = sacct_window_import(cluster=cluster)
+    except ImportLockBusy:
+        return {"skipped": f"an import of {cluster.name} is already running"}
+    return {"import_run": run.pk, **summary.as_dict()}
+
+
+@shared_task(
+    bind=True, name="accounting.tasks.import_sacct_file", soft_time_limit=3300, time_limit=3600
+)
+def import_sacct_file(
+    self: Task, run_id: int, path: str, create_projects: bool = False
+) -> dict[str, Any]:
+    """Import a sacct file already on disk (a staff upload) into the run ``run_id``."""
+    run = ImportRun.objects.select_related("cluster").get(pk=run_id)
+    with Path(path).open(encoding="utf-8", errors="replace", newline="") as lines:
+        run, summary = jobs_import(
+            cluster=run.cluster,
+            lines=lines,
+            source=run.source,
+            run=run,
+            create_projects=create_projects,
+            progress=_progress(self, run.pk),
+        )
+    return {"import_run": run.pk, **summary.as_dict()}
+
+
+@shared_task(name="accounting.tasks.quarantine_retry", soft_time_limit=1700, time_limit=1800)
+def quarantine_retry_task(cluster_id: int) -> dict[str, int]:
+    """Charge quarantined lines whose cause has been fixed (enqueued by the fixing service)."""
+    return quarantine_retry(cluster=Cluster.objects.get(pk=cluster_id)).as_dict()
