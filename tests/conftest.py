@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.workers import start_celery_worker
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
@@ -76,23 +73,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-def _database_url_of_test_db() -> str:
-    """DATABASE_URL of the database pytest-django created, for the worker process."""
-    from django.db import connection
-
-    conf = connection.settings_dict
-    user = quote(conf.get("USER") or "")
-    password = f":{quote(conf['PASSWORD'])}" if conf.get("PASSWORD") else ""
-    auth = f"{user}{password}@" if user else ""
-    host = f"{conf.get('HOST') or '127.0.0.1'}:{conf.get('PORT') or 5432}"
-    return f"postgres://{auth}{host}/{conf['NAME']}"
-
-
-def _worker_answers(app: Any, name_prefix: str) -> bool:
-    replies = app.control.ping(timeout=0.5) or []
-    return any(name.startswith(name_prefix) for reply in replies for name in reply)
-
-
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[str, Any] | None]:
     """A real ``celery worker`` process on the test database, or ``None`` (eager fallback).
@@ -111,39 +91,17 @@ def celery_worker(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict
     from portal.celery import app
 
     app.control.purge()
-    env = {**os.environ, "DATABASE_URL": _database_url_of_test_db(), "PYTHONUNBUFFERED": "1"}
-    log = (ROOT / "var").joinpath("test-worker.log")
-    log.parent.mkdir(exist_ok=True)
-    with log.open("w") as log_file:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "celery", "-A", "portal", "worker",
-                "--pool", "solo", "--queues", "portal,imports",
-                "--hostname", f"test-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
-                "--loglevel", "INFO",
-            ],
-            cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while not _worker_answers(app, f"test-{os.getpid()}@"):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the test Celery worker did not start; see {log}")
-            yield {"pid": process.pid, "broker": broker, "log": log}
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    with start_celery_worker(name="session") as process:
+        yield {"pid": process.pid, "broker": broker}
 
 
 @pytest.fixture(autouse=True)
 def _celery_mode(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Eager Celery for tests that do not ask for the real worker."""
+    """Eager Celery, except for tests that take a real worker (fixture or ``worker`` marker)."""
     from portal.celery import app
 
-    wants_worker = "celery_worker" in request.fixturenames and _real_broker() is not None
+    asks = "celery_worker" in request.fixturenames or request.node.get_closest_marker("worker")
+    wants_worker = bool(asks) and _real_broker() is not None
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = not wants_worker
     yield

@@ -1,0 +1,156 @@
+"""Generate realistic ``sacct --parsable2`` output for benchmarks and fault tests.
+
+The shape follows the real sample in examples/sacct (Slurm 22.05, a mini-Setonix): the same
+columns, each allocation followed by its steps (.batch, .extern, numbered srun steps), array
+tasks, heterogeneous jobs, multi-node jobs, GPU jobs, memory-heavy jobs, every final state,
+and memory printed with Slurm's unit suffixes. Deterministic for a given seed.
+
+    python benchmarks/sacct_generator.py OUT.psv --lines 1000000 [--seed 42]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+HEADER = (
+    "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Start|End|Elapsed|"
+    "ElapsedRaw|NNodes|NCPUS|NodeList|ReqTRES|AllocTRES|ReqMem|ConsumedEnergyRaw|TimelimitRaw"
+)
+USERS = {
+    "alice": ("pawsey0001", "pawsey0003"),
+    "bob": ("pawsey0002", "pawsey0004"),
+    "carol": ("pawsey0003", "pawsey0004"),
+    "root": ("pawsey0001", "pawsey0002"),
+}
+# name, node prefix, node numbers, cores, memory MB, gpus
+PARTITIONS = {
+    "work": ("nid", range(1001, 1005), 128, 245000, 0),
+    "gpu": ("nid", range(2001, 2003), 64, 245000, 8),
+}
+STATES = (
+    ["COMPLETED"] * 80 + ["FAILED"] * 8 + ["TIMEOUT"] * 4 + ["CANCELLED by 20001"] * 4
+    + ["OUT_OF_MEMORY"] * 2 + ["NODE_FAIL"] + ["PREEMPTED"]
+)  # fmt: skip
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+def _memory(mb: int) -> str:
+    """Slurm's printing: the largest unit that keeps the value a multiple of 1/2 (…G, …M)."""
+    if mb % 1024 == 0:
+        gigabytes = mb // 1024
+        return f"{gigabytes // 1024}T" if gigabytes % 1024 == 0 else f"{gigabytes}G"
+    if mb % 512 == 0:
+        return f"{mb / 1024:.2f}G"
+    return f"{mb}M"
+
+
+def _elapsed(seconds: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _nodelist(prefix: str, numbers: list[int]) -> str:
+    if len(numbers) == 1:
+        return f"{prefix}{numbers[0]}"
+    return f"{prefix}[{','.join(str(n) for n in numbers)}]"
+
+
+def _shape(rng: random.Random, partition: str) -> tuple[int, int, int, int]:
+    """nodes, cpus, memory MB, gpus of one allocation."""
+    _, numbers, cores, memory, gpus = PARTITIONS[partition]
+    kind = rng.random()
+    if partition == "gpu":
+        nodes = 2 if kind < 0.05 else 1
+        per_node_gpus = rng.choice((1, 1, 2, 2, 4, 8))
+        cpus = per_node_gpus * 8 * nodes
+        mem = (memory // gpus) * per_node_gpus * nodes if rng.random() < 0.8 else 200 * 1024
+        return nodes, cpus, mem, per_node_gpus * nodes
+    if kind < 0.35:
+        cpus = 1
+        mem = 1914 if rng.random() < 0.8 else rng.choice((20, 60, 100)) * 1024
+        return 1, cpus, mem, 0
+    if kind < 0.75:
+        cpus = rng.randint(2, 100)
+        mem = cpus * 1914 if rng.random() < 0.7 else rng.randint(cpus, 120) * 1024
+        return 1, cpus, min(mem, memory), 0
+    if kind < 0.9:
+        return 1, cores, 244992, 0
+    nodes = rng.randint(2, len(numbers))
+    return nodes, cores * nodes, 244992 * nodes, 0
+
+
+def sacct_lines(*, lines: int, seed: int = 42, start: datetime | None = None) -> Iterator[str]:
+    """Yield the header and then ``lines`` data lines (allocations with their steps)."""
+    rng = random.Random(seed)
+    clock = start or datetime(2026, 1, 1, tzinfo=UTC)
+    job_id = 5_000_000
+    yield HEADER + "\n"
+    produced = 0
+    while produced < lines:
+        user = rng.choice(tuple(USERS))
+        account = rng.choice(USERS[user])
+        partition = "gpu" if rng.random() < 0.25 else "work"
+        prefix, numbers, _, _, _ = PARTITIONS[partition]
+        nodes, cpus, mem, gpus = _shape(rng, partition)
+        node_numbers = sorted(rng.sample(list(numbers), nodes))
+        clock += timedelta(seconds=rng.randint(1, 40))
+        submit = clock
+        start_at = submit + timedelta(seconds=rng.randint(0, 600))
+        elapsed = int(rng.lognormvariate(7.0, 1.5)) + 1
+        end = start_at + timedelta(seconds=elapsed)
+        state = rng.choice(STATES)
+        exit_code = "0:0" if state == "COMPLETED" else rng.choice(("1:0", "0:9", "0:15", "2:0"))
+        job_id += 1
+        shown_id = str(job_id)
+        if rng.random() < 0.08:  # an array task
+            shown_id = f"{job_id - rng.randint(0, 5)}_{rng.randint(0, 99)}"
+        gres = f",gres/gpu={gpus}" if gpus else ""
+        tres = f"billing={cpus},cpu={cpus}{gres},mem={_memory(mem)},node={nodes}"
+        nodelist = _nodelist(prefix, node_numbers)
+        times = (
+            submit.strftime(TIME_FORMAT),
+            start_at.strftime(TIME_FORMAT),
+            end.strftime(TIME_FORMAT),
+        )
+        common = f"{_elapsed(elapsed)}|{elapsed}|{nodes}|{cpus}|{nodelist}"
+        yield (
+            f"{shown_id}|{job_id}|bench-{partition}|{user}|{account}|{partition}|normal|{state}|"
+            f"{exit_code}|{times[0]}|{times[1]}|{times[2]}|{common}|{tres}|{tres}|{_memory(mem)}|"
+            f"0|{rng.choice((60, 120, 240, 1440))}\n"
+        )
+        produced += 1
+        steps = ["batch", "extern", *[str(n) for n in range(rng.choice((0, 0, 1, 2, 3)))]]
+        step_tres = f"cpu={cpus}{gres},mem={_memory(mem)},node={nodes}"
+        for step in steps:
+            if produced >= lines:
+                break
+            yield (
+                f"{shown_id}.{step}|{job_id}.{step}|{step}||{account}|||COMPLETED|0:0|{times[1]}|"
+                f"{times[1]}|{times[2]}|{common}||{step_tres}||0|\n"
+            )
+            produced += 1
+
+
+def write_sacct_file(path: Path, *, lines: int, seed: int = 42, cluster: str = "") -> Path:
+    """Write ``lines`` data lines (plus the header) to ``path``. ``cluster`` is informative."""
+    with path.open("w") as out:
+        out.writelines(sacct_lines(lines=lines, seed=seed))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+    write_sacct_file(args.output, lines=args.lines, seed=args.seed)
+
+
+if __name__ == "__main__":
+    main()

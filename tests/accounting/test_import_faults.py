@@ -1,0 +1,122 @@
+"""Imports under faults, on the real services: concurrent workers, a worker killed mid-import."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection, connections
+
+from accounting.imports import jobs_import
+from accounting.models import Cluster, ImportRun, Job, UsageDaily
+from accounting.services import cluster_apply
+from accounting.specs import cluster_definition_load
+from accounting.tasks import import_sacct_file
+from allocations.models import Project
+from benchmarks.sacct_generator import write_sacct_file
+from tests.workers import start_celery_worker
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "examples" / "sacct"
+SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+ACCOUNTS = ("pawsey0001", "pawsey0002", "pawsey0003", "pawsey0004")
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def _needs_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrency and kill tests need PostgreSQL (SQLite fallback in use)")
+
+
+@pytest.fixture
+def testbed():
+    cluster_apply(definition=cluster_definition_load(SPEC))
+    for code in ACCOUNTS:
+        Project.objects.get_or_create(code=code)
+    return Cluster.objects.get(name="slurm-testbed")
+
+
+def _ledger():
+    jobs = sorted(
+        Job.objects.values_list("job_id_raw", "run", "charge_state", "service_units", "energy_wh")
+    )
+    rollups = sorted(
+        UsageDaily.objects.values_list(
+            "project__code", "partition__name", "username", "day", "service_units", "jobs"
+        )
+    )
+    return jobs, rollups
+
+
+def _reset_ledger():
+    Job.objects.all().delete()
+    UsageDaily.objects.all().delete()
+
+
+def test_two_concurrent_imports_of_overlapping_windows_charge_each_job_once(testbed):
+    _needs_postgresql()
+    lines = (SAMPLE / "sacct_all_duplicates.psv").read_text().splitlines(keepends=True)
+    header, body = lines[0], lines[1:]
+    jobs_import(cluster=testbed, lines=lines, source="reference")
+    reference = _ledger()
+    _reset_ledger()
+
+    # Two windows that overlap by two thirds, imported at the same time in small batches.
+    windows = [[header, *body[: len(body) * 5 // 6]], [header, *body[len(body) // 6 :]]]
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def worker(window):
+        try:
+            start.wait()
+            jobs_import(cluster=testbed, lines=window, source="window", batch_size=20)
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(window,)) for window in windows]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert _ledger() == reference
+
+
+@pytest.mark.worker
+def test_a_worker_killed_mid_import_and_restarted_ends_with_the_same_ledger(testbed, tmp_path):
+    _needs_postgresql()
+    if not os.environ.get("CELERY_BROKER_URL"):
+        pytest.skip("needs a real broker (eager fallback in use)")
+    big = tmp_path / "sacct.psv"
+    write_sacct_file(big, lines=60_000, cluster="slurm-testbed", seed=7)
+    run = ImportRun.objects.create(cluster=testbed, source="reference")
+    with big.open() as handle:
+        jobs_import(cluster=testbed, lines=handle, source="reference", run=run)
+    reference = _ledger()
+    _reset_ledger()
+
+    first = ImportRun.objects.create(cluster=testbed, source=f"upload {big.name}")
+    with start_celery_worker(name="victim") as worker:
+        import_sacct_file.apply_async(args=[first.pk, str(big)])
+        deadline = time.monotonic() + 120
+        while Job.objects.count() < 1000:  # some batches are committed, most are not
+            assert time.monotonic() < deadline, "the import never started"
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+    partial = Job.objects.count()
+    assert 0 < partial < len(reference[0])
+
+    second = ImportRun.objects.create(cluster=testbed, source=f"upload {big.name} (rerun)")
+    with start_celery_worker(name="restarted"):
+        result = import_sacct_file.apply_async(args=[second.pk, str(big)])
+        summary = result.get(timeout=300)
+    assert summary["charged"] + summary["pending"] + summary["imported"] > 0
+    assert _ledger() == reference

@@ -1,0 +1,67 @@
+"""Start real ``celery worker`` processes on the PostgreSQL test database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    """DATABASE_URL of the database pytest-django created, for a worker process."""
+    from django.db import connection
+
+    conf = connection.settings_dict
+    user = quote(conf.get("USER") or "")
+    password = f":{quote(conf['PASSWORD'])}" if conf.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    host = f"{conf.get('HOST') or '127.0.0.1'}:{conf.get('PORT') or 5432}"
+    return f"postgres://{auth}{host}/{conf['NAME']}"
+
+
+def _answers(app: Any, name_prefix: str) -> bool:
+    replies = app.control.ping(timeout=0.5) or []
+    return any(name.startswith(name_prefix) for reply in replies for name in reply)
+
+
+@contextmanager
+def start_celery_worker(name: str = "test") -> Iterator[subprocess.Popen[bytes]]:
+    """A worker process (solo pool, the portal's queues) until the block ends."""
+    from portal.celery import app
+
+    node = f"{name}-{os.getpid()}@"
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
+    log = ROOT / "var" / f"test-worker-{name}.log"
+    log.parent.mkdir(exist_ok=True)
+    with log.open("w") as log_file:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "portal", "worker",
+                "--pool", "solo", "--queues", "portal,imports",
+                "--hostname", f"{node}%h", "--without-gossip", "--without-mingle",
+                "--loglevel", "INFO",
+            ],
+            cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while not _answers(app, node):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the test Celery worker did not start; see {log}")
+            yield process
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
