@@ -338,7 +338,10 @@ def _rollups_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     if not rows:
         return
     table = UsageDaily._meta.db_table
-    columns = "project_id, partition_id, username, day, service_units, core_hours, gpu_hours, energy_wh, jobs"
+    columns = (
+        "project_id, partition_id, username, day, "
+        "service_units, core_hours, gpu_hours, energy_wh, jobs"
+    )
     placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
     params: list[Any] = []
     for key, amounts in rows:
@@ -629,9 +632,18 @@ def sacct_lines(*, cluster: Cluster, since: datetime, until: datetime) -> Iterat
         )
     except OSError as error:
         raise SacctFailed(f"cannot run {command[0]!r}: {error.strerror}") from None
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     try:
-        yield iter(process.stdout)
+        try:
+            yield iter(process.stdout)
+        except ImportFatal:
+            # Empty or broken output is most often sacct failing: report its own words.
+            if process.wait() != 0:
+                raise SacctFailed(
+                    f"{command[0]} exited with {process.returncode}: {process.stderr.read().strip()}"
+                ) from None
+            raise
         process.stdout.close()
         errors = process.stderr.read()
         if process.wait() != 0:

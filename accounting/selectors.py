@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounting.charging import Charge
-from accounting.models import Cluster, Partition, PartitionVersion
+from accounting.models import Cluster, Job, Partition, PartitionVersion
 from accounting.quotes import QuoteRequest, quote_compute
 
 
@@ -82,3 +82,26 @@ def quote_get(
     when = at or timezone.now()
     version = partition_version_at(partition=partition, at=when)
     return version, quote_compute(version.spec, request)
+
+
+def charges_for_export(
+    *,
+    cluster: Cluster,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    project_code: str | None = None,
+) -> QuerySet[Job]:
+    """Finished jobs of ``cluster`` that ended in [start, end), oldest first, for export."""
+    jobs = (
+        Job.objects.filter(cluster=cluster, end__isnull=False)
+        .exclude(charge_state=Job.ChargeState.PENDING)
+        .select_related("project", "partition")
+        .order_by("end", "job_id_raw", "run")
+    )
+    if start is not None:
+        jobs = jobs.filter(end__gte=start)
+    if end is not None:
+        jobs = jobs.filter(end__lt=end)
+    if project_code:
+        jobs = jobs.filter(project__code=project_code)
+    return jobs

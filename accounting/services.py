@@ -16,7 +16,6 @@ from accounting import charging
 from accounting.models import Cluster, Partition, PartitionVersion
 from accounting.specs import ClusterDefinition, PartitionDefinition
 
-
 # The start of a partition's first version when no date is given: before any job.
 BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -1,0 +1,58 @@
+"""python manage.py slurm_accounts_sync --cluster NAME (--file FILE | --run-sacctmgr)"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from allocations.services import slurm_accounts_sync
+from allocations.slurm_accounts import AssociationsError
+
+
+class Command(BaseCommand):
+    help = "Create projects and memberships from Slurm's account associations."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--cluster", required=True, help="only this cluster's associations")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--file", type=Path, help="saved sacctmgr --parsable2 output")
+        source.add_argument("--run-sacctmgr", action="store_true", help="run sacctmgr here")
+        parser.add_argument("--sacctmgr", default="sacctmgr", help="path of sacctmgr")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["file"]:
+            try:
+                lines = options["file"].read_text(encoding="utf-8").splitlines()
+            except OSError as error:
+                raise CommandError(
+                    f"{options['file']}: cannot be read ({error.strerror})"
+                ) from None
+        else:
+            lines = self._run_sacctmgr(options["sacctmgr"], options["cluster"])
+        try:
+            result = slurm_accounts_sync(lines=lines, cluster=options["cluster"])
+        except AssociationsError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(
+            f"projects created: {len(result.projects_created)} {result.projects_created}"
+        )
+        self.stdout.write(f"users created: {len(result.users_created)} {result.users_created}")
+        self.stdout.write(f"memberships created: {len(result.memberships_created)}")
+        for number, why in result.skipped_lines:
+            self.stderr.write(f"line {number} skipped: {why}")
+
+    def _run_sacctmgr(self, binary: str, cluster: str) -> list[str]:
+        command = [
+            binary, "--parsable2", "show", "associations", f"cluster={cluster}",
+            "format=Cluster,Account,User,ParentName",
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        except OSError as error:
+            raise CommandError(f"cannot run {binary!r}: {error.strerror}") from None
+        if done.returncode != 0:
+            raise CommandError(f"{binary} exited with {done.returncode}: {done.stderr.strip()}")
+        return done.stdout.splitlines()
