@@ -12,9 +12,21 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from accounting.models import Cluster, Partition, PartitionVersion
+from accounting.models import (
+    Cluster,
+    ImportRun,
+    Job,
+    Partition,
+    PartitionVersion,
+    QuarantinedRecord,
+    UsageDaily,
+)
 from accounting.quotes import weight_explanation
-from accounting.services import partition_version_create
+from accounting.services import (
+    cluster_import_schedule_sync,
+    partition_version_create,
+    quarantine_retry_enqueue,
+)
 from accounting.specs import PartitionDefinition, SpecFileError, cluster_definition_parse
 
 
@@ -27,9 +39,14 @@ class PartitionInline(admin.TabularInline):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "timezone", "description")
+    list_display = ("name", "timezone", "imports_enabled", "last_imported_until")
     search_fields = ("name",)
+    readonly_fields = ("last_imported_until",)
     inlines = [PartitionInline]
+
+    def save_model(self, request: HttpRequest, obj: Cluster, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        cluster_import_schedule_sync(cluster=obj)
 
 
 class PartitionVersionInline(admin.TabularInline):
@@ -175,3 +192,71 @@ class PartitionVersionAdmin(admin.ModelAdmin):
             note=obj.change_note,
         )
         obj.pk = saved.pk
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """The ledger is written by imports and services only; staff read it here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ImportRun)
+class ImportRunAdmin(ReadOnlyAdmin):
+    list_display = (
+        "pk",
+        "cluster",
+        "source",
+        "status",
+        "started_at",
+        "lines",
+        "charged",
+        "quarantined",
+    )
+    list_filter = ("cluster", "status")
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = (
+        "job_id",
+        "cluster",
+        "project",
+        "username",
+        "partition",
+        "state",
+        "end",
+        "service_units",
+    )
+    list_filter = ("cluster", "charge_state", "state", "partition")
+    search_fields = ("job_id_raw", "job_id", "username", "project__code")
+    list_select_related = ("cluster", "project", "partition")
+    show_full_result_count = False  # counting a million rows on every page is not worth it
+
+
+@admin.register(UsageDaily)
+class UsageDailyAdmin(ReadOnlyAdmin):
+    list_display = ("day", "project", "partition", "username", "service_units", "jobs")
+    list_filter = ("partition",)
+    search_fields = ("project__code", "username")
+    date_hierarchy = "day"
+
+
+@admin.register(QuarantinedRecord)
+class QuarantinedRecordAdmin(ReadOnlyAdmin):
+    list_display = ("cluster", "line_number", "reason", "source", "created_at", "resolved_at")
+    list_filter = ("cluster", ("resolved_at", admin.EmptyFieldListFilter))
+    search_fields = ("raw", "reason", "job_id_raw", "account")
+    actions = ["retry"]
+
+    @admin.action(description="Read the selected clusters' open lines again")
+    def retry(self, request: HttpRequest, queryset: Any) -> None:
+        for cluster in Cluster.objects.filter(quarantine__in=queryset).distinct():
+            quarantine_retry_enqueue(cluster=cluster)
+        self.message_user(request, "Retry queued.")

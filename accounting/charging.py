@@ -24,7 +24,7 @@ from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from functools import cached_property, lru_cache
 from operator import itemgetter
 from types import MappingProxyType
-from typing import ClassVar, Final
+from typing import ClassVar, Final, NoReturn
 
 SU_QUANTUM: Final = Decimal("0.000001")
 """Ledger precision: SU are stored with 6 decimal places; round only here and for display."""
@@ -374,54 +374,69 @@ def energy_weight(spec: PartitionSpec) -> Decimal:
 # Measuring a job: the fractions of eq 1, counted exactly
 
 
-@dataclass(frozen=True, slots=True)
-class _Measurement:
-    fractions: tuple[NodeFractions, ...]
-    share_units: tuple[int, int]  # sum_i max(f^i) * C * max(G, 1), as an integer ratio
-    dominant_resource: str
-
+# A job measured: the fractions of each node, sum_i max(f^i) * C * max(G, 1) as an integer ratio,
+# and the dominant resource.
+_Measurement = tuple[tuple["NodeFractions", ...], tuple[int, int], str]
 
 # What one node contributes: units of cores, GPUs, memory and each node-local resource (in the
 # partition's name order), the largest of them (eq 1), and the fractions shown to users.
 _NodeMeasure = tuple[
-    Decimal | int, Decimal | int, int, tuple[int, ...], Decimal | int, NodeFractions
+    Decimal | int, Decimal | int, int, tuple[int, ...], Decimal | int, "NodeFractions"
 ]
 
 
 def _measure(partition: _Partition, nodes: Sequence[NodeUsage]) -> _Measurement:
     if not nodes:
         raise ChargeError("a job must hold at least one node; the node list is empty")
+    if len(nodes) == 1:  # most jobs
+        core_units, gpu_units, memory_units, local_units, share_units, fractions = _measure_node(
+            1, partition, nodes[0]
+        )
+        dominant = _dominant(partition, gpu_units, core_units, memory_units, local_units)
+        return (fractions,), share_units.as_integer_ratio(), dominant
     core_units_total: Decimal | int = 0
     gpu_units_total: Decimal | int = 0
     memory_units_total = 0
     local_units_total = [0] * len(partition.node_local_names)
     share_units_total: Decimal | int = 0
-    fractions = []
+    node_fractions = []
     previous = None
     for index, node in enumerate(nodes, start=1):
         # split_evenly repeats one NodeUsage for every node: measure it once.
         if node is not previous:
             measured = _measure_node(index, partition, node)
             previous = node
-        core_units, gpu_units, memory_units, local_units, share_units, node_fractions = measured
+        core_units, gpu_units, memory_units, local_units, share_units, fractions = measured
         core_units_total += core_units
         gpu_units_total += gpu_units
         memory_units_total += memory_units
         share_units_total += share_units
         for position, units in enumerate(local_units):
             local_units_total[position] += units
-        fractions.append(node_fractions)
-    # The job's dominant resource has the largest summed share; ties go in the order
-    # gpus, cores, memory, node-local by name.
-    dominant, largest = "gpus", gpu_units_total
-    if core_units_total > largest:
-        dominant, largest = "cores", core_units_total
-    if memory_units_total > largest:
-        dominant, largest = "memory", memory_units_total
-    for name, units in zip(partition.node_local_names, local_units_total, strict=True):
+        node_fractions.append(fractions)
+    dominant = _dominant(
+        partition, gpu_units_total, core_units_total, memory_units_total, local_units_total
+    )
+    return tuple(node_fractions), share_units_total.as_integer_ratio(), dominant
+
+
+def _dominant(
+    partition: _Partition,
+    gpu_units: Decimal | int,
+    core_units: Decimal | int,
+    memory_units: int,
+    local_units: Sequence[int],
+) -> str:
+    """The resource with the largest (summed) share; ties: gpus, cores, memory, node-local."""
+    dominant, largest = "gpus", gpu_units
+    if core_units > largest:
+        dominant, largest = "cores", core_units
+    if memory_units > largest:
+        dominant, largest = "memory", memory_units
+    for name, units in zip(partition.node_local_names, local_units, strict=True):
         if units > largest:
             dominant, largest = name, units
-    return _Measurement(tuple(fractions), share_units_total.as_integer_ratio(), dominant)
+    return dominant
 
 
 def _measure_node(index: int, partition: _Partition, node: NodeUsage) -> _NodeMeasure:
@@ -437,9 +452,14 @@ def _measure_node(index: int, partition: _Partition, node: NodeUsage) -> _NodeMe
                 raise ChargeError(
                     f"node {index}: {field_name} must be an int or a Decimal, got {value!r}"
                 )
+    cores_per_node, gpu_scale = partition.cores, partition.gpu_scale
     try:
-        _check_node(index, partition, cores, memory_mb, gpus)
-        cores_per_node, gpu_scale = partition.cores, partition.gpu_scale
+        if not (
+            0 < cores <= cores_per_node
+            and 0 <= memory_mb <= partition.memory_mb
+            and 0 <= gpus <= partition.gpus
+        ):
+            _refuse_node(index, partition, cores, memory_mb, gpus)
         # eqs 8-9: memory is charged in whole core-equivalents of M / C, i.e.
         # ceil(mem / (M / C)) = ceil(mem * C / M); f_m is that over C. (Decimal's divmod is exact.)
         quotient, remainder = divmod(memory_mb * cores_per_node, partition.memory_mb)
@@ -466,10 +486,11 @@ def _measure_node(index: int, partition: _Partition, node: NodeUsage) -> _NodeMe
             )
     except InvalidOperation:
         raise ChargeError(f"node {index}: usage must be finite numbers, got {node!r}") from None
-    core_fractions = partition.core_fractions
-    node_fractions = NodeFractions(
-        cores=core_fractions[cores] if isinstance(cores, int) else cores / cores_per_node,
-        memory=core_fractions[memory_equivalents],
+    fractions = NodeFractions(
+        cores=(
+            partition.core_fractions[cores] if isinstance(cores, int) else cores / cores_per_node
+        ),
+        memory=partition.core_fractions[memory_equivalents],
         gpus=(
             partition.gpu_fractions[gpus]
             if isinstance(gpus, int)
@@ -477,16 +498,17 @@ def _measure_node(index: int, partition: _Partition, node: NodeUsage) -> _NodeMe
         ),
         node_local=local_fractions,
     )
-    return core_units, gpu_units, memory_units, local_units, share_units, node_fractions
+    return core_units, gpu_units, memory_units, local_units, share_units, fractions
 
 
-def _check_node(
+def _refuse_node(
     index: int,
     partition: _Partition,
     cores: Decimal | int,
     memory_mb: Decimal | int,
     gpus: Decimal | int,
-) -> None:
+) -> NoReturn:
+    """Raise the ChargeError that says what is wrong with a node's usage."""
     name = partition.spec.name
     if not cores > 0:
         raise ChargeError(f"node {index}: cores must be positive, got {cores}")
@@ -504,15 +526,13 @@ def _check_node(
         )
     if gpus < 0:
         raise ChargeError(f"node {index}: gpus must not be negative, got {gpus}")
-    if gpus and not partition.gpus:
+    if not partition.gpus:
         raise ChargeError(
             f"node {index}: {gpus} GPUs requested on partition {name!r}, which has no GPUs"
         )
-    if gpus > partition.gpus:
-        raise ChargeError(
-            f"node {index}: {gpus} GPUs requested but a node of partition {name!r} "
-            f"has {partition.gpus}"
-        )
+    raise ChargeError(
+        f"node {index}: {gpus} GPUs requested but a node of partition {name!r} has {partition.gpus}"
+    )
 
 
 def _node_local_equivalents(
@@ -581,12 +601,12 @@ class ChargingModel(ABC):
             raise ChargeError(f"elapsed_seconds must be an int, got {elapsed_seconds!r}")
         if elapsed_seconds < 0:
             raise ChargeError(f"elapsed_seconds must not be negative, got {elapsed_seconds}")
-        measurement = _measure(partition, nodes)
+        fractions, share_units, dominant_resource = _measure(partition, nodes)
         numerator, denominator = self._service_units_ratio(
-            partition, nodes, measurement, elapsed_seconds
+            partition, nodes, share_units, elapsed_seconds
         )
         # eq 29 for the share of the node the job held: hours * sum(share) * node TDP
-        share_numerator, share_denominator = measurement.share_units
+        share_numerator, share_denominator = share_units
         tdp_numerator, tdp_denominator = partition.tdp_watts
         energy_wh = _round_to_quantum(
             tdp_numerator * elapsed_seconds * share_numerator,
@@ -597,8 +617,8 @@ class ChargingModel(ABC):
             service_units=_round_to_quantum(numerator, denominator),
             weight=self._weight_value(partition),
             hours=Decimal(elapsed_seconds) / SECONDS_PER_HOUR,
-            nodes=measurement.fractions,
-            dominant_resource=measurement.dominant_resource,
+            nodes=fractions,
+            dominant_resource=dominant_resource,
             energy_wh=energy_wh,
         )
 
@@ -618,7 +638,7 @@ class ChargingModel(ABC):
         self,
         partition: _Partition,
         nodes: Sequence[NodeUsage],
-        measurement: _Measurement,
+        share_units: tuple[int, int],
         elapsed_seconds: int,
     ) -> tuple[int, int]:
         """The job's SU as an exact ratio of ints."""
@@ -631,11 +651,11 @@ class MaxFractionModel(ChargingModel):
         self,
         partition: _Partition,
         nodes: Sequence[NodeUsage],
-        measurement: _Measurement,
+        share_units: tuple[int, int],
         elapsed_seconds: int,
     ) -> tuple[int, int]:
         weight_numerator, weight_denominator = self._weight_ints(partition)
-        share_numerator, share_denominator = measurement.share_units
+        share_numerator, share_denominator = share_units
         return (
             weight_numerator * elapsed_seconds * share_numerator,
             weight_denominator * SECONDS_PER_HOUR * partition.share_scale * share_denominator,
@@ -718,7 +738,7 @@ class CoreHourModel(ChargingModel):
         self,
         partition: _Partition,
         nodes: Sequence[NodeUsage],
-        measurement: _Measurement,
+        share_units: tuple[int, int],
         elapsed_seconds: int,
     ) -> tuple[int, int]:
         core_numerator, core_denominator = sum(node.cores for node in nodes).as_integer_ratio()
@@ -749,7 +769,7 @@ class WholeNodeModel(ChargingModel):
         self,
         partition: _Partition,
         nodes: Sequence[NodeUsage],
-        measurement: _Measurement,
+        share_units: tuple[int, int],
         elapsed_seconds: int,
     ) -> tuple[int, int]:
         weight_numerator, weight_denominator = self._weight_ints(partition)
@@ -817,7 +837,7 @@ class LinearModel(ChargingModel):
         self,
         partition: _Partition,
         nodes: Sequence[NodeUsage],
-        measurement: _Measurement,
+        share_units: tuple[int, int],
         elapsed_seconds: int,
     ) -> tuple[int, int]:
         hourly_times_1024 = sum(
@@ -868,7 +888,7 @@ def charge(
     Raises :class:`ChargeError` for usage the partition cannot have given and
     :class:`SpecError` for a spec that cannot be charged against.
     """
-    if isinstance(model, ChargingModel):
+    if not isinstance(model, str):
         return model.charge(spec, nodes, elapsed_seconds)
     try:
         charging_model = MODELS[model]

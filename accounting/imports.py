@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -640,8 +641,9 @@ def sacct_lines(*, cluster: Cluster, since: datetime, until: datetime) -> Iterat
         except ImportFatal:
             # Empty or broken output is most often sacct failing: report its own words.
             if process.wait() != 0:
+                errors = process.stderr.read().strip()
                 raise SacctFailed(
-                    f"{command[0]} exited with {process.returncode}: {process.stderr.read().strip()}"
+                    f"{command[0]} exited with {process.returncode}: {errors}"
                 ) from None
             raise
         process.stdout.close()
@@ -690,3 +692,29 @@ def quarantine_retry(*, cluster: Cluster) -> ImportSummary:
         )
         total.add(summary)
     return total
+
+
+def import_upload_start(
+    *,
+    cluster: Cluster,
+    name: str,
+    chunks: Iterable[bytes],
+    started_by: Any = None,
+    create_projects: bool = False,
+    upload_dir: Path,
+) -> ImportRun:
+    """Keep an uploaded sacct file and enqueue its import (after the commit)."""
+    from accounting.tasks import import_sacct_file
+
+    upload_dir.mkdir(parents=True, exist_ok=True)
+    run = ImportRun.objects.create(
+        cluster=cluster, source=f"upload {Path(name).name}"[:500], started_by=started_by
+    )
+    path = upload_dir / f"import-{run.pk}.psv"
+    with path.open("wb") as out:
+        for chunk in chunks:
+            out.write(chunk)
+    transaction.on_commit(
+        lambda: import_sacct_file.delay(run.pk, str(path), create_projects=create_projects)
+    )
+    return run

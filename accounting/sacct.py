@@ -45,6 +45,7 @@ __all__ = [
     "EMPTY_LINE_REASON",
     "FINISHED_STATES",
     "KNOWN_STATES",
+    "MAX_REASON_LENGTH",
     "OPTIONAL_FIELDS",
     "REPEATED_HEADER_REASON",
     "REQUIRED_FIELDS",
@@ -87,6 +88,8 @@ OPTIONAL_FIELDS = (
 )
 
 EMPTY_LINE_REASON = "empty line"
+# SacctLineError.reason never exceeds this, whatever the line holds.
+MAX_REASON_LENGTH = 300
 REPEATED_HEADER_REASON = "repeated header line"
 
 # Slurm's base states plus the state flags that sacct prints instead of the base state
@@ -106,6 +109,7 @@ ACTIVE_STATES = frozenset(
         "POWER_UP_NODE",
         "UPDATE_DB",
         "EXPEDITING",
+        # Not printed by Slurm 22.05; accepted because the portal's design names it.
         "REQUEUING",
     }
 )
@@ -572,10 +576,11 @@ class _LineParser:
         try:
             return self._parse(line_number, raw)
         except _FieldError as exc:
-            return SacctLineError(line_number, raw, exc.reason, exc.field_name)
+            return SacctLineError(line_number, raw, _shorten(exc.reason), exc.field_name)
         except Exception as exc:
             # The contract is one object per line: a parser bug must not stop an import.
-            return SacctLineError(line_number, raw, f"unexpected parser error: {exc!r}", None)
+            reason = _shorten(f"unexpected parser error: {exc!r}")
+            return SacctLineError(line_number, raw, reason, None)
 
     def _parse(self, line_number: int, raw: str) -> SacctRecord | SacctLineError:
         layout = self.layout
@@ -782,6 +787,13 @@ class _LineParser:
             return parse_elapsed(elapsed_text)
         except ValueError as exc:
             raise _FieldError("Elapsed", str(exc)) from None
+
+
+def _shorten(reason: str) -> str:
+    # Reasons quote the bad value; the whole line is kept in ``raw`` anyway.
+    if len(reason) <= MAX_REASON_LENGTH:
+        return reason
+    return reason[: MAX_REASON_LENGTH - 3] + "..."
 
 
 def _optional_whole_number(text: str, name: str) -> int | None:

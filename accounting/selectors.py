@@ -8,7 +8,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounting.charging import Charge
-from accounting.models import Cluster, Job, Partition, PartitionVersion
+from accounting.models import (
+    Cluster,
+    ImportRun,
+    Job,
+    Partition,
+    PartitionVersion,
+    QuarantinedRecord,
+)
 from accounting.quotes import QuoteRequest, quote_compute
 
 
@@ -105,3 +112,14 @@ def charges_for_export(
     if project_code:
         jobs = jobs.filter(project__code=project_code)
     return jobs
+
+
+def import_runs_recent(*, limit: int = 50) -> QuerySet[ImportRun]:
+    return ImportRun.objects.select_related("cluster", "started_by").order_by("-started_at")[:limit]
+
+
+def quarantine_open(*, cluster: Cluster | None = None) -> QuerySet[QuarantinedRecord]:
+    records = QuarantinedRecord.objects.filter(resolved_at__isnull=True).select_related("cluster")
+    if cluster is not None:
+        records = records.filter(cluster=cluster)
+    return records.order_by("cluster__name", "-created_at", "line_number")
