@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 HEADER = (
     "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Start|End|Elapsed|"
@@ -84,8 +85,20 @@ def _shape(rng: random.Random, partition: str) -> tuple[int, int, int, int]:
     return nodes, cores * nodes, 244992 * nodes, 0
 
 
-def sacct_lines(*, lines: int, seed: int = 42, start: datetime | None = None) -> Iterator[str]:
-    """Yield the header and then ``lines`` data lines (allocations with their steps)."""
+def sacct_lines(
+    *,
+    lines: int,
+    seed: int = 42,
+    start: datetime | None = None,
+    mean_gap_seconds: int = 20,
+    now: datetime | None = None,
+) -> Iterator[str]:
+    """Yield the header and then ``lines`` data lines (allocations with their steps).
+
+    Jobs are submitted every ``mean_gap_seconds`` on average from ``start``; with ``now``,
+    generation stops at jobs not yet started, and a job still running at ``now`` is printed
+    as RUNNING with an Unknown end, as sacct does.
+    """
     rng = random.Random(seed)
     clock = start or datetime(2026, 1, 1, tzinfo=UTC)
     job_id = 5_000_000
@@ -98,12 +111,19 @@ def sacct_lines(*, lines: int, seed: int = 42, start: datetime | None = None) ->
         prefix, numbers, _, _, _ = PARTITIONS[partition]
         nodes, cpus, mem, gpus = _shape(rng, partition)
         node_numbers = sorted(rng.sample(list(numbers), nodes))
-        clock += timedelta(seconds=rng.randint(1, 40))
+        clock += timedelta(seconds=rng.randint(1, 2 * mean_gap_seconds))
         submit = clock
         start_at = submit + timedelta(seconds=rng.randint(0, 600))
         elapsed = int(rng.lognormvariate(7.0, 1.5)) + 1
         end = start_at + timedelta(seconds=elapsed)
         state = rng.choice(STATES)
+        if now is not None and start_at > now:
+            return
+        running = now is not None and end > now
+        if running:
+            assert now is not None
+            state = "RUNNING"
+            elapsed = int((now - start_at).total_seconds())
         exit_code = "0:0" if state == "COMPLETED" else rng.choice(("1:0", "0:9", "0:15", "2:0"))
         job_id += 1
         shown_id = str(job_id)
@@ -115,7 +135,7 @@ def sacct_lines(*, lines: int, seed: int = 42, start: datetime | None = None) ->
         times = (
             submit.strftime(TIME_FORMAT),
             start_at.strftime(TIME_FORMAT),
-            end.strftime(TIME_FORMAT),
+            "Unknown" if running else end.strftime(TIME_FORMAT),
         )
         common = f"{_elapsed(elapsed)}|{elapsed}|{nodes}|{cpus}|{nodelist}"
         yield (
@@ -126,20 +146,23 @@ def sacct_lines(*, lines: int, seed: int = 42, start: datetime | None = None) ->
         produced += 1
         steps = ["batch", "extern", *[str(n) for n in range(rng.choice((0, 0, 1, 2, 3)))]]
         step_tres = f"cpu={cpus}{gres},mem={_memory(mem)},node={nodes}"
+        step_state = "RUNNING" if running else "COMPLETED"
         for step in steps:
             if produced >= lines:
                 break
             yield (
-                f"{shown_id}.{step}|{job_id}.{step}|{step}||{account}|||COMPLETED|0:0|{times[1]}|"
+                f"{shown_id}.{step}|{job_id}.{step}|{step}||{account}|||{step_state}|0:0|{times[1]}|"
                 f"{times[1]}|{times[2]}|{common}||{step_tres}||0|\n"
             )
             produced += 1
 
 
-def write_sacct_file(path: Path, *, lines: int, seed: int = 42, cluster: str = "") -> Path:
+def write_sacct_file(
+    path: Path, *, lines: int, seed: int = 42, cluster: str = "", **options: Any
+) -> Path:
     """Write ``lines`` data lines (plus the header) to ``path``. ``cluster`` is informative."""
     with path.open("w") as out:
-        out.writelines(sacct_lines(lines=lines, seed=seed))
+        out.writelines(sacct_lines(lines=lines, seed=seed, **options))
     return path
 
 

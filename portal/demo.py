@@ -1,15 +1,26 @@
-"""Demo data for ``make demo``: the example clusters and a few logins with known passwords."""
+"""Demo data for ``make demo``: example clusters, projects, logins, the real sacct sample and
+months of generated history, so that balances and charts have something to show."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.utils import timezone
 
+from accounting.imports import jobs_import
+from accounting.models import Cluster, Job
 from accounting.services import cluster_apply
 from accounting.specs import cluster_definition_load
+from allocations.models import Membership, Project
+from allocations.services import slurm_accounts_sync
+
+DEMO_CLUSTER = "slurm-testbed"
+HISTORY_DAYS = 180
+HISTORY_LINES = 60_000  # about 14,000 jobs with their steps
 
 
 @dataclass(frozen=True)
@@ -22,27 +33,68 @@ class DemoAccount:
 
 DEMO_ACCOUNTS = (
     DemoAccount("staff", "staff-demo-pw", "centre staff (admin)", is_staff=True),
-    DemoAccount("alice", "alice-demo-pw", "researcher"),
-    DemoAccount("bob", "bob-demo-pw", "researcher"),
-    DemoAccount("carol", "carol-demo-pw", "researcher"),
+    DemoAccount("alice", "alice-demo-pw", "researcher, PI of pawsey0001"),
+    DemoAccount("bob", "bob-demo-pw", "researcher, PI of pawsey0002"),
+    DemoAccount("carol", "carol-demo-pw", "researcher, PI of pawsey0003 and pawsey0004"),
 )
+DEMO_PIS = {
+    "pawsey0001": "alice",
+    "pawsey0002": "bob",
+    "pawsey0003": "carol",
+    "pawsey0004": "carol",
+}
 
 
-@transaction.atomic
-def demo_load(*, examples: Path) -> list[str]:
-    """Apply every example cluster spec and create the demo accounts; safe to run twice."""
-    lines = []
-    for path in sorted((examples / "clusters").glob("*.json")):
-        result = cluster_apply(definition=cluster_definition_load(path), note="loaddemo")
-        state = "loaded" if result.changed else "unchanged"
-        lines.append(f"cluster {result.cluster.name}: {state}")
+def _accounts() -> list[str]:
     user_model = get_user_model()
+    lines = []
     for account in DEMO_ACCOUNTS:
         user, created = user_model.objects.get_or_create(username=account.username)
-        if created:
+        if created or not user.has_usable_password():
             user.set_password(account.password)
             user.email = f"{account.username}@example.org"
             user.is_staff = user.is_superuser = account.is_staff
             user.save()
         lines.append(f"user {account.username}: {'created' if created else 'exists'}")
     return lines
+
+
+def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
+    """Load everything the demo shows; safe to run again (imports are idempotent)."""
+    for path in sorted((examples / "clusters").glob("*.json")):
+        result = cluster_apply(definition=cluster_definition_load(path), note="loaddemo")
+        report(f"cluster {result.cluster.name}: {'loaded' if result.changed else 'unchanged'}")
+    sample = examples / "sacct"
+    slurm_accounts_sync(lines=(sample / "sacctmgr_assoc.psv").read_text().splitlines())
+    for line in _accounts():
+        report(line)
+    for code, username in DEMO_PIS.items():
+        project = Project.objects.get(code=code)
+        pi = get_user_model().objects.get(username=username)
+        if project.pi_id is None:
+            project.pi = pi
+            project.title = f"Demo project {code}"
+            project.save(update_fields=["pi", "title"])
+        Membership.objects.update_or_create(
+            project=project, user=pi, defaults={"role": Membership.Role.PI}
+        )
+
+    cluster = Cluster.objects.get(name=DEMO_CLUSTER)
+    for name in ("sacct_all_duplicates.psv", "sacct_all_allstates.psv"):
+        with (sample / name).open() as lines:
+            _, summary = jobs_import(cluster=cluster, lines=lines, source=f"demo sample {name}")
+        report(f"import {name}: {summary.as_dict()}")
+
+    # Months of history in the shape of the sample (benchmarks/sacct_generator.py), generated
+    # once: a second loaddemo finds the jobs already there and skips the generation.
+    if not Job.objects.filter(cluster=cluster, job_name__startswith="bench-").exists():
+        from benchmarks.sacct_generator import sacct_lines
+
+        now = timezone.now()
+        gap = int(HISTORY_DAYS * 86400 / (HISTORY_LINES / 4.2))
+        lines = sacct_lines(
+            lines=HISTORY_LINES, seed=2026, start=now - timedelta(days=HISTORY_DAYS),
+            mean_gap_seconds=gap, now=now,
+        )  # fmt: skip
+        _, summary = jobs_import(cluster=cluster, lines=lines, source="demo history (generated)")
+        report(f"import generated history: {summary.as_dict()}")

@@ -1,4 +1,4 @@
-"""python manage.py loaddemo: clusters from examples/ and demo accounts (never in production)."""
+"""python manage.py loaddemo: the demo data of ``make demo`` (never in production)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,12 @@ from portal.demo import DEMO_ACCOUNTS, demo_load
 
 
 class Command(BaseCommand):
-    help = "Load the demo data: example clusters and the demo logins. Idempotent."
+    help = "Load the demo: clusters, projects, logins, the sacct sample and generated history."
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.PRODUCTION:
             raise CommandError("loaddemo creates accounts with known passwords; not in production")
-        summary = demo_load(examples=Path(settings.BASE_DIR) / "examples")
-        for line in summary:
-            self.stdout.write(line)
+        demo_load(examples=Path(settings.BASE_DIR) / "examples", report=self.stdout.write)
         self.stdout.write("\nDemo logins (username / password):")
         for account in DEMO_ACCOUNTS:
-            self.stdout.write(f"  {account.username:<10} {account.password:<16} {account.role}")
+            self.stdout.write(f"  {account.username:<8} {account.password:<15} {account.role}")
