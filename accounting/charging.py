@@ -8,11 +8,11 @@ A partition is described by a :class:`PartitionSpec`; a job by what it holds on 
 max-fraction model, ``SU = w * t * sum_i max(f_c, f_g, f_m, ...)`` (eq 1).
 
 Exactness: no floats anywhere. Shares are counted in whole units of ``1 / (C * max(G, 1))`` of a
-node, so every model's charge is one exact ratio of ``Decimal`` products, divided once and rounded
-half-even to :data:`SU_QUANTUM` with integer arithmetic (no intermediate rounding). The fractions
-shown in :class:`NodeFractions` are for display and are rounded to the decimal context's precision.
-Products of the inputs use the current decimal context (28 digits by default), which is exact for
-the integers and short decimals that specs and sacct produce.
+node (eq 9 makes memory a whole number of core-equivalents), so every model's charge is one ratio
+of integers, divided once and rounded half-even to :data:`SU_QUANTUM` (no intermediate rounding).
+Integer and decimal inputs are used as given; only shares that are themselves non-terminating
+decimals (10 cores split over 3 nodes) meet the decimal context's 28 digits. The fractions shown in
+:class:`NodeFractions` are for display, at the context's precision.
 """
 
 from __future__ import annotations
@@ -231,11 +231,13 @@ def split_evenly(
             NodeUsage(cores, memory_mb, gpus, _FrozenMap(node_local) if node_local else _EMPTY),
         )
     per_node = NodeUsage(
-        cores=_split(cores, nodes),
-        memory_mb=_split(memory_mb, nodes),
-        gpus=_split(gpus, nodes),
+        cores=_split("cores", cores, nodes),
+        memory_mb=_split("memory_mb", memory_mb, nodes),
+        gpus=_split("gpus", gpus, nodes),
         node_local=(
-            _FrozenMap({name: Decimal(_split(used, nodes)) for name, used in node_local.items()})
+            _FrozenMap(
+                {name: Decimal(_split(name, used, nodes)) for name, used in node_local.items()}
+            )
             if node_local
             else _EMPTY
         ),
@@ -243,9 +245,12 @@ def split_evenly(
     return (per_node,) * nodes
 
 
-def _split(total: Decimal | int, nodes: int) -> Decimal | int:
-    if total.__class__ is int and total % nodes == 0:
-        return total // nodes
+def _split(name: str, total: Decimal | int, nodes: int) -> Decimal | int:
+    if total.__class__ is int:
+        if total % nodes == 0:
+            return total // nodes
+    elif total.__class__ is not Decimal:
+        raise ChargeError(f"{name} must be an int or a Decimal, got {total!r}")
     return _SPLIT_CONTEXT.divide(total, nodes)
 
 
@@ -376,12 +381,12 @@ def energy_weight(spec: PartitionSpec) -> Decimal:
 
 # A job measured: the fractions of each node, sum_i max(f^i) * C * max(G, 1) as an integer ratio,
 # and the dominant resource.
-_Measurement = tuple[tuple["NodeFractions", ...], tuple[int, int], str]
+_Measurement = tuple[tuple[NodeFractions, ...], tuple[int, int], str]
 
 # What one node contributes: units of cores, GPUs, memory and each node-local resource (in the
 # partition's name order), the largest of them (eq 1), and the fractions shown to users.
 _NodeMeasure = tuple[
-    Decimal | int, Decimal | int, int, tuple[int, ...], Decimal | int, "NodeFractions"
+    Decimal | int, Decimal | int, int, tuple[int, ...], Decimal | int, NodeFractions
 ]
 
 

@@ -154,7 +154,10 @@ def cost_ratio_table(
     model: str | ChargingModel,
     benchmarks: Sequence[Benchmark] | None = None,
 ) -> CostRatioTable:
-    """Tables II-IV for ``model``: each application's 1 h CPU charge against one GPU node-hour."""
+    """Tables II-IV for ``model``: each application's 1 h CPU charge against one GPU node-hour.
+
+    Weights are the model's for the two specs, so a staff override of the energy weight counts.
+    """
     _check_pair(cpu, gpu)
     charging_model = _model(model)
     if benchmarks is None:

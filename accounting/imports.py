@@ -21,6 +21,7 @@ finished job booked in this run), ``pending`` (not finished; shown as a pending 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shlex
@@ -78,6 +79,9 @@ class ImportSummary:
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 
+    def add_one(self, bucket: str) -> None:
+        setattr(self, bucket, getattr(self, bucket) + 1)
+
     def add(self, other: ImportSummary) -> None:
         for name in ("lines", *BUCKETS):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -98,9 +102,8 @@ class _Quarantine:
 class _Batch:
     """What one transaction writes."""
 
-    rows: dict[tuple[str, str], tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    records: dict[tuple[str, str], SacctRecord] = field(default_factory=dict)
     quarantine: list[_Quarantine] = field(default_factory=list)
-    good_lines: list[str] = field(default_factory=list)
     lines: int = 0
     steps: int = 0
 
@@ -364,77 +367,147 @@ def _raw_hash(header: str, raw: str) -> str:
     return hashlib.sha256(f"{header}\n{raw}".encode()).hexdigest()
 
 
+def _fingerprint(header: str, raw: str) -> str:
+    """A short digest of a sacct line in its layout: equal lines need no second look."""
+    return hashlib.blake2b(f"{header}\n{raw}".encode(), digest_size=16).hexdigest()
+
+
+# Columns of a new ledger row, in table order (the COPY path writes them positionally).
+_INSERT_FIELDS = [f for f in Job._meta.concrete_fields if not f.primary_key]
+
+
+def _jobs_insert(rows: list[dict[str, Any]]) -> None:
+    """Insert new ledger rows: COPY on PostgreSQL (the bulk of a first import), else the ORM.
+
+    A row inserted meanwhile by a concurrent import makes COPY fail on the unique key; the
+    batch is then retried and finds that row existing.
+    """
+    if connection.vendor != "postgresql":
+        Job.objects.bulk_create([Job(**row) for row in rows], batch_size=1000)
+        return
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in _INSERT_FIELDS)
+    attnames = [f.attname for f in _INSERT_FIELDS]
+    sql = f"COPY {Job._meta.db_table} ({columns}) FROM STDIN"
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.cursor.copy(sql) as copy,
+    ):
+        for row in rows:
+            row["node_fractions"] = json.dumps(row["node_fractions"])
+            copy.write_row([row[name] for name in attnames])
+
+
+def _new_row(
+    values: dict[str, Any], *, cluster: Cluster, key: tuple[str, str], run: ImportRun,
+    record: SacctRecord, now: datetime,
+) -> dict[str, Any]:  # fmt: skip
+    return {
+        **values,
+        "cluster_id": cluster.pk,
+        "job_id_raw": key[0],
+        "run": key[1],
+        "import_run_id": run.pk,
+        "line_number": record.line_number,
+        "charged_at": now if _is_booked(values) else None,
+        "updated_at": now,
+    }
+
+
 def _batch_write(
     batch: _Batch, *, run: ImportRun, lookups: _Lookups, header: str, resolve_quarantine: bool
 ) -> ImportSummary:
-    """Write one batch in one transaction and return its counts."""
+    """Write one batch in one transaction and return its counts.
+
+    A job whose sacct line is exactly the one already booked is left alone without being
+    charged again; only new and changed lines go through the engine.
+    """
     summary = ImportSummary(lines=batch.lines, steps_skipped=batch.steps)
     cluster = lookups.cluster
     now = timezone.now()
+    quarantine = list(batch.quarantine)
+    stored_lines: list[str] = []
     with transaction.atomic():
-        existing: dict[tuple[str, str], Job] = {}
-        raw_ids = sorted({job_id_raw for job_id_raw, _ in batch.rows})
+        # Lock the batch's known rows (in key order: concurrent imports cannot deadlock).
+        known: dict[tuple[str, str], tuple[int, str, str]] = {}
+        raw_ids = sorted({job_id_raw for job_id_raw, _ in batch.records})
         if raw_ids:
-            for job in (
+            for job_id_raw, run_key, pk, source_hash, charge_state in (
                 Job.objects.select_for_update()
                 .filter(cluster=cluster, job_id_raw__in=raw_ids)
                 .order_by("job_id_raw", "run")
+                .values_list("job_id_raw", "run", "pk", "source_hash", "charge_state")
             ):
-                existing[(job.job_id_raw, job.run)] = job
+                known[(job_id_raw, run_key)] = (pk, source_hash, charge_state)
+
+        fingerprints = {key: _fingerprint(header, rec.raw) for key, rec in batch.records.items()}
+        changed_pks = [
+            known[key][0]
+            for key in batch.records
+            if key in known and known[key][1] != fingerprints[key]
+        ]
+        old_jobs = {
+            (job.job_id_raw, job.run): job for job in Job.objects.filter(pk__in=changed_pks)
+        } if changed_pks else {}  # fmt: skip
 
         deltas: dict[tuple[Any, ...], list[Any]] = {}
-        inserts: list[Job] = []
+        inserts: list[dict[str, Any]] = []
         updates: list[Job] = []
-        for (job_id_raw, run_key), (line_number, values) in batch.rows.items():
-            job = existing.get((job_id_raw, run_key))
+        for key, record in batch.records.items():
+            stored = known.get(key)
+            if stored is not None and stored[1] == fingerprints[key]:
+                bucket = "pending" if stored[2] == Job.ChargeState.PENDING else "imported"
+                summary.add_one(bucket)
+                stored_lines.append(record.raw)
+                continue
+            values = _row_for(record, lookups)
+            if isinstance(values, _Quarantine):
+                quarantine.append(values)
+                continue
+            values["source_hash"] = fingerprints[key]
+            stored_lines.append(record.raw)
+            job = old_jobs.get(key)
             if job is None:
                 inserts.append(
-                    Job(
-                        cluster=cluster,
-                        job_id_raw=job_id_raw,
-                        run=run_key,
-                        import_run=run,
-                        line_number=line_number,
-                        charged_at=now if _is_booked(values) else None,
-                        **values,
-                    )
+                    _new_row(values, cluster=cluster, key=key, run=run, record=record, now=now)
                 )
                 _add_rollup(deltas, values, lookups, +1)
-                summary_bucket = _bucket_new(values)
+                summary.add_one(_bucket_new(values))
+                continue
+            old = {name: getattr(job, name) for name in _COMPARED}
+            new = {name: values[name] for name in _COMPARED}
+            if old == new:
+                summary.add_one("pending" if not _is_booked(new) else "imported")
+            elif _is_booked(old) and not _is_booked(new):
+                # An older dump (taken while the job ran) read after a newer one: the
+                # finished record stands, a charge never goes back to pending.
+                summary.add_one("imported")
             else:
-                old = {name: getattr(job, name) for name in _COMPARED}
-                if old == values:
-                    summary_bucket = "pending" if not _is_booked(values) else "imported"
-                elif _is_booked(old) and not _is_booked(values):
-                    # An older dump (taken while the job ran) read after a newer one: the
-                    # finished record stands, a charge never goes back to pending.
-                    summary_bucket = "imported"
+                _add_rollup(deltas, old, lookups, -1)
+                _add_rollup(deltas, new, lookups, +1)
+                if _is_booked(new) and not _is_booked(old):
+                    summary.add_one("charged")
                 else:
-                    _add_rollup(deltas, old, lookups, -1)
-                    _add_rollup(deltas, values, lookups, +1)
-                    summary_bucket = (
-                        "charged"
-                        if _is_booked(values) and not _is_booked(old)
-                        else ("pending" if not _is_booked(values) else "updated")
-                    )
-                    for name, value in values.items():
-                        setattr(job, name, value)
-                    job.import_run = run
-                    job.line_number = line_number
-                    if _is_booked(values) and job.charged_at is None:
-                        job.charged_at = now
-                    updates.append(job)
-            setattr(summary, summary_bucket, getattr(summary, summary_bucket) + 1)
+                    summary.add_one("updated" if _is_booked(new) else "pending")
+                for name, value in values.items():
+                    setattr(job, name, value)
+                job.import_run = run
+                job.line_number = record.line_number
+                if _is_booked(new) and job.charged_at is None:
+                    job.charged_at = now
+                updates.append(job)
 
         if inserts:
-            Job.objects.bulk_create(inserts, batch_size=1000)
+            _jobs_insert(inserts)
         if updates:
             Job.objects.bulk_update(
-                updates, [*_COMPARED, "import_run", "line_number", "charged_at"], batch_size=500
+                updates,
+                [*_COMPARED, "source_hash", "import_run", "line_number", "charged_at"],
+                batch_size=500,
             )
         _rollups_apply(deltas)
 
-        if batch.quarantine:
+        if quarantine:
             QuarantinedRecord.objects.bulk_create(
                 [
                     QuarantinedRecord(
@@ -445,19 +518,19 @@ def _batch_write(
                         raw_hash=_raw_hash(header, item.raw),
                         **asdict(item),
                     )
-                    for item in batch.quarantine
+                    for item in quarantine
                 ],
                 update_conflicts=True,
                 unique_fields=["cluster", "raw_hash"],
                 # The first sighting keeps its source and line number; the reason is refreshed.
                 update_fields=["reason", "field"],
             )
-            summary.quarantined += len(batch.quarantine)
-        if resolve_quarantine and batch.good_lines:
+            summary.quarantined += len(quarantine)
+        if resolve_quarantine and stored_lines:
             QuarantinedRecord.objects.filter(
                 cluster=cluster,
                 resolved_at__isnull=True,
-                raw_hash__in=[_raw_hash(header, raw) for raw in batch.good_lines],
+                raw_hash__in=[_raw_hash(header, raw) for raw in stored_lines],
             ).update(resolved_at=now, resolution=f"imported by run {run.pk}")
 
         ImportRun.objects.filter(pk=run.pk).update(
@@ -558,20 +631,14 @@ def jobs_import(
             elif item.kind == "step":
                 batch.steps += 1
             else:
-                row = _row_for(item, lookups)
-                if isinstance(row, _Quarantine):
-                    batch.quarantine.append(row)
-                else:
-                    key = (item.job_id_raw, _run_key(item))
-                    if key in batch.rows:
-                        # The same run twice in one input (overlapping dumps concatenated):
-                        # the later line wins; the earlier one is recorded, not booked twice.
-                        batch.lines -= 1
-                        flush()
-                        batch.lines += 1
-                    batch.rows[key] = (item.line_number, row)
-                    if resolve:
-                        batch.good_lines.append(item.raw)
+                key = (item.job_id_raw, _run_key(item))
+                if key in batch.records:
+                    # The same run twice in one input (overlapping dumps concatenated): the
+                    # batch so far is written first, so the later line is read as an update.
+                    batch.lines -= 1
+                    flush()
+                    batch.lines += 1
+                batch.records[key] = item
             if batch.lines >= batch_size:
                 flush()
         flush()

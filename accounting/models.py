@@ -297,6 +297,9 @@ class Job(models.Model):
         ImportRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
     )
     line_number = models.PositiveIntegerField(null=True, blank=True)
+    source_hash = models.CharField(
+        max_length=32, blank=True, help_text="fingerprint of the sacct line this row was read from"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

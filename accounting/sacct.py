@@ -353,9 +353,14 @@ def parse_sacct_time(text: str, tz: tzinfo) -> datetime | None:
     used (``fold=0``). A time that carries its own UTC offset keeps it. Raises ValueError on
     anything else.
     """
+    _check_time_zone(tz)
+    return _utc_time(text, tz)
+
+
+def _utc_time(text: str, tz: tzinfo) -> datetime | None:
+    # parse_sacct_time without the time zone check, which the parser makes once per input.
     if text in _NO_TIME:
         return None
-    _check_time_zone(tz)
     try:
         moment = datetime.fromisoformat(text)
         if moment.tzinfo is None:
@@ -570,9 +575,10 @@ class _LineParser:
         self.resources: dict[str, _Resources] = {}
         self.states: dict[str, tuple[str, int | None]] = {}
         self.exit_codes: set[str] = set()
+        self.memories: dict[str, Decimal] = {}
 
     def parse(self, line_number: int, line: str) -> SacctRecord | SacctLineError:
-        raw = line.rstrip("\r\n") if line.endswith(("\n", "\r")) else line
+        raw = line.rstrip("\r\n")
         try:
             return self._parse(line_number, raw)
         except _FieldError as exc:
@@ -661,11 +667,9 @@ class _LineParser:
         resources = self.resources
         alloc = resources.get(alloc_tres_text) or self._resources(alloc_tres_text, "AllocTRES")
         requested = resources.get(req_tres_text) or self._resources(req_tres_text, "ReqTRES")
+        req_mem_mb: Decimal | None
         if req_mem_text:
-            try:
-                req_mem_mb: Decimal | None = parse_memory_mb(req_mem_text)
-            except ValueError as exc:
-                raise _FieldError("ReqMem", str(exc)) from None
+            req_mem_mb = self.memories.get(req_mem_text) or self._req_mem(req_mem_text)
         else:
             # Without a ReqMem column, ReqTRES holds the same job total.
             req_mem_mb = requested.memory_mb if "mem" in requested.tres else None
@@ -736,7 +740,7 @@ class _LineParser:
 
     def _time(self, text: str, name: str) -> datetime | None:
         try:
-            moment = parse_sacct_time(text, self.tz)
+            moment = _utc_time(text, self.tz)
         except ValueError as exc:
             raise _FieldError(name, str(exc)) from None
         if len(self.times) >= _CACHE_LIMIT:
@@ -753,6 +757,16 @@ class _LineParser:
             self.resources.clear()
         self.resources[text] = resources
         return resources
+
+    def _req_mem(self, text: str) -> Decimal:
+        try:
+            memory_mb = parse_memory_mb(text)
+        except ValueError as exc:
+            raise _FieldError("ReqMem", str(exc)) from None
+        if len(self.memories) >= _CACHE_LIMIT:
+            self.memories.clear()
+        self.memories[text] = memory_mb
+        return memory_mb
 
     def _state(self, text: str) -> tuple[str, int | None]:
         state, by, uid_text = text.partition(" by ")
