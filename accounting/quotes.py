@@ -46,7 +46,9 @@ def quote_usage(
         else:
             cores = Decimal(1)
     if memory is None:
-        memory = Decimal(cores) * spec.memory_mb / spec.cores
+        # Slurm's default: DefMemPerCPU = floor(M / C) MB per core. Whole MB, so the default
+        # never lands a hair above a core-equivalent boundary (eq 9 would round that up).
+        memory = Decimal(spec.memory_mb // spec.cores) * Decimal(cores)
     usage = charging.NodeUsage(cores=cores, memory_mb=memory, gpus=gpus)
     return (usage,) * request.nodes
 

@@ -95,3 +95,20 @@ def test_zero_hours_is_refused():
             "0",
             stdout=StringIO(),
         )
+
+
+def test_default_memory_is_slurms_per_core_share_and_never_tips_into_the_next_core():
+    # 192000 MB / 36 cores is not a whole number; 2 cores with their default memory must
+    # cost 2 core-hours, not 3 (a bug found by the engine's author, kept as a regression test).
+    quote = _quote(
+        "--cluster",
+        "paper-test-system",
+        "--partition",
+        "cpu",
+        "--cores-per-node",
+        "2",
+        "--hours",
+        "1",
+    )
+    assert quote["service_units"] == "2.000000"
+    assert quote["dominant_resource"] == "cores"

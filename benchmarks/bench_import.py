@@ -1,0 +1,166 @@
+"""Benchmark of the sacct import (issue: Slurm accounting import).
+
+Measured in one run, on the same generated file (benchmarks/sacct_generator.py):
+
+  (a) baseline: ``psql \\copy`` of the file into a typed table with the same unique key;
+  (b) the full import on PostgreSQL (parse, charge, ledger, roll-ups);
+  (c) a re-import of the same file, which must change nothing in the ledger;
+  (d) the full import with the embedded default (SQLite);
+  and the peak RSS of the import process.
+
+Every import runs as ``manage.py import_sacct`` in a child process, so its peak RSS is its own.
+
+    python benchmarks/bench_import.py [--lines 1000000] [--skip-sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "out"
+PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+BENCH_DB = "portal_bench"
+COPY_TABLE = """
+CREATE TABLE sacct_copy (
+  job_id text, job_id_raw text NOT NULL, job_name text, username text, account text,
+  partition text, qos text, state text, exit_code text, submit timestamp, start timestamp,
+  "end" timestamp, elapsed text, elapsed_raw bigint, nnodes integer, ncpus integer,
+  nodelist text, req_tres text, alloc_tres text, req_mem text, consumed_energy_raw bigint,
+  timelimit_raw integer, CONSTRAINT sacct_copy_key UNIQUE (job_id_raw))
+"""
+
+
+def _psql(database: str, *commands: str) -> None:
+    args = ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"]
+    for command in commands:
+        args += ["-c", command]
+    subprocess.run(args, check=True, capture_output=True, text=True)
+
+
+def _timed_child(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+    """Run a child; return wall seconds, its peak RSS in MB, and its standard output."""
+    started = time.perf_counter()
+    process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    output = process.stdout.read() if process.stdout else ""
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{output}")
+    return elapsed, usage.ru_maxrss // 1024, output
+
+
+def _manage(*args: str) -> list[str]:
+    return [sys.executable, "manage.py", *args]
+
+
+def _prepare(env: dict[str, str]) -> None:
+    subprocess.run(_manage("migrate", "--noinput", "-v", "0"), cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        _manage("cluster_apply", "examples/clusters/slurm-testbed.json"),
+        cwd=ROOT, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _ledger_checksum(env: dict[str, str]) -> str:
+    code = (
+        "from django.db.models import Count, Max, Sum;"
+        "from accounting.models import Job, UsageDaily;"
+        "print(Job.objects.aggregate(Count('id'), Sum('service_units'), Max('updated_at')),"
+        " UsageDaily.objects.aggregate(Count('id'), Sum('service_units'), Sum('jobs')))"
+    )
+    done = subprocess.run(
+        _manage("shell", "-c", code), cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
+    from benchmarks.sacct_generator import write_sacct_file
+
+    OUT.mkdir(exist_ok=True)
+    data = OUT / f"sacct-{lines}.psv"
+    if not data.exists():
+        print(f"generating {data.name} ({lines:,} lines) ...", flush=True)
+        write_sacct_file(data, lines=lines, seed=42)
+    results: dict[str, float] = {"lines": lines}
+
+    if shutil.which("psql") is None:
+        raise SystemExit("psql is not installed: the PostgreSQL baseline cannot run")
+    _psql("postgres", f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
+    _psql(BENCH_DB, COPY_TABLE)
+    started = time.perf_counter()
+    _psql(BENCH_DB, f"\\copy sacct_copy FROM '{data}' WITH (FORMAT csv, DELIMITER '|', HEADER true, NULL '')")
+    results["copy_s"] = time.perf_counter() - started
+    _psql(BENCH_DB, "DROP TABLE sacct_copy")
+
+    env = {**os.environ, "DATABASE_URL": f"{PG}/{BENCH_DB}"}
+    env.pop("CELERY_BROKER_URL", None)
+    _prepare(env)
+    imp = _manage("import_sacct", str(data), "--cluster", "slurm-testbed", "--create-projects", "--json")
+    results["import_s"], results["import_rss_mb"], first = _timed_child(imp, env)
+    before = _ledger_checksum(env)
+    results["reimport_s"], results["reimport_rss_mb"], second = _timed_child(imp, env)
+    after = _ledger_checksum(env)
+    summary_first, summary_second = json.loads(first), json.loads(second)
+    results["reimport_ledger_changes"] = float(
+        (before != after) + summary_second["charged"] + summary_second["updated"]
+    )
+    print(f"first import:  {summary_first}")
+    print(f"second import: {summary_second}")
+
+    if not skip_sqlite:
+        with tempfile.TemporaryDirectory() as var:
+            lite = {**os.environ, "PORTAL_VAR_DIR": var}
+            lite.pop("DATABASE_URL", None)
+            lite.pop("CELERY_BROKER_URL", None)
+            _prepare(lite)
+            results["sqlite_import_s"], results["sqlite_rss_mb"], _ = _timed_child(imp, lite)
+    _psql("postgres", f"DROP DATABASE IF EXISTS {BENCH_DB}")
+    return results
+
+
+def report(results: dict[str, float]) -> None:
+    copy = results["copy_s"]
+    lines = int(results["lines"])
+    print(f"sacct import of {lines:,} generated lines (one run; times are wall clock)")
+    print(f"  (a) psql \\copy into a typed table with the unique key: {copy:7.2f} s")
+    print(
+        f"  (b) full import, PostgreSQL:  {results['import_s']:7.2f} s  "
+        f"= {results['import_s'] / copy:5.2f} x (a)  (target <= 3)  peak RSS {results['import_rss_mb']} MB"
+    )
+    print(
+        f"  (c) re-import, PostgreSQL:    {results['reimport_s']:7.2f} s  "
+        f"= {results['reimport_s'] / copy:5.2f} x (a)  (target <= 3)  ledger changes: "
+        f"{int(results['reimport_ledger_changes'])}  peak RSS {results['reimport_rss_mb']} MB"
+    )
+    if "sqlite_import_s" in results:
+        print(
+            f"  (d) full import, SQLite:      {results['sqlite_import_s']:7.2f} s  "
+            f"(target <= 120 s)  peak RSS {results['sqlite_rss_mb']} MB"
+        )
+    print("  peak RSS target: <= 400 MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="sacct import benchmark")
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--skip-sqlite", action="store_true")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    results = run(args.lines, args.skip_sqlite)
+    (OUT / "import.json").write_text(json.dumps(results, indent=2))
+    report(results)
+
+
+if __name__ == "__main__":
+    main()
