@@ -48,7 +48,7 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 
 bench: install
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 migrate: install
 	$(PY) manage.py migrate --noinput

@@ -49,7 +49,13 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
-from accounting.sacct import SacctHeaderError, SacctLineError, SacctRecord, parse_sacct
+from accounting.sacct import (
+    SacctHeaderError,
+    SacctLineError,
+    SacctRecord,
+    SacctStep,
+    parse_sacct,
+)
 from allocations.models import Project
 
 logger = logging.getLogger(__name__)
@@ -385,7 +391,7 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
     if connection.vendor != "postgresql":
         Job.objects.bulk_create([Job(**row) for row in rows], batch_size=1000)
         return
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in _INSERT_FIELDS)
+    columns = ", ".join(connection.ops.quote_name(f.column or f.attname) for f in _INSERT_FIELDS)
     attnames = [f.attname for f in _INSERT_FIELDS]
     sql = f"COPY {Job._meta.db_table} ({columns}) FROM STDIN"
     with (
@@ -614,7 +620,7 @@ def jobs_import(
         batch = _Batch()
 
     try:
-        for item in parse_sacct(tap, tz=tz or lookups.zone, cluster=cluster.name):
+        for item in parse_sacct(tap, tz=tz or lookups.zone, cluster=cluster.name, steps=False):
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
                 ImportRun.objects.filter(pk=run.pk).update(header=tap.header)
@@ -628,7 +634,7 @@ def jobs_import(
                         field=item.field or "",
                     )
                 )
-            elif item.kind == "step":
+            elif isinstance(item, SacctStep):
                 batch.steps += 1
             else:
                 key = (item.job_id_raw, _run_key(item))

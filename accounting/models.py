@@ -14,10 +14,7 @@ from accounting import charging
 
 DEFAULT_SACCT_ARGUMENTS = "--allusers --parsable2 --allocations --duplicates"
 
-# FLOP/s and frequencies are large whole numbers; 30 digits hold exa-scale with room to spare.
-_BIG = {"max_digits": 30, "decimal_places": 3}
-_WATTS = {"max_digits": 10, "decimal_places": 3}
-_WEIGHT = {"max_digits": 20, "decimal_places": 6}
+# FLOP/s and frequencies are large whole numbers: 30 digits hold exa-scale with room to spare.
 
 
 class Cluster(models.Model):
@@ -98,27 +95,35 @@ class PartitionVersion(models.Model):
     cores_per_socket = models.PositiveIntegerField()
     memory_mb = models.PositiveBigIntegerField(help_text="Memory per node in MiB (Slurm MB)")
     gpus = models.PositiveSmallIntegerField(default=0, help_text="GPUs per node")
-    cpu_tdp_watts = models.DecimalField(help_text="TDP per CPU socket", **_WATTS)
-    gpu_tdp_watts = models.DecimalField(default=Decimal(0), help_text="TDP per GPU", **_WATTS)
+    cpu_tdp_watts = models.DecimalField(
+        help_text="TDP per CPU socket", max_digits=10, decimal_places=3
+    )
+    gpu_tdp_watts = models.DecimalField(
+        default=Decimal(0), help_text="TDP per GPU", max_digits=10, decimal_places=3
+    )
     gpu_streaming_multiprocessors = models.PositiveIntegerField(default=0)
-    cpu_peak_flops = models.DecimalField(null=True, blank=True, **_BIG)
-    gpu_peak_flops = models.DecimalField(null=True, blank=True, **_BIG)
+    cpu_peak_flops = models.DecimalField(null=True, blank=True, max_digits=30, decimal_places=3)
+    gpu_peak_flops = models.DecimalField(null=True, blank=True, max_digits=30, decimal_places=3)
     cpu_peak_n_stream = models.PositiveIntegerField(null=True, blank=True)
     cpu_peak_n_unit = models.PositiveIntegerField(null=True, blank=True)
-    cpu_peak_frequency_hz = models.DecimalField(null=True, blank=True, **_BIG)
+    cpu_peak_frequency_hz = models.DecimalField(
+        null=True, blank=True, max_digits=30, decimal_places=3
+    )
     gpu_peak_n_cuda = models.PositiveIntegerField(null=True, blank=True)
     gpu_peak_n_tensor = models.PositiveIntegerField(null=True, blank=True)
     gpu_peak_matrix_order = models.PositiveIntegerField(null=True, blank=True)
-    gpu_peak_frequency_hz = models.DecimalField(null=True, blank=True, **_BIG)
+    gpu_peak_frequency_hz = models.DecimalField(
+        null=True, blank=True, max_digits=30, decimal_places=3
+    )
     node_local = models.JSONField(
         default=dict,
         blank=True,
         help_text='Capacity per node of further resources: {"nvme_gb": "3500"}',
     )
     derived_weight = models.DecimalField(
-        help_text="w from eq 15 (GPU) or C (CPU), SU per node-hour", **_WEIGHT
+        help_text="w from eq 15 (GPU) or C (CPU), SU per node-hour", max_digits=20, decimal_places=6
     )
-    weight_override = models.DecimalField(null=True, blank=True, **_WEIGHT)
+    weight_override = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=6)
     weight_override_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
@@ -186,9 +191,6 @@ class PartitionVersion(models.Model):
     @property
     def is_gpu(self) -> bool:
         return self.gpus > 0
-
-
-_SU = {"max_digits": 24, "decimal_places": 6}
 
 
 class ImportRun(models.Model):
@@ -284,14 +286,19 @@ class Job(models.Model):
     charge_state = models.CharField(
         max_length=16, choices=ChargeState.choices, default=ChargeState.PENDING
     )
-    service_units = models.DecimalField(default=Decimal(0), help_text="booked SU", **_SU)
-    pending_service_units = models.DecimalField(
-        default=Decimal(0), help_text="SU so far of a job still running", **_SU
+    service_units = models.DecimalField(
+        default=Decimal(0), help_text="booked SU", max_digits=24, decimal_places=6
     )
-    weight = models.DecimalField(null=True, blank=True, **_WEIGHT)
+    pending_service_units = models.DecimalField(
+        default=Decimal(0),
+        help_text="SU so far of a job still running",
+        max_digits=24,
+        decimal_places=6,
+    )
+    weight = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=6)
     dominant_resource = models.CharField(max_length=32, blank=True)
     node_fractions = models.JSONField(default=list, blank=True)
-    energy_wh = models.DecimalField(default=Decimal(0), **_SU)
+    energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     charged_at = models.DateTimeField(null=True, blank=True)
     import_run = models.ForeignKey(
         ImportRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
@@ -339,10 +346,10 @@ class UsageDaily(models.Model):
     partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="usage_days")
     username = models.CharField(max_length=64)
     day = models.DateField()
-    service_units = models.DecimalField(default=Decimal(0), **_SU)
-    core_hours = models.DecimalField(default=Decimal(0), **_SU)
-    gpu_hours = models.DecimalField(default=Decimal(0), **_SU)
-    energy_wh = models.DecimalField(default=Decimal(0), **_SU)
+    service_units = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    core_hours = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    gpu_hours = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     jobs = models.IntegerField(default=0)
 
     class Meta:

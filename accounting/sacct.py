@@ -36,6 +36,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from operator import itemgetter
 from types import MappingProxyType
+from typing import Literal, overload
 
 import hostlist
 
@@ -874,9 +875,33 @@ def _split_job_id(
     return kind, step, array_job_id, array_task_id, array_pending, het_job_id, het_offset
 
 
+@overload
 def parse_sacct(
-    lines: Iterable[str], *, tz: tzinfo = UTC, cluster: str | None = None
-) -> Iterator[SacctRecord | SacctLineError]:
+    lines: Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: Literal[True] = True,
+) -> Iterator[SacctRecord | SacctLineError]: ...
+
+
+@overload
+def parse_sacct(
+    lines: Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: Literal[False],
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
+
+
+def parse_sacct(
+    lines: Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: bool = True,
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
     """Parse ``sacct --parsable2`` output lazily, one line at a time.
 
     ``lines`` may be an open text file or any iterable of strings, one line per item
@@ -887,6 +912,9 @@ def parse_sacct(
     The header is read at once: the first non-blank line. :class:`SacctHeaderError` is raised
     by this call when there is none or it lacks required columns. Each later line then yields
     exactly one :class:`SacctRecord` or :class:`SacctLineError`; a bad line never raises.
+    With ``steps=False`` a well-formed job-step line (a ``.`` in its JobIDRaw) yields a bare
+    :class:`SacctStep` instead, for readers that only count steps: most lines of a full dump
+    are steps, and this skips reading their fields.
     """
     _check_time_zone(tz)
     iterator = iter(lines)
@@ -894,6 +922,8 @@ def parse_sacct(
         header = line.rstrip("\r\n")
         if header.strip():
             parser = _LineParser(_Layout(header), tz, cluster)
+            if not steps:
+                return _parse_lines_counting_steps(parser, iterator, line_number)
             return _parse_lines(parser, iterator, line_number)
     raise SacctHeaderError(
         f"empty input: no sacct header line (it needs {', '.join(REQUIRED_FIELDS)})",
@@ -907,3 +937,27 @@ def _parse_lines(
     parse = parser.parse
     for line_number, line in enumerate(lines, start=header_line_number + 1):
         yield parse(line_number, line)
+
+
+@dataclass(frozen=True, slots=True)
+class SacctStep:
+    """A job-step line that was recognised but not read (``parse_sacct(steps=False)``)."""
+
+    line_number: int
+    kind: str = "step"
+
+
+def _parse_lines_counting_steps(
+    parser: _LineParser, lines: Iterator[str], header_line_number: int
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    parse = parser.parse
+    layout = parser.layout
+    position = layout.positions["JobIDRaw"]
+    separators = layout.field_count - 1
+    for line_number, line in enumerate(lines, start=header_line_number + 1):
+        # Only a line with the header's shape is taken for a step; anything else is parsed
+        # in full, so a broken step line still becomes a SacctLineError with its reason.
+        if "." in line.split("|", position + 1)[position] and line.count("|") == separators:
+            yield SacctStep(line_number)
+        else:
+            yield parse(line_number, line)

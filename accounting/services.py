@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -88,7 +88,7 @@ def partition_version_create(
     partition: Partition,
     definition: PartitionDefinition,
     effective_from: datetime,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     note: str = "",
 ) -> PartitionVersion:
     """Add a rate version to ``partition``, effective from ``effective_from``.
@@ -123,7 +123,7 @@ def cluster_apply(
     *,
     definition: ClusterDefinition,
     effective_from: datetime | None = None,
-    applied_by: AbstractBaseUser | None = None,
+    applied_by: User | None = None,
     note: str = "",
 ) -> ClusterApplyResult:
     """Create or update a cluster from a validated spec file, idempotently.

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from allocations.models import Membership, Project
@@ -24,7 +24,7 @@ def _retry_quarantine_everywhere() -> None:
 
 @transaction.atomic
 def project_create(
-    *, code: str, title: str = "", pi: AbstractBaseUser | None = None, field_of_science: str = ""
+    *, code: str, title: str = "", pi: User | None = None, field_of_science: str = ""
 ) -> Project:
     """Create a project for Slurm account ``code``; jobs quarantined for it are then charged."""
     project = Project.objects.create(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -99,14 +98,19 @@ def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
     _psql("postgres", f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
     _psql(BENCH_DB, COPY_TABLE)
     started = time.perf_counter()
-    _psql(BENCH_DB, f"\\copy sacct_copy FROM '{data}' WITH (FORMAT csv, DELIMITER '|', HEADER true, NULL '')")
+    _psql(
+        BENCH_DB,
+        f"\\copy sacct_copy FROM '{data}' WITH (FORMAT csv, DELIMITER '|', HEADER true, NULL '')",
+    )
     results["copy_s"] = time.perf_counter() - started
     _psql(BENCH_DB, "DROP TABLE sacct_copy")
 
     env = {**os.environ, "DATABASE_URL": f"{PG}/{BENCH_DB}"}
     env.pop("CELERY_BROKER_URL", None)
     _prepare(env)
-    imp = _manage("import_sacct", str(data), "--cluster", "slurm-testbed", "--create-projects", "--json")
+    imp = _manage(
+        "import_sacct", str(data), "--cluster", "slurm-testbed", "--create-projects", "--json"
+    )
     results["import_s"], results["import_rss_mb"], first = _timed_child(imp, env)
     before = _ledger_checksum(env)
     results["reimport_s"], results["reimport_rss_mb"], second = _timed_child(imp, env)
@@ -136,7 +140,8 @@ def report(results: dict[str, float]) -> None:
     print(f"  (a) psql \\copy into a typed table with the unique key: {copy:7.2f} s")
     print(
         f"  (b) full import, PostgreSQL:  {results['import_s']:7.2f} s  "
-        f"= {results['import_s'] / copy:5.2f} x (a)  (target <= 3)  peak RSS {results['import_rss_mb']} MB"
+        f"= {results['import_s'] / copy:5.2f} x (a)  (target <= 3)  "
+        f"peak RSS {results['import_rss_mb']} MB"
     )
     print(
         f"  (c) re-import, PostgreSQL:    {results['reimport_s']:7.2f} s  "

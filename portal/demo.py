@@ -92,9 +92,9 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
 
         now = timezone.now()
         gap = int(HISTORY_DAYS * 86400 / (HISTORY_LINES / 4.2))
-        lines = sacct_lines(
+        history = sacct_lines(
             lines=HISTORY_LINES, seed=2026, start=now - timedelta(days=HISTORY_DAYS),
             mean_gap_seconds=gap, now=now,
         )  # fmt: skip
-        _, summary = jobs_import(cluster=cluster, lines=lines, source="demo history (generated)")
+        _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")

@@ -482,7 +482,7 @@ def test_spec_properties_describe_the_node():
 
 def test_split_refuses_floats():
     with pytest.raises(ChargeError, match=r"memory_mb must be an int or a Decimal, got 1000\.5"):
-        split_evenly(nodes=2, cores=2, memory_mb=1000.5)  # type: ignore[arg-type]
+        split_evenly(nodes=2, cores=2, memory_mb=1000.5)
 
 
 def test_whole_node_weight_must_be_positive():

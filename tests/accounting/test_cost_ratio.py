@@ -275,7 +275,7 @@ def test_speedup_must_be_positive_and_exact():
     with pytest.raises(ValueError, match="speedup must be positive"):
         cheaper_partition(CPU, GPU, "energy", 0)
     with pytest.raises(ValueError, match="speedup must be an int, Decimal or Fraction"):
-        cheaper_partition(CPU, GPU, "energy", 6.5)  # type: ignore[arg-type]
+        cheaper_partition(CPU, GPU, "energy", 6.5)
 
 
 # The report ---------------------------------------------------------------------------------

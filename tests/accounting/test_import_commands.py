@@ -91,9 +91,8 @@ def test_create_projects_flag_creates_the_missing_account():
 def test_run_sacct_runs_the_configured_command_with_the_window(tmp_path):
     fake = tmp_path / "sacct"
     log = tmp_path / "args"
-    fake.write_text(
-        f'#!/bin/sh\necho "$@" > {log}\necho "TZ=$TZ" >> {log}\ncat {SAMPLE / "sacct_allocations.psv"}\n'
-    )
+    dump = SAMPLE / "sacct_allocations.psv"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {log}\necho "TZ=$TZ" >> {log}\ncat {dump}\n')
     fake.chmod(0o755)
     from accounting.models import Cluster
 

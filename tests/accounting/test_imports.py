@@ -301,7 +301,10 @@ def test_create_projects_option_creates_missing_projects_instead_of_quarantining
     assert set(Project.objects.values_list("code", flat=True)) == set(ACCOUNTS)
 
 
-HEADER = "JobID|JobIDRaw|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|NNodes|NodeList|AllocTRES"
+HEADER = (
+    "JobID|JobIDRaw|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|NNodes|NodeList|"
+    "AllocTRES"
+)
 
 
 def _line(
