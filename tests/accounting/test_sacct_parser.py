@@ -108,8 +108,9 @@ def test_the_sample_files_are_copied_into_the_repository() -> None:
     names = {path.name for path in SACCT_FILES}
     assert set(DOCUMENTED_ROWS) <= names
     assert len(list(EXAMPLES.glob("midrun/*.psv"))) == 3
-    for name in ("slurm-testbed.json", "sacctmgr_assoc.psv", "job_node_alloc.json"):
+    for name in ("sacctmgr_assoc.psv", "job_node_alloc.json", "billing_check.csv"):
         assert (EXAMPLES / name).is_file()
+    assert (EXAMPLES.parent / "clusters" / "slurm-testbed.json").is_file()
     for name, rows in DOCUMENTED_ROWS.items():
         assert len(records_of(EXAMPLES / name)) == rows
 
