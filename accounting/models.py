@@ -241,7 +241,11 @@ class Job(models.Model):
         CHARGED = "charged", "charged"
         REFUNDED = "refunded", "not charged by policy"
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
+    # Foreign keys whose lookups the composite indexes below already serve carry no index of
+    # their own: every index costs time on each of millions of inserts.
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.PROTECT, related_name="jobs", db_index=False
+    )
     job_id_raw = models.CharField(max_length=64)
     run = models.CharField(max_length=40, blank=True, default="")
     job_id = models.CharField(max_length=64)
@@ -251,7 +255,7 @@ class Job(models.Model):
     het_job_id = models.CharField(max_length=64, blank=True)
     het_offset = models.PositiveSmallIntegerField(null=True, blank=True)
     project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="jobs"
+        "allocations.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     username = models.CharField(max_length=64, help_text="Slurm user, even without a portal login")
     user = models.ForeignKey(
@@ -260,10 +264,16 @@ class Job(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="jobs",
+        db_index=False,
     )
     partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="jobs")
     partition_version = models.ForeignKey(
-        PartitionVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs"
+        PartitionVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        db_index=False,
     )
     qos = models.CharField(max_length=64, blank=True)
     state = models.CharField(max_length=32)
@@ -301,7 +311,12 @@ class Job(models.Model):
     energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     charged_at = models.DateTimeField(null=True, blank=True)
     import_run = models.ForeignKey(
-        ImportRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+        ImportRun,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+        db_index=False,
     )
     line_number = models.PositiveIntegerField(null=True, blank=True)
     source_hash = models.CharField(
@@ -328,7 +343,10 @@ class Job(models.Model):
             models.Index(fields=["project", "end"], name="job_project_end"),
             models.Index(fields=["cluster", "end"], name="job_cluster_end"),
             models.Index(fields=["username", "end"], name="job_username_end"),
-            models.Index(fields=["charge_state"], name="job_charge_state"),
+            # Running jobs only: the pending charges a balance shows.
+            models.Index(
+                fields=["cluster"], name="job_pending", condition=Q(charge_state="pending")
+            ),
         ]
 
     def __str__(self) -> str:
