@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -388,11 +388,21 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
     A row inserted meanwhile by a concurrent import makes COPY fail on the unique key; the
     batch is then retried and finds that row existing.
     """
-    if connection.vendor != "postgresql":
-        Job.objects.bulk_create([Job(**row) for row in rows], batch_size=1000)
-        return
     columns = ", ".join(connection.ops.quote_name(f.column or f.attname) for f in _INSERT_FIELDS)
     attnames = [f.attname for f in _INSERT_FIELDS]
+    if connection.vendor != "postgresql":
+        # One prepared INSERT run for every row, values prepared the way the ORM would; the
+        # ORM's bulk_create spent three quarters of an SQLite import building statements.
+        placeholders = ", ".join(["%s"] * len(_INSERT_FIELDS))
+        sql = f"INSERT INTO {Job._meta.db_table} ({columns}) VALUES ({placeholders})"  # noqa: S608
+        prepare = _preparers()
+        prepared = [
+            [convert(row[name]) if convert else row[name] for name, convert in prepare]
+            for row in rows
+        ]
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, prepared)
+        return
     sql = f"COPY {Job._meta.db_table} ({columns}) FROM STDIN"
     with (
         connection.wrap_database_errors,
@@ -402,6 +412,20 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
         for row in rows:
             row["node_fractions"] = json.dumps(row["node_fractions"])
             copy.write_row([row[name] for name in attnames])
+
+
+def _preparers() -> list[tuple[str, Callable[[Any], Any] | None]]:
+    """Per column: the attribute and the ORM's conversion of its value, where one is needed
+    (decimals, times and JSON); plain numbers and strings go to the driver as they are."""
+
+    def prepare_with(field: Any) -> Callable[[Any], Any]:
+        return lambda value: field.get_db_prep_save(value, connection)
+
+    needs_preparing = (models.DecimalField, models.DateTimeField, models.JSONField)
+    return [
+        (f.attname, prepare_with(f) if isinstance(f, needs_preparing) else None)
+        for f in _INSERT_FIELDS
+    ]
 
 
 def _known_rows(cluster: Cluster, raw_ids: list[str]) -> Iterable[tuple[str, str, int, str, str]]:
