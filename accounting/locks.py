@@ -41,3 +41,22 @@ def cluster_import_lock(cluster: Cluster) -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+@contextmanager
+def named_lock(name: str) -> Iterator[None]:
+    """A lock for periodic work that must never overlap (PostgreSQL advisory lock)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    key = zlib.crc32(f"su-portal {name}".encode()) << 20
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        (acquired,) = cursor.fetchone()
+    if not acquired:
+        raise ImportLockBusy(f"{name} is already running")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])

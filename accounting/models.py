@@ -46,6 +46,10 @@ class Cluster(models.Model):
     refund_node_failures = models.BooleanField(
         default=True, help_text="Policy: jobs ended by NODE_FAIL are not charged"
     )
+    enforcement_enabled = models.BooleanField(
+        default=False,
+        help_text="Run the pools' Slurm commands (sacctmgr) on this host; off: only list them",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,14 +1,55 @@
-"""Staff administration of projects and memberships."""
+"""Staff administration of allocations. Grants, adjustments and request decisions go through
+the services (and their audit trail); here they are read, and pools and rounds are set up."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from allocations.models import Membership, Project
+from allocations.enforcement import enforcement_dismiss, enforcement_execute
+from allocations.models import (
+    Adjustment,
+    Allocation,
+    AllocationRequest,
+    AllocationRound,
+    BudgetPeriod,
+    CommitteeMember,
+    EnforcementAction,
+    Membership,
+    PoolPartition,
+    Project,
+    RequestAmount,
+    RequestTransition,
+    ResourcePool,
+    Review,
+    RoundPool,
+    ThresholdNotice,
+)
 from allocations.services import project_create
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 class MembershipInline(admin.TabularInline):
@@ -33,3 +74,93 @@ class ProjectAdmin(admin.ModelAdmin):
         )
         obj.pk = created.pk
         obj.status = created.status
+
+
+class PoolPartitionInline(admin.TabularInline):
+    model = PoolPartition
+    extra = 1
+
+
+@admin.register(ResourcePool)
+class ResourcePoolAdmin(admin.ModelAdmin):
+    list_display = ("name", "cluster", "budget_months", "split", "carry_over", "notify_thresholds")
+    inlines = [PoolPartitionInline]
+
+
+class RoundPoolInline(admin.TabularInline):
+    model = RoundPool
+    extra = 1
+
+
+class CommitteeInline(admin.TabularInline):
+    model = CommitteeMember
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+@admin.register(AllocationRound)
+class AllocationRoundAdmin(admin.ModelAdmin):
+    list_display = ("name", "opens_at", "closes_at", "period_start", "period_end")
+    inlines = [RoundPoolInline, CommitteeInline]
+
+
+class AmountInline(ReadOnlyInline):
+    model = RequestAmount
+
+
+class TransitionInline(ReadOnlyInline):
+    model = RequestTransition
+
+
+class ReviewInline(ReadOnlyInline):
+    model = Review
+
+
+@admin.register(AllocationRequest)
+class AllocationRequestAdmin(ReadOnlyAdmin):
+    list_display = ("project", "round", "kind", "state", "created_at", "decided_at")
+    list_filter = ("round", "state", "kind")
+    search_fields = ("project__code",)
+    inlines = [AmountInline, ReviewInline, TransitionInline]
+
+
+class BudgetPeriodInline(ReadOnlyInline):
+    model = BudgetPeriod
+
+
+@admin.register(Allocation)
+class AllocationAdmin(ReadOnlyAdmin):
+    list_display = ("project", "pool", "period_start", "period_end", "granted_su", "granted_by")
+    list_filter = ("pool",)
+    search_fields = ("project__code",)
+    inlines = [BudgetPeriodInline]
+
+
+@admin.register(Adjustment)
+class AdjustmentAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "project", "kind", "amount_su", "actor", "reason")
+    list_filter = ("kind",)
+    search_fields = ("project__code", "reason")
+
+
+@admin.register(ThresholdNotice)
+class ThresholdNoticeAdmin(ReadOnlyAdmin):
+    list_display = ("notified_at", "budget_period", "threshold", "percent_used", "recipients")
+
+
+@admin.register(EnforcementAction)
+class EnforcementActionAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "project", "pool", "kind", "status", "command", "exit_code")
+    list_filter = ("status", "kind", "pool")
+    actions = ["run", "dismiss"]
+
+    @admin.action(description="Run (where the cluster enables enforcement)")
+    def run(self, request: HttpRequest, queryset: Any) -> None:
+        for action in queryset:
+            enforcement_execute(action=action, actor=request.user)  # type: ignore[arg-type]
+        self.message_user(request, "Done; see each action's status and output.", messages.INFO)
+
+    @admin.action(description="Dismiss")
+    def dismiss(self, request: HttpRequest, queryset: Any) -> None:
+        for action in queryset:
+            enforcement_dismiss(action=action, actor=request.user)  # type: ignore[arg-type]

@@ -1,12 +1,14 @@
-"""Projects and memberships (a project's code is its Slurm account).
+"""Merit allocations: projects, resource pools, rounds, requests, reviews, grants, budget
+periods, adjustments and enforcement. A project's code is its Slurm account.
 
-Rounds, requests, reviews, grants, balances and adjustments arrive with the allocations issue.
+SU are Decimal with 6 places everywhere, like the ledger of charges.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q
 
 
 class Project(models.Model):
@@ -61,3 +63,427 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
+
+
+class ResourcePool(models.Model):
+    """What SU are granted on, e.g. "setonix CPU" (partitions work, highmem) or "setonix GPU".
+
+    A job is charged against the pool that contains its partition; a partition belongs to at
+    most one pool. The pool also carries the budget and enforcement policy.
+    """
+
+    class Split(models.TextChoices):
+        EVEN = "even", "even split over the budget periods"
+        CUSTOM = "custom", "amounts set per budget period"
+
+    name = models.CharField(max_length=100, unique=True)
+    cluster = models.ForeignKey(
+        "accounting.Cluster", on_delete=models.PROTECT, related_name="resource_pools"
+    )
+    partitions = models.ManyToManyField(
+        "accounting.Partition", through="PoolPartition", related_name="resource_pools"
+    )
+    description = models.TextField(blank=True)
+    budget_months = models.PositiveSmallIntegerField(
+        default=3, help_text="length of a budget period in months (3 = quarterly)"
+    )
+    split = models.CharField(max_length=8, choices=Split.choices, default=Split.EVEN)
+    carry_over = models.BooleanField(
+        default=False, help_text="unused SU of a budget period move to the next one"
+    )
+    notify_thresholds = models.CharField(
+        max_length=40, default="75,90,100", help_text="percent of a budget period used"
+    )
+    limit_command = models.CharField(
+        max_length=500,
+        blank=True,
+        default="sacctmgr -i modify account name={account} set qos=lowpriority",
+        help_text="Slurm action when a project has used its budget period ({account}, {cluster})",
+    )
+    restore_command = models.CharField(
+        max_length=500,
+        blank=True,
+        default="sacctmgr -i modify account name={account} set qos=normal",
+        help_text="Slurm action when a limited project gets a new budget period",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def thresholds(self) -> list[int]:
+        return sorted({int(item) for item in self.notify_thresholds.split(",") if item.strip()})
+
+
+class PoolPartition(models.Model):
+    pool = models.ForeignKey(ResourcePool, on_delete=models.CASCADE)
+    partition = models.OneToOneField(
+        "accounting.Partition", on_delete=models.PROTECT, related_name="pool_membership"
+    )
+
+    def __str__(self) -> str:
+        return f"{self.partition} in {self.pool}"
+
+
+class AllocationRound(models.Model):
+    """A call for applications: open and close dates, the period grants cover, SU available
+    per pool and a committee with a chair."""
+
+    name = models.CharField(max_length=200, unique=True)
+    opens_at = models.DateTimeField()
+    closes_at = models.DateTimeField()
+    period_start = models.DateField(help_text="first day the grants cover")
+    period_end = models.DateField(help_text="day after the last day the grants cover")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-opens_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(opens_at__lt=F("closes_at")), name="round_opens_before_close"
+            ),
+            models.CheckConstraint(
+                condition=Q(period_start__lt=F("period_end")), name="round_period_not_empty"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RoundPool(models.Model):
+    round = models.ForeignKey(AllocationRound, on_delete=models.CASCADE, related_name="pools")
+    pool = models.ForeignKey(ResourcePool, on_delete=models.PROTECT, related_name="+")
+    available_su = models.DecimalField(max_digits=24, decimal_places=6)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["round", "pool"], name="round_pool_unique"),
+            models.CheckConstraint(
+                condition=Q(available_su__gte=0), name="round_pool_available_su_not_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.available_su} SU on {self.pool} in {self.round}"
+
+
+class CommitteeMember(models.Model):
+    round = models.ForeignKey(AllocationRound, on_delete=models.CASCADE, related_name="committee")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    is_chair = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["round", "user"], name="committee_member_unique"),
+            models.UniqueConstraint(
+                fields=["round"], condition=Q(is_chair=True), name="committee_one_chair"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({'chair' if self.is_chair else 'member'}) of {self.round}"
+
+
+class AllocationRequest(models.Model):
+    """A PI's application in a round (or a mid-period top-up), with its review trail."""
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "draft"
+        SUBMITTED = "submitted", "submitted"
+        UNDER_REVIEW = "under_review", "under review"
+        GRANTED = "granted", "granted"
+        PARTIALLY_GRANTED = "partially_granted", "partially granted"
+        REJECTED = "rejected", "rejected"
+
+    class Kind(models.TextChoices):
+        NEW = "new", "application"
+        TOP_UP = "top_up", "top-up (change request)"
+
+    round = models.ForeignKey(AllocationRound, on_delete=models.PROTECT, related_name="requests")
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="requests")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.NEW)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.DRAFT)
+    justification = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["round", "project"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["round", "project"],
+                condition=Q(kind="new"),
+                name="one_application_per_project_and_round",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} in {self.round} ({self.state})"
+
+
+class RequestAmount(models.Model):
+    """SU requested, and once decided granted, on one pool."""
+
+    request = models.ForeignKey(AllocationRequest, on_delete=models.CASCADE, related_name="amounts")
+    pool = models.ForeignKey(ResourcePool, on_delete=models.PROTECT, related_name="+")
+    requested_su = models.DecimalField(max_digits=24, decimal_places=6)
+    granted_su = models.DecimalField(null=True, blank=True, max_digits=24, decimal_places=6)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["request", "pool"], name="request_amount_unique"),
+            models.CheckConstraint(
+                condition=Q(requested_su__gte=0)
+                & (Q(granted_su__isnull=True) | Q(granted_su__gte=0)),
+                name="request_amount_not_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.requested_su} SU on {self.pool}"
+
+
+class RequestEstimate(models.Model):
+    """One line of the estimate built with the quote engine: jobs x nodes x hours on a partition."""
+
+    request = models.ForeignKey(
+        AllocationRequest, on_delete=models.CASCADE, related_name="estimates"
+    )
+    partition = models.ForeignKey(
+        "accounting.Partition", on_delete=models.PROTECT, related_name="+"
+    )
+    description = models.CharField(max_length=200, blank=True)
+    jobs = models.PositiveIntegerField()
+    nodes = models.PositiveIntegerField(default=1)
+    hours = models.DecimalField(max_digits=12, decimal_places=4)
+    cores_per_node = models.DecimalField(max_digits=10, decimal_places=3, null=True, blank=True)
+    gpus_per_node = models.PositiveIntegerField(null=True, blank=True)
+    memory_per_node_mb = models.DecimalField(max_digits=16, decimal_places=3, null=True, blank=True)
+    service_units = models.DecimalField(
+        help_text="jobs x the quote of one job", max_digits=24, decimal_places=6
+    )
+
+    def __str__(self) -> str:
+        return f"{self.jobs} x {self.nodes} node(s) x {self.hours} h on {self.partition}"
+
+
+class RequestTransition(models.Model):
+    """Every state change of a request: who, when, from what to what."""
+
+    request = models.ForeignKey(
+        AllocationRequest, on_delete=models.CASCADE, related_name="transitions"
+    )
+    from_state = models.CharField(max_length=20, blank=True)
+    to_state = models.CharField(max_length=20)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.from_state or 'new'} -> {self.to_state} by {self.actor}"
+
+
+class Review(models.Model):
+    request = models.ForeignKey(AllocationRequest, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    score = models.PositiveSmallIntegerField()
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["request", "reviewer"], name="one_review_per_reviewer"),
+            models.CheckConstraint(
+                condition=Q(score__gte=1) & Q(score__lte=5), name="review_score_1_to_5"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.score}/5 by {self.reviewer}"
+
+
+class Allocation(models.Model):
+    """A grant of SU on a pool for a period, split into budget periods."""
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="allocations")
+    pool = models.ForeignKey(ResourcePool, on_delete=models.PROTECT, related_name="allocations")
+    request = models.ForeignKey(
+        AllocationRequest,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="allocations",
+    )
+    period_start = models.DateField()
+    period_end = models.DateField(help_text="day after the last day")
+    granted_su = models.DecimalField(max_digits=24, decimal_places=6)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    granted_at = models.DateTimeField(auto_now_add=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["project", "pool", "period_start"]
+        constraints = [
+            models.CheckConstraint(condition=Q(granted_su__gte=0), name="allocation_not_negative"),
+            models.CheckConstraint(
+                condition=Q(period_start__lt=F("period_end")), name="allocation_period_not_empty"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.project} {self.pool} {self.period_start}..{self.period_end}: {self.granted_su}"
+        )
+
+
+class BudgetPeriod(models.Model):
+    """The part of a grant usable in one period (a quarter by default)."""
+
+    allocation = models.ForeignKey(
+        Allocation, on_delete=models.CASCADE, related_name="budget_periods"
+    )
+    start = models.DateField()
+    end = models.DateField(help_text="day after the last day")
+    budget_su = models.DecimalField(max_digits=24, decimal_places=6)
+
+    class Meta:
+        ordering = ["allocation", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["allocation", "start"], name="budget_period_unique"),
+            models.CheckConstraint(condition=Q(budget_su__gte=0), name="budget_not_negative"),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="budget_period_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.allocation.project} {self.allocation.pool} {self.start}..{self.end}"
+
+
+class Adjustment(models.Model):
+    """An append-only change to a project's balance on a pool in a budget period.
+
+    Positive amounts add SU (refund, top-up, transfer in), negative ones remove them
+    (transfer out, correction). The two sides of a transfer share ``transfer_id``.
+    """
+
+    class Kind(models.TextChoices):
+        REFUND = "refund", "refund"
+        TOP_UP = "top_up", "top-up"
+        TRANSFER_IN = "transfer_in", "transfer in"
+        TRANSFER_OUT = "transfer_out", "transfer out"
+        CORRECTION = "correction", "correction"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="adjustments")
+    budget_period = models.ForeignKey(
+        BudgetPeriod, on_delete=models.PROTECT, related_name="adjustments"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    amount_su = models.DecimalField(max_digits=24, decimal_places=6)
+    job = models.ForeignKey(
+        "accounting.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    transfer_id = models.UUIDField(null=True, blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(amount_su=0), name="adjustment_not_zero"),
+            models.CheckConstraint(condition=~Q(reason=""), name="adjustment_has_reason"),
+            models.CheckConstraint(
+                condition=(Q(kind__in=["refund", "top_up", "transfer_in"]) & Q(amount_su__gt=0))
+                | (Q(kind="transfer_out") & Q(amount_su__lt=0))
+                | Q(kind="correction"),
+                name="adjustment_sign_matches_kind",
+            ),
+            models.UniqueConstraint(
+                fields=["job"],
+                condition=Q(kind="refund", job__isnull=False),
+                name="one_refund_per_job",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount_su} SU for {self.project}"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise ValueError("adjustments are append-only: add a correction instead")
+        super().save(*args, **kwargs)
+
+
+class ThresholdNotice(models.Model):
+    """A project crossed a threshold of a budget period; recorded once, notified once."""
+
+    budget_period = models.ForeignKey(
+        BudgetPeriod, on_delete=models.CASCADE, related_name="notices"
+    )
+    threshold = models.PositiveSmallIntegerField()
+    percent_used = models.DecimalField(max_digits=9, decimal_places=2)
+    notified_at = models.DateTimeField(auto_now_add=True)
+    recipients = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["notified_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["budget_period", "threshold"], name="notice_once_per_threshold"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.threshold}% of {self.budget_period}"
+
+
+class EnforcementAction(models.Model):
+    """A Slurm command the portal proposes (and, when the cluster allows it, runs)."""
+
+    class Kind(models.TextChoices):
+        LIMIT = "limit", "limit (budget period used up)"
+        RESTORE = "restore", "restore (new budget period)"
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "proposed"
+        EXECUTED = "executed", "executed"
+        FAILED = "failed", "failed"
+        DISMISSED = "dismissed", "dismissed"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="enforcement_actions"
+    )
+    pool = models.ForeignKey(ResourcePool, on_delete=models.PROTECT, related_name="+")
+    budget_period = models.ForeignKey(BudgetPeriod, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    command = models.CharField(max_length=1000)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    output = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["budget_period", "kind"], name="one_action_of_a_kind_per_budget_period"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.project} ({self.status}): {self.command}"

@@ -167,6 +167,10 @@ CELERY_TASK_ACKS_LATE = True  # a task killed with its worker is delivered again
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
+# Static entries; each cluster's sacct import is added by the portal (django-celery-beat).
+CELERY_BEAT_SCHEDULE = {
+    "balances-thresholds": {"task": "allocations.tasks.thresholds_check", "schedule": 15 * 60},
+}
 
 # --- E-mail (balances crossing thresholds notify PIs) --------------------------------------
 EMAIL_BACKEND = env_str(

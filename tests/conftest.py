@@ -53,6 +53,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [db_line, celery_line]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Hashing test passwords with PBKDF2 costs a third of a second per user; MD5 is enough here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not IN_CI:
         return

@@ -1,0 +1,105 @@
+"""Budget arithmetic of allocations. Pure: dates and Decimals in, dataclasses out.
+
+- A grant is split into budget periods of ``months`` calendar months (quarterly by default);
+  an even split is exact to the last micro-SU and adds up to the grant.
+- A balance is ``available = budget + carried in + adjustments``, ``remaining = available - used``
+  (the identity the tests assert), with burn rates and a projected exhaustion date.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import ROUND_FLOOR, Decimal
+
+SU_QUANTUM = Decimal("0.000001")
+
+
+def add_months(day: date, months: int) -> date:
+    """The same day ``months`` later, clamped to the month's end (31 Jan + 1 = 28/29 Feb)."""
+    month_index = day.month - 1 + months
+    year, month = day.year + month_index // 12, month_index % 12 + 1
+    for candidate in (day.day, 30, 29, 28):
+        try:
+            return date(year, month, min(day.day, candidate))
+        except ValueError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def periods(start: date, end: date, *, months: int = 3) -> list[tuple[date, date]]:
+    """Consecutive periods of ``months`` from ``start``; the last one ends at ``end``."""
+    if not start < end:
+        raise ValueError(f"a grant period must not be empty ({start} .. {end})")
+    if months < 1:
+        raise ValueError("a budget period lasts at least one month")
+    result = []
+    current, step = start, 1
+    while current < end:
+        following = min(add_months(start, months * step), end)
+        result.append((current, following))
+        current, step = following, step + 1
+    return result
+
+
+def split_even(total: Decimal, parts: int) -> list[Decimal]:
+    """``total`` in ``parts`` amounts that differ by at most one micro-SU and add up exactly."""
+    if total < 0:
+        raise ValueError("a grant cannot be negative")
+    units = int((total / SU_QUANTUM).to_integral_value(ROUND_FLOOR))
+    if Decimal(units) * SU_QUANTUM != total:
+        raise ValueError(f"{total} has more than 6 decimal places")
+    share, extra = divmod(units, parts)
+    return [Decimal(share + (1 if index < extra else 0)) * SU_QUANTUM for index in range(parts)]
+
+
+@dataclass(frozen=True)
+class Balance:
+    """A project's standing on one pool in one budget period."""
+
+    start: date
+    end: date
+    budget_su: Decimal
+    carried_in_su: Decimal
+    adjustments_su: Decimal
+    used_su: Decimal
+    pending_su: Decimal
+    used_last_7_days_su: Decimal
+    used_last_30_days_su: Decimal
+    on: date
+
+    @property
+    def available_su(self) -> Decimal:
+        return self.budget_su + self.carried_in_su + self.adjustments_su
+
+    @property
+    def remaining_su(self) -> Decimal:
+        """available - used: the balance identity (pending charges are shown, not deducted)."""
+        return self.available_su - self.used_su
+
+    @property
+    def percent_used(self) -> Decimal | None:
+        if self.available_su <= 0:
+            return None
+        return (self.used_su * 100 / self.available_su).quantize(Decimal("0.01"))
+
+    @property
+    def burn_rate_7_days(self) -> Decimal:
+        """SU per day over the last 7 days."""
+        return (self.used_last_7_days_su / 7).quantize(SU_QUANTUM)
+
+    @property
+    def burn_rate_30_days(self) -> Decimal:
+        return (self.used_last_30_days_su / 30).quantize(SU_QUANTUM)
+
+    @property
+    def projected_exhaustion(self) -> date | None:
+        """When the remaining SU run out at the 30-day burn rate (7-day when it is higher);
+        ``None`` when nothing is being used or it would not happen before the period ends."""
+        rate = max(self.burn_rate_7_days, self.burn_rate_30_days)
+        if self.remaining_su <= 0:
+            return self.on
+        if rate <= 0:
+            return None
+        day = self.on + timedelta(days=int(self.remaining_su / rate))
+        return day if day < self.end else None

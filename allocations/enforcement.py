@@ -1,0 +1,187 @@
+"""Budget thresholds: notify at 75 / 90 / 100 % (per pool), propose Slurm actions, run them
+only where the cluster allows it, and restore automatically in a new budget period.
+
+The Pawsey practice: a project that used its budget period keeps running at low priority
+(``sacctmgr -i modify account name=X set qos=lowpriority``) until its next period starts.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from allocations.models import BudgetPeriod, EnforcementAction, Membership, ThresholdNotice
+from allocations.permissions import is_staff, require
+from allocations.selectors import balance_for_period, pool_today
+
+
+@dataclass
+class ThresholdReport:
+    notices: list[ThresholdNotice] = field(default_factory=list)
+    actions: list[EnforcementAction] = field(default_factory=list)
+
+
+def _render(template: str, period: BudgetPeriod) -> str:
+    allocation = period.allocation
+    return template.format(
+        account=shlex.quote(allocation.project.code),
+        cluster=shlex.quote(allocation.pool.cluster.name),
+    )
+
+
+def _recipients(period: BudgetPeriod) -> list[str]:
+    project = period.allocation.project
+    members = Membership.objects.filter(project=project).select_related("user")
+    emails = {
+        membership.user.email
+        for membership in members
+        if membership.user.email and (membership.role == Membership.Role.PI or membership.notify)
+    }
+    if project.pi is not None and project.pi.email:
+        emails.add(project.pi.email)
+    return sorted(emails)
+
+
+def _notify(period: BudgetPeriod, threshold: int, percent: Decimal) -> ThresholdNotice | None:
+    recipients = _recipients(period)
+    try:
+        with transaction.atomic():
+            notice = ThresholdNotice.objects.create(
+                budget_period=period, threshold=threshold, percent_used=percent,
+                recipients=", ".join(recipients),
+            )  # fmt: skip
+    except IntegrityError:
+        return None  # noticed already (a concurrent check, or an earlier run)
+    allocation = period.allocation
+    subject = (
+        f"[SU portal] {allocation.project.code} has used {percent}% of its {allocation.pool} budget"
+    )
+    body = (
+        f"Project {allocation.project.code} has used {percent}% of its budget on "
+        f"{allocation.pool} for {period.start} to {period.end} (threshold {threshold}%).\n"
+    )
+    if threshold >= 100 and allocation.pool.limit_command:
+        body += "Jobs will keep running at a lower priority until the next budget period.\n"
+    if recipients:
+        transaction.on_commit(
+            lambda: send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+        )
+    return notice
+
+
+def _propose(period: BudgetPeriod, kind: str, template: str) -> EnforcementAction | None:
+    if not template:
+        return None
+    allocation = period.allocation
+    try:
+        with transaction.atomic():
+            return EnforcementAction.objects.create(
+                project=allocation.project, pool=allocation.pool, budget_period=period, kind=kind,
+                command=_render(template, period),
+            )  # fmt: skip
+    except IntegrityError:
+        return None
+
+
+def _was_limited_before(period: BudgetPeriod) -> bool:
+    """Was the project limited on this pool in an earlier period and not restored since?
+    A limit that failed or that staff dismissed never took effect, so it needs no restore."""
+    allocation = period.allocation
+    last = (
+        EnforcementAction.objects.filter(
+            project=allocation.project, pool=allocation.pool, budget_period__start__lt=period.start
+        )
+        .exclude(status__in=[EnforcementAction.Status.DISMISSED, EnforcementAction.Status.FAILED])
+        .order_by("-budget_period__start", "-created_at")
+        .first()
+    )
+    return last is not None and last.kind == EnforcementAction.Kind.LIMIT
+
+
+@transaction.atomic
+def thresholds_check(*, on: date | None = None) -> ThresholdReport:
+    """Look at every current budget period once: notices, limits and restores. Idempotent."""
+    report = ThresholdReport()
+    periods = BudgetPeriod.objects.select_related(
+        "allocation__project__pi", "allocation__pool__cluster"
+    ).order_by("pk")
+    for period in periods:
+        pool = period.allocation.pool
+        day = on or pool_today(pool)
+        if not period.start <= day < period.end:
+            continue
+        balance = balance_for_period(period=period, on=day)
+        percent = balance.percent_used
+        if percent is None:
+            continue
+        for threshold in pool.thresholds:
+            if percent >= threshold:
+                notice = _notify(period, threshold, percent)
+                if notice is not None:
+                    report.notices.append(notice)
+        if percent >= 100:
+            action = _propose(period, EnforcementAction.Kind.LIMIT, pool.limit_command)
+        elif _was_limited_before(period):
+            action = _propose(period, EnforcementAction.Kind.RESTORE, pool.restore_command)
+        else:
+            action = None
+        if action is not None:
+            report.actions.append(action)
+    return report
+
+
+def enforcement_execute(
+    *, action: EnforcementAction, actor: User | None = None
+) -> EnforcementAction:
+    """Run a proposed action when its cluster allows it; log the exit code and output.
+
+    The command is split with shlex and run without a shell; account and cluster names
+    were quoted when it was rendered.
+    """
+    if actor is not None:
+        require(is_staff(actor), "only centre staff run Slurm actions")
+    cluster = action.pool.cluster
+    if action.status != EnforcementAction.Status.PROPOSED or not cluster.enforcement_enabled:
+        return action
+    try:
+        done = subprocess.run(
+            shlex.split(action.command), capture_output=True, text=True, timeout=120, check=False
+        )
+        action.exit_code = done.returncode
+        action.output = (done.stdout + done.stderr)[-20000:]
+    except (OSError, subprocess.TimeoutExpired) as error:
+        action.exit_code = -1
+        action.output = f"{type(error).__name__}: {error}"
+    action.status = (
+        EnforcementAction.Status.EXECUTED
+        if action.exit_code == 0
+        else EnforcementAction.Status.FAILED
+    )
+    action.executed_at = timezone.now()
+    action.save(update_fields=["exit_code", "output", "status", "executed_at"])
+    return action
+
+
+def enforcement_dismiss(*, action: EnforcementAction, actor: User) -> EnforcementAction:
+    require(is_staff(actor), "only centre staff dismiss Slurm actions")
+    if action.status == EnforcementAction.Status.PROPOSED:
+        action.status = EnforcementAction.Status.DISMISSED
+        action.save(update_fields=["status"])
+    return action
+
+
+def enforcement_run_proposed() -> list[EnforcementAction]:
+    """Run every proposed action of clusters that enable enforcement."""
+    proposed = EnforcementAction.objects.filter(
+        status=EnforcementAction.Status.PROPOSED, pool__cluster__enforcement_enabled=True
+    ).select_related("pool__cluster")
+    return [enforcement_execute(action=action) for action in proposed.order_by("created_at")]
