@@ -13,13 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="100,000 instead of 1,000,000")
-    parser.add_argument("--only", choices=["charging", "import"])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    parser.add_argument("--only", choices=["charging", "import", "balance"])
     args = parser.parse_args()
     size = "100000" if args.quick else "1000000"
+    big = "1000000" if args.quick else "10000000"
     benches = {
         "charging": [sys.executable, "benchmarks/bench_charging.py", "--jobs", size],
         "import": [sys.executable, "benchmarks/bench_import.py", "--lines", size],
+        "balance": [sys.executable, "benchmarks/bench_balance.py", "--jobs", big],
     }
     failed = []
     for name, command in benches.items():

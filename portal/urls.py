@@ -10,5 +10,6 @@ urlpatterns = [
     path("healthz/", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("accounting/", include("accounting.urls")),
+    path("allocations/", include("allocations.urls")),
     path("admin/", admin.site.urls),
 ]

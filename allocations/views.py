@@ -1,0 +1,49 @@
+"""Allocation pages. Thin: they call selectors and services and render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from accounting.views import staff_only
+from allocations.enforcement import enforcement_dismiss, enforcement_execute
+from allocations.models import EnforcementAction
+
+
+@require_GET
+@staff_only
+def enforcement_list(request: HttpRequest) -> HttpResponse:
+    """Staff: Slurm actions proposed by the thresholds check, and what was run with its output."""
+    actions = EnforcementAction.objects.select_related("project", "pool__cluster").order_by(
+        "status", "-created_at"
+    )[:500]
+    return render(request, "allocations/enforcement_list.html", {"actions": actions})
+
+
+@require_POST
+@login_required
+def enforcement_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    if not request.user.is_staff:
+        raise Http404
+    action = get_object_or_404(EnforcementAction.objects.select_related("pool__cluster"), pk=pk)
+    assert isinstance(request.user, User)
+    with transaction.atomic():
+        if request.POST.get("decision") == "run":
+            if not action.pool.cluster.enforcement_enabled:
+                messages.error(
+                    request,
+                    f"Enforcement is not enabled on {action.pool.cluster.name}; "
+                    "run the command by hand or enable it in the cluster's settings.",
+                )
+            else:
+                enforcement_execute(action=action, actor=request.user)
+                messages.info(request, f"{action.command}: {action.status}")
+        else:
+            enforcement_dismiss(action=action, actor=request.user)
+            messages.info(request, f"Dismissed: {action.command}")
+    return redirect("allocations:enforcement-list")

@@ -1,0 +1,127 @@
+"""Benchmark of ``balance_get`` with millions of jobs in PostgreSQL (allocations issue).
+
+A throwaway database gets ``--jobs`` ledger rows (default 10,000,000) for 200 projects on the
+testbed cluster over a year, their daily roll-ups (as the import keeps them), grants and
+budget periods; then ``balance_get`` for one project is timed 100 times. Target: median
+≤ 20 ms. The balance reads the roll-ups, so its time does not grow with the jobs.
+
+    python benchmarks/bench_balance.py [--jobs 10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+DB = "portal_bench_balance"
+PROJECTS = 200
+
+FILL = """
+INSERT INTO allocations_project (code, title, status, field_of_science, created_at)
+SELECT 'bench' || lpad(g::text, 4, '0'), 'bench project', 'active', '', now()
+FROM generate_series(1, {projects}) g;
+
+INSERT INTO accounting_job (
+  cluster_id, job_id_raw, run, job_id, job_name, array_job_id, array_task_id, het_job_id,
+  project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
+  submit, start, "end", elapsed_seconds, nnodes, cpus, memory_mb, gpus, nodelist,
+  charge_state, service_units, pending_service_units, weight, dominant_resource, node_fractions,
+  energy_wh, source_hash, updated_at)
+SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
+  p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal', 'COMPLETED', 'COMPLETED', '0:0',
+  e - interval '1 hour', e - interval '1 hour', e, 3600, 1, 4, 7656, 0, 'nid1001',
+  'charged', 4, 0, 128, 'cores', '[]'::jsonb, 17.5, '', now()
+FROM generate_series(1, {jobs}) g
+CROSS JOIN LATERAL (SELECT timestamptz '2026-01-01' + (g % 525600) * interval '1 minute' AS e) t
+JOIN allocations_project p ON p.code = 'bench' || lpad((1 + g % {projects})::text, 4, '0')
+JOIN accounting_cluster c ON c.name = 'slurm-testbed'
+JOIN accounting_partitionversion pv ON pv.partition_id = (
+  SELECT id FROM accounting_partition WHERE cluster_id = c.id AND name = 'work');
+
+INSERT INTO accounting_usagedaily (project_id, partition_id, username, day, service_units,
+  core_hours, gpu_hours, energy_wh, jobs)
+SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, sum(service_units),
+  sum(cpus * elapsed_seconds / 3600.0), 0, sum(energy_wh), count(*)
+FROM accounting_job GROUP BY 1, 2, 3, 4;
+ANALYZE;
+"""
+
+TIMING = """
+import statistics, time
+from datetime import date
+from decimal import Decimal
+from django.contrib.auth.models import User
+from accounting.models import Cluster, Partition
+from allocations.models import PoolPartition, Project, ResourcePool
+from allocations.selectors import balance_get
+from allocations.services import allocation_grant
+staff = User.objects.create(username="bench-staff", is_staff=True)
+cluster = Cluster.objects.get(name="slurm-testbed")
+pool = ResourcePool.objects.create(name="bench CPU", cluster=cluster)
+work = Partition.objects.get(cluster=cluster, name="work")
+PoolPartition.objects.create(pool=pool, partition=work)
+for project in Project.objects.filter(code__startswith="bench"):
+    allocation_grant(project=project, pool=pool, amount=Decimal(1_000_000),
+                     period_start=date(2026, 1, 1), period_end=date(2027, 1, 1), actor=staff)
+project = Project.objects.get(code="bench0042")
+timings = []
+for _ in range(100):
+    started = time.perf_counter()
+    balance = balance_get(project=project, pool=pool, on=date.fromisoformat("{on}"))
+    timings.append((time.perf_counter() - started) * 1000)
+print(f"RESULT {statistics.median(timings):.2f} {max(timings):.2f} {balance.used_su}")
+"""
+
+
+def _psql(database: str, sql: str) -> None:
+    subprocess.run(
+        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="balance_get benchmark")
+    parser.add_argument("--jobs", type=int, default=10_000_000)
+    args = parser.parse_args()
+    _psql("postgres", f"DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB};")
+    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB}"}
+    env.pop("CELERY_BROKER_URL", None)
+    manage = [sys.executable, "manage.py"]
+    try:
+        subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+        subprocess.run(
+            [*manage, "cluster_apply", "examples/clusters/slurm-testbed.json"], cwd=ROOT, env=env,
+            check=True, capture_output=True,
+        )  # fmt: skip
+        started = time.perf_counter()
+        _psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
+        print(
+            f"filled {args.jobs:,} jobs and their roll-ups in {time.perf_counter() - started:.0f} s"
+        )
+        # A day in the middle of the jobs' span (a job ends every minute of the year).
+        middle = date(2026, 1, 1) + timedelta(minutes=min(args.jobs, 525_600) // 2)
+        timing = TIMING.replace("{on}", middle.isoformat())
+        done = subprocess.run(
+            [*manage, "shell", "-c", timing], cwd=ROOT, env=env, check=True, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        line = next(row for row in done.stdout.splitlines() if row.startswith("RESULT"))
+        _, median, worst, used = line.split()
+        print(
+            f"balance_get with {args.jobs:,} jobs: median {median} ms, max {worst} ms over 100 "
+            f"calls (target median <= 20 ms); used {used} SU"
+        )
+    finally:
+        _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
+
+
+if __name__ == "__main__":
+    main()
