@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
-    parser.add_argument("--only", choices=["charging", "import", "balance"])
+    parser.add_argument("--only", choices=["charging", "import", "balance", "overhead"])
     args = parser.parse_args()
     size = "100000" if args.quick else "1000000"
     big = "1000000" if args.quick else "10000000"
@@ -22,6 +22,7 @@ def main() -> None:
         "charging": [sys.executable, "benchmarks/bench_charging.py", "--jobs", size],
         "import": [sys.executable, "benchmarks/bench_import.py", "--lines", size],
         "balance": [sys.executable, "benchmarks/bench_balance.py", "--jobs", big],
+        "overhead": [sys.executable, "benchmarks/bench_overhead.py"],
     }
     failed = []
     for name, command in benches.items():
