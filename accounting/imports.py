@@ -48,6 +48,7 @@ from accounting.models import (
     PartitionVersion,
     QuarantinedRecord,
     UsageDaily,
+    UtilisationHourly,
 )
 from accounting.sacct import (
     SacctHeaderError,
@@ -56,6 +57,7 @@ from accounting.sacct import (
     SacctStep,
     parse_sacct,
 )
+from accounting.utilisation import AllocatedJob, hourly_contributions
 from allocations.models import Project
 
 logger = logging.getLogger(__name__)
@@ -331,15 +333,52 @@ def _is_booked(values: dict[str, Any]) -> bool:
     return values["charge_state"] != Job.ChargeState.PENDING and values["end"] is not None
 
 
-def _add_rollup(
-    deltas: dict[tuple[Any, ...], list[Any]], values: dict[str, Any], lookups: _Lookups, sign: int
-) -> None:
+@dataclass
+class _Deltas:
+    """What a batch adds to the daily usage roll-ups and to the hourly utilisation rows."""
+
+    daily: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
+    hourly: dict[tuple[int, datetime], list[int]] = field(default_factory=dict)
+
+
+def _add_rollup(deltas: _Deltas, values: dict[str, Any], lookups: _Lookups, sign: int) -> None:
+    """Add (``sign`` +1) or take back (-1) a booked job's share of the roll-ups."""
     if not _is_booked(values):
         return
     key, amounts = _contribution(values, lookups)
-    current = deltas.setdefault(key, [Decimal(0), Decimal(0), Decimal(0), Decimal(0), 0])
+    current = deltas.daily.setdefault(key, [Decimal(0), Decimal(0), Decimal(0), Decimal(0), 0])
     for index, amount in enumerate(amounts):
         current[index] += sign * amount
+    if values["start"] is None or not (values["cpus"] or values["gpus"]):
+        return
+    job = AllocatedJob(
+        partition=str(values["partition_id"]), start=values["start"], end=values["end"],
+        cores=values["cpus"], gpus=values["gpus"],
+    )  # fmt: skip
+    for hour in hourly_contributions(job, timezone=lookups.zone):
+        seconds = deltas.hourly.setdefault((values["partition_id"], hour.hour_start), [0, 0])
+        seconds[0] += sign * hour.core_seconds
+        seconds[1] += sign * hour.gpu_seconds
+
+
+def _hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
+    """Add the batch's core- and GPU-seconds to the hourly utilisation rows (one upsert)."""
+    rows = [(key, seconds) for key, seconds in sorted(hourly.items()) if any(seconds)]
+    if not rows:
+        return
+    table = UtilisationHourly._meta.db_table
+    placeholders = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    params: list[Any] = []
+    for (partition_id, hour_start), (core_seconds, gpu_seconds) in rows:
+        params.extend((partition_id, hour_start, core_seconds, gpu_seconds))
+    sql = (
+        f"INSERT INTO {table} (partition_id, hour_start, core_seconds, gpu_seconds) "  # noqa: S608
+        f"VALUES {placeholders} ON CONFLICT (partition_id, hour_start) DO UPDATE SET "
+        f"core_seconds = {table}.core_seconds + EXCLUDED.core_seconds, "
+        f"gpu_seconds = {table}.gpu_seconds + EXCLUDED.gpu_seconds"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _rollups_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
@@ -513,7 +552,7 @@ def _batch_write(
             .order_by("job_id_raw", "run")
         } if changed_pks else {}  # fmt: skip
 
-        deltas: dict[tuple[Any, ...], list[Any]] = {}
+        deltas = _Deltas()
         inserts: list[dict[str, Any]] = []
         updates: list[Job] = []
         for key, record in batch.records.items():
@@ -571,7 +610,8 @@ def _batch_write(
                 [*_COMPARED, "source_hash", "import_run", "line_number", "charged_at"],
                 batch_size=500,
             )
-        _rollups_apply(deltas)
+        _rollups_apply(deltas.daily)
+        _hourly_apply(deltas.hourly)
 
         if quarantine:
             QuarantinedRecord.objects.bulk_create(

@@ -425,3 +425,28 @@ class QuarantinedRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} line {self.line_number}: {self.reason}"
+
+
+class UtilisationHourly(models.Model):
+    """Allocated core-seconds and GPU-seconds per partition and clock hour (Q(T), eqs 10-11).
+
+    Kept by the import in the same transaction as the charges, from each finished job's overlap
+    with each hour; series of any step are summed from these rows and priced with the partition
+    versions' peak performance when they are asked for (accounting.utilisation).
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="+")
+    hour_start = models.DateTimeField(help_text="start of a local clock hour, as an instant")
+    core_seconds = models.BigIntegerField(default=0)
+    gpu_seconds = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["hour_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "hour_start"], name="utilisation_hour_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition} {self.hour_start:%Y-%m-%d %H:00}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -15,8 +16,16 @@ from accounting.models import (
     Partition,
     PartitionVersion,
     QuarantinedRecord,
+    UtilisationHourly,
 )
+from accounting.peak import PeakError, PeakPeriod, PeakTimeline, node_peak, peak_timeline
 from accounting.quotes import QuoteRequest, quote_compute
+from accounting.specs import CpuPeak, GpuPeak
+from accounting.utilisation import (
+    HourlyContribution,
+    UtilisationWindow,
+    utilisation_series_from_hours,
+)
 
 
 class NotFound(LookupError):
@@ -123,3 +132,73 @@ def quarantine_open(*, cluster: Cluster | None = None) -> QuerySet[QuarantinedRe
     if cluster is not None:
         records = records.filter(cluster=cluster)
     return records.order_by("cluster__name", "-created_at", "line_number")
+
+
+def partition_peak_timeline(*, partition: Partition) -> PeakTimeline:
+    """P_peak of a partition over time, one period per version (node counts change)."""
+    periods = []
+    for version in partition.versions.order_by("effective_from"):
+        cpu_parameters = (
+            CpuPeak(
+                n_stream=version.cpu_peak_n_stream,
+                n_unit=version.cpu_peak_n_unit or 1,
+                frequency_hz=version.cpu_peak_frequency_hz or Decimal(0),
+            )
+            if version.cpu_peak_n_stream
+            else None
+        )
+        gpu_parameters = (
+            GpuPeak(
+                n_cuda=version.gpu_peak_n_cuda,
+                n_tensor=version.gpu_peak_n_tensor or 0,
+                matrix_order=version.gpu_peak_matrix_order or 0,
+                frequency_hz=version.gpu_peak_frequency_hz or Decimal(0),
+            )
+            if version.gpu_peak_n_cuda is not None
+            else None
+        )
+        try:
+            node = node_peak(
+                sockets=version.sockets, cores_per_socket=version.cores_per_socket,
+                gpus=version.gpus, cpu_parameters=cpu_parameters,
+                cpu_vendor_flops=version.cpu_peak_flops, gpu_parameters=gpu_parameters,
+                gpu_vendor_flops=version.gpu_peak_flops,
+            )  # fmt: skip
+        except PeakError as error:
+            raise PeakError(f"{partition} v{version.number}: {error}") from None
+        periods.append(
+            PeakPeriod(
+                effective_from=version.effective_from, node_count=version.node_count, node=node
+            )
+        )
+    return peak_timeline(periods)
+
+
+def utilisation_series_get(
+    *,
+    cluster: Cluster,
+    start: datetime,
+    end: datetime,
+    step: str,
+    partition: Partition | None = None,
+) -> tuple[UtilisationWindow, ...]:
+    """Q(T) (eq 12) and core/GPU-hour utilisation per bucket, from the hourly rows the import
+    keeps: never a scan of the jobs. ``start`` and ``end`` must fall on the cluster's hours."""
+    partitions = [partition] if partition else list(cluster.partitions.all())
+    timelines = {str(item.pk): partition_peak_timeline(partition=item) for item in partitions}
+    rows = UtilisationHourly.objects.filter(
+        partition__in=partitions, hour_start__gte=start, hour_start__lt=end
+    ).values_list("partition_id", "hour_start", "core_seconds", "gpu_seconds")
+    hours = (
+        HourlyContribution(
+            partition=str(partition_id),
+            hour_start=hour_start,
+            core_seconds=cores,
+            gpu_seconds=gpus,
+        )
+        for partition_id, hour_start, cores, gpus in rows.iterator(chunk_size=10000)
+    )
+    return utilisation_series_from_hours(
+        hours=hours, partitions=timelines, start=start, end=end, step=step,
+        timezone=cluster.zoneinfo,
+    )  # fmt: skip
