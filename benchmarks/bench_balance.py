@@ -1,9 +1,12 @@
-"""Benchmark of ``balance_get`` with millions of jobs in PostgreSQL (allocations issue).
+"""Benchmarks of ``balance_get`` and of a one-year hourly Q(T) series with millions of jobs in
+PostgreSQL (allocations and utilisation issues).
 
 A throwaway database gets ``--jobs`` ledger rows (default 10,000,000) for 200 projects on the
 testbed cluster over a year, their daily roll-ups (as the import keeps them), grants and
-budget periods; then ``balance_get`` for one project is timed 100 times. Target: median
-≤ 20 ms. The balance reads the roll-ups, so its time does not grow with the jobs.
+budget periods; then ``balance_get`` for one project is timed 100 times (target: median
+≤ 20 ms) and a one-year hourly Q(T) series of the cluster (``utilisation_series_get``,
+target ≤ 300 ms). Both read what the import keeps (daily roll-ups, hourly utilisation rows),
+so their time does not grow with the jobs.
 
     python benchmarks/bench_balance.py [--jobs 10000000]
 """
@@ -50,6 +53,16 @@ INSERT INTO accounting_usagedaily (project_id, partition_id, username, day, serv
 SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, sum(service_units),
   sum(cpus * elapsed_seconds / 3600.0), 0, sum(energy_wh), count(*)
 FROM accounting_job GROUP BY 1, 2, 3, 4;
+
+INSERT INTO accounting_utilisationhourly (partition_id, hour_start, core_seconds, gpu_seconds)
+SELECT j.partition_id, h,
+  sum(j.cpus * extract(
+    epoch FROM least(j."end", h + interval '1 hour') - greatest(j.start, h)))::bigint,
+  0
+FROM accounting_job j
+CROSS JOIN LATERAL generate_series(
+  date_trunc('hour', j.start), j."end" - interval '1 second', interval '1 hour') AS h
+GROUP BY 1, 2;
 ANALYZE;
 """
 
@@ -77,6 +90,16 @@ for _ in range(100):
     balance = balance_get(project=project, pool=pool, on=date.fromisoformat("{on}"))
     timings.append((time.perf_counter() - started) * 1000)
 print(f"RESULT {statistics.median(timings):.2f} {max(timings):.2f} {balance.used_su}")
+from datetime import datetime, timezone as tz
+from accounting.selectors import utilisation_series_get
+timings = []
+for _ in range(5):
+    started = time.perf_counter()
+    series = utilisation_series_get(cluster=cluster, start=datetime(2026, 1, 1, tzinfo=tz.utc),
+                                    end=datetime(2027, 1, 1, tzinfo=tz.utc), step="hour")
+    timings.append((time.perf_counter() - started) * 1000)
+busy = max(window.total.q_percent or 0 for window in series)
+print(f"SERIES {statistics.median(timings):.0f} {len(series)} {busy}")
 """
 
 
@@ -118,6 +141,12 @@ def main() -> None:
         print(
             f"balance_get with {args.jobs:,} jobs: median {median} ms, max {worst} ms over 100 "
             f"calls (target median <= 20 ms); used {used} SU"
+        )
+        series = next(row for row in done.stdout.splitlines() if row.startswith("SERIES"))
+        _, took, buckets, busiest = series.split()
+        print(
+            f"one-year hourly Q(T) series with {args.jobs:,} jobs: {took} ms for {buckets} "
+            f"buckets, median of 5 (target <= 300 ms); busiest hour Q = {busiest} %"
         )
     finally:
         _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
