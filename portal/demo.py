@@ -6,17 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounting.imports import jobs_import
-from accounting.models import Cluster, Job
+from accounting.models import Cluster, Job, Partition, UsageDaily
 from accounting.services import cluster_apply
 from accounting.specs import cluster_definition_load
-from allocations.models import Membership, Project
-from allocations.services import slurm_accounts_sync
+from allocations.budget import add_months
+from allocations.enforcement import thresholds_check
+from allocations.models import Allocation, Membership, PoolPartition, Project, ResourcePool
+from allocations.services import allocation_grant, round_create, slurm_accounts_sync
 
 DEMO_CLUSTER = "slurm-testbed"
 HISTORY_DAYS = 180
@@ -98,3 +102,50 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         )  # fmt: skip
         _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")
+    _grants(cluster, report)
+
+
+# How much of its current budget period each demo project has used: the dashboard then shows
+# a calm project, a busy one and two past the 75 % alert.
+DEMO_USE = {"pawsey0001": "0.45", "pawsey0002": "0.62", "pawsey0003": "0.8", "pawsey0004": "0.93"}
+
+
+def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
+    """Pools, a year of grants whose current quarter began 50 days ago, and an open round."""
+    staff = get_user_model().objects.get(username="staff")
+    pools = {}
+    for key, partition in (("CPU", "work"), ("GPU", "gpu")):
+        pool, _ = ResourcePool.objects.get_or_create(name=f"testbed {key}", cluster=cluster)
+        PoolPartition.objects.get_or_create(
+            partition=Partition.objects.get(cluster=cluster, name=partition),
+            defaults={"pool": pool},
+        )
+        pools[key] = pool
+    if Allocation.objects.exists():
+        return
+    start = timezone.localdate() - timedelta(days=50)
+    end = start.replace(year=start.year + 1)
+    quarter_end = add_months(start, 3)
+    for code, share in DEMO_USE.items():
+        project = Project.objects.get(code=code)
+        for pool in pools.values():
+            used = UsageDaily.objects.filter(
+                project=project, partition__in=pool.partitions.all(), day__gte=start,
+                day__lt=quarter_end,
+            ).aggregate(total=Sum("service_units"))["total"] or Decimal(0)  # fmt: skip
+            quarter = max((used / Decimal(share)).quantize(Decimal(1)), Decimal(100))
+            allocation_grant(
+                project=project, pool=pool, amount=quarter * 4, period_start=start,
+                period_end=end, actor=staff, reason="demo grant",
+            )  # fmt: skip
+    report(f"grants: 4 projects x 2 pools, {start} .. {end}, quarterly budgets")
+    thresholds_check()
+    now = timezone.now()
+    round_create(
+        name=f"{end.year} merit round", opens_at=now - timedelta(days=3),
+        closes_at=now + timedelta(days=25), period_start=end,
+        period_end=end.replace(year=end.year + 1),
+        available={pools["CPU"]: Decimal(500_000), pools["GPU"]: Decimal(200_000)},
+        chair=staff, committee=[get_user_model().objects.get(username="carol")], actor=staff,
+    )  # fmt: skip
+    report("an open allocation round: staff chairs it, carol reviews")
