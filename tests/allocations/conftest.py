@@ -37,7 +37,7 @@ class Centre:
 
 
 @pytest.fixture
-def centre(db) -> Centre:
+def centre(db):
     cluster_apply(definition=cluster_definition_load(ROOT / "examples/clusters/slurm-testbed.json"))
     cluster = Cluster.objects.get(name="slurm-testbed")
     cpu = ResourcePool.objects.create(name="testbed CPU", cluster=cluster)
