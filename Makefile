@@ -11,13 +11,14 @@ PORT   ?= 8000
 BACKING_SERVICES := postgres redis
 NATIVE_SERVICES  := web worker beat
 
-.PHONY: help install demo test lint format bench migrate run run-web run-worker run-beat services clean
+.PHONY: help install demo test lint format bench screenshots migrate run run-web run-worker run-beat services clean
 
 help:
 	@echo "make demo    set up and serve the portal on http://$(HOST):$(PORT) (SQLite, eager Celery)"
 	@echo "make test    set up and run the whole test suite (PostgreSQL/Redis when reachable)"
 	@echo "make lint    ruff check, ruff format --check, mypy"
 	@echo "make bench   benchmarks (figures and ratios)"
+	@echo "make screenshots  refresh docs/screenshots/ (Chromium via Playwright, SQLite)"
 	@echo "make run     web (gunicorn), worker and beat against DATABASE_URL / CELERY_BROKER_URL"
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -49,6 +50,12 @@ format: install
 
 bench: install
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+
+# The pages in Chromium at laptop and phone widths; the PNGs land in docs/screenshots/.
+screenshots: install
+	env -u DATABASE_URL -u CELERY_BROKER_URL PORTAL_VAR_DIR=$(CURDIR)/var/screenshots \
+		PORTAL_SCREENSHOTS=$(CURDIR)/docs/screenshots \
+		$(PY) -m pytest -q -p no:cacheprovider tests/browser/test_screenshots.py
 
 migrate: install
 	$(PY) manage.py migrate --noinput

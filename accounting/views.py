@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -70,7 +71,12 @@ def import_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "accounting/import_list.html",
-        {"form": form, "runs": runs, "quarantined": open_records.count()},
+        {
+            "form": form,
+            "runs": runs,
+            "quarantined": open_records.count(),
+            "any_running": any(run.status == ImportRun.Status.RUNNING for run in runs),
+        },
     )
 
 
@@ -86,10 +92,21 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @staff_only
 def quarantine_list(request: HttpRequest) -> HttpResponse:
     records = quarantine_open()
+    reasons = (
+        records.order_by()
+        .values("cluster__name", "field")
+        .annotate(lines=Count("pk"))
+        .order_by("cluster__name", "-lines")
+    )
     return render(
         request,
         "accounting/quarantine_list.html",
-        {"records": records[:500], "total": records.count(), "clusters": Cluster.objects.all()},
+        {
+            "records": records[:500],
+            "total": records.count(),
+            "reasons": list(reasons),
+            "clusters": Cluster.objects.all(),
+        },
     )
 
 

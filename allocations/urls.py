@@ -1,10 +1,24 @@
 from django.urls import path
 
-from allocations import views
+from allocations import pages, views
 
 app_name = "allocations"
 
 urlpatterns = [
     path("enforcement/", views.enforcement_list, name="enforcement-list"),
     path("enforcement/<int:pk>/", views.enforcement_decide, name="enforcement-decide"),
+    # Projects, requests and rounds
+    path("projects/<str:code>/", pages.project_detail, name="project-detail"),
+    path("projects/<str:code>/requests/new/", pages.request_new, name="request-new"),
+    path("requests/<int:pk>/", pages.request_detail, name="request-detail"),
+    path("requests/<int:pk>/edit/", pages.request_edit, name="request-edit"),
+    path("requests/<int:pk>/estimate/", pages.request_estimate, name="request-estimate"),
+    path("requests/<int:pk>/submit/", pages.request_submit_view, name="request-submit"),
+    path(
+        "requests/<int:pk>/start-review/", pages.request_start_review, name="request-start-review"
+    ),
+    path("requests/<int:pk>/review/", pages.review, name="request-review"),
+    path("requests/<int:pk>/grant/", pages.grant, name="request-grant"),
+    path("rounds/", pages.round_list, name="round-list"),
+    path("rounds/<int:pk>/", pages.round_detail, name="round-detail"),
 ]

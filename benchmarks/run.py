@@ -1,5 +1,6 @@
-"""``make bench``: every benchmark, each printing its figures and its ratio to a baseline
-measured in the same run. Options are passed through, e.g. ``make bench BENCH_ARGS=--quick``."""
+"""``make bench``: every benchmark, each printing its figures and its ratio to a baseline (or
+its target) measured in the same run. Options pass through: ``make bench BENCH_ARGS=--quick``
+(a tenth of the sizes) or ``BENCH_ARGS="--only import"``."""
 
 from __future__ import annotations
 
@@ -11,21 +12,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def benches(quick: bool) -> dict[str, list[str]]:
+    size = "100000" if quick else "1000000"
+    big = "1000000" if quick else "10000000"
+    python = sys.executable
+    return {
+        "charging": [python, "benchmarks/bench_charging.py", "--jobs", size],
+        "import": [python, "benchmarks/bench_import.py", "--lines", size],
+        "balance": [python, "benchmarks/bench_balance.py", "--jobs", big],
+        "api": [python, "benchmarks/bench_api.py", "--jobs", big],
+        "pages": [python, "benchmarks/bench_pages.py", "--jobs", size],
+        "overhead": [python, "benchmarks/bench_overhead.py"],
+        "coststats": [python, "benchmarks/bench_coststats.py"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
-    parser.add_argument("--only", choices=["charging", "import", "balance", "overhead"])
+    parser.add_argument("--only", choices=sorted(benches(False)))
     args = parser.parse_args()
-    size = "100000" if args.quick else "1000000"
-    big = "1000000" if args.quick else "10000000"
-    benches = {
-        "charging": [sys.executable, "benchmarks/bench_charging.py", "--jobs", size],
-        "import": [sys.executable, "benchmarks/bench_import.py", "--lines", size],
-        "balance": [sys.executable, "benchmarks/bench_balance.py", "--jobs", big],
-        "overhead": [sys.executable, "benchmarks/bench_overhead.py"],
-    }
     failed = []
-    for name, command in benches.items():
+    for name, command in benches(args.quick).items():
         if args.only and name != args.only:
             continue
         print(f"== {name}: {' '.join(command[1:])}", flush=True)

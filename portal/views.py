@@ -1,20 +1,61 @@
-"""Site pages that belong to no single app."""
+"""Site pages that belong to no single app: the landing page / dashboard and health."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.paginator import Paginator
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from accounting.selectors import partition_versions_current
+from allocations.models import Project
+from allocations.page_selectors import projects_of_member, rounds_for_user
+from allocations.permissions import is_staff
+from allocations.selectors import balances_for_project
+from portal import charts
+
+STAFF_PROJECTS_PER_PAGE = 25
+
+
+def _project_cards(projects: list[Project]) -> list[dict[str, Any]]:
+    cards = []
+    for project in projects:
+        pools = []
+        for item in balances_for_project(project=project):
+            balance = item.balance
+            entry: dict[str, Any] = {"pool": item.pool, "balance": balance, "gauge": None}
+            if balance is not None:
+                entry["alert"] = charts.alert_level(balance.percent_used, item.pool.thresholds)
+                entry["gauge"] = charts.balance_gauge(
+                    key=f"gauge-{project.pk}-{item.pool.pk}", pool=item.pool.name,
+                    percent_used=balance.percent_used, used_su=balance.used_su,
+                    available_su=balance.available_su, thresholds=item.pool.thresholds,
+                )  # fmt: skip
+            pools.append(entry)
+        cards.append({"project": project, "pools": pools})
+    return cards
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """Landing page: a sign-in prompt, or the machine's partitions and their rates."""
-    versions = partition_versions_current() if request.user.is_authenticated else []
-    return render(request, "portal/home.html", {"versions": versions})
+    """Signed out: what the portal is and a sign-in button. Signed in: the dashboard, each of
+    my projects with a balance gauge per pool for the current budget period, percent used,
+    projected exhaustion and the 75/90/100 % alerts."""
+    if not request.user.is_authenticated:
+        return render(request, "portal/home.html", {})
+    projects = list(projects_of_member(user=request.user).select_related("pi"))
+    context: dict[str, Any] = {
+        "cards": _project_cards(projects),
+        "seats": rounds_for_user(user=request.user),
+    }
+    if is_staff(request.user):
+        everything = Project.objects.select_related("pi").order_by("code")
+        context["all_projects"] = Paginator(everything, STAFF_PROJECTS_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
+    return render(request, "portal/dashboard.html", context)
 
 
 @require_GET

@@ -1,0 +1,161 @@
+"""Read queries of the allocation pages: who sees which project, round and request.
+
+Visibility follows one rule: a project is visible to its members, its PI and staff
+(``projects_for_user``); a request also to the committee of its round. Everything else is
+answered with "not found" by the pages, so that its existence does not leak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from allocations.models import (
+    AllocationRequest,
+    AllocationRound,
+    CommitteeMember,
+    Membership,
+    Project,
+    Review,
+    RoundPool,
+)
+from allocations.permissions import Actor, is_staff
+from allocations.selectors import projects_for_user
+
+
+def projects_of_member(*, user: Actor) -> QuerySet[Project]:
+    """The projects a user belongs to or leads (staff too: their own, not every project)."""
+    if not isinstance(user, User):
+        return Project.objects.none()
+    return (
+        Project.objects.filter(Q(memberships__user_id=user.pk) | Q(pi_id=user.pk))
+        .distinct()
+        .order_by("code")
+    )
+
+
+def project_for_user(*, user: Actor, code: str) -> Project | None:
+    """The project with ``code`` when the user may see it, else ``None``."""
+    return projects_for_user(user=user).filter(code=code).select_related("pi").first()
+
+
+def role_in_project(*, user: Actor, project: Project) -> str:
+    """ "PI", "member", "staff" or "" for the page header."""
+    if not isinstance(user, User):
+        return ""
+    if project.pi_id == user.pk:
+        return "PI"
+    role = (
+        Membership.objects.filter(project=project, user_id=user.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+    if role is not None:
+        return "PI" if role == Membership.Role.PI else "member"
+    return "staff" if is_staff(user) else ""
+
+
+@dataclass(frozen=True)
+class RoundSeat:
+    """A round as a user sees it: their committee seat, if any, and whether it is open."""
+
+    round: AllocationRound
+    committee: bool
+    chair: bool
+    is_open: bool
+
+
+def rounds_for_user(*, user: Actor) -> list[RoundSeat]:
+    """Rounds open for applications, and every round the user sits on (staff: all rounds)."""
+    if not isinstance(user, User):
+        return []
+    now = timezone.now()
+    seats = {
+        seat.round_id: seat.is_chair for seat in CommitteeMember.objects.filter(user_id=user.pk)
+    }
+    rounds = AllocationRound.objects.order_by("-opens_at")
+    if not is_staff(user):
+        rounds = rounds.filter(Q(pk__in=list(seats)) | Q(opens_at__lte=now, closes_at__gt=now))
+    return [
+        RoundSeat(
+            round=round_,
+            committee=round_.pk in seats,
+            chair=seats.get(round_.pk, False),
+            is_open=round_.opens_at <= now < round_.closes_at,
+        )
+        for round_ in rounds
+    ]
+
+
+def round_for_committee(*, user: Actor, pk: int) -> RoundSeat | None:
+    """A round whose committee the user sits on (staff: any round), else ``None``."""
+    if not isinstance(user, User):
+        return None
+    round_ = AllocationRound.objects.filter(pk=pk).first()
+    if round_ is None:
+        return None
+    seat = CommitteeMember.objects.filter(round=round_, user_id=user.pk).first()
+    if seat is None and not is_staff(user):
+        return None
+    now = timezone.now()
+    return RoundSeat(
+        round=round_,
+        committee=seat is not None,
+        chair=bool(seat and seat.is_chair),
+        is_open=round_.opens_at <= now < round_.closes_at,
+    )
+
+
+def open_rounds() -> QuerySet[AllocationRound]:
+    now = timezone.now()
+    return AllocationRound.objects.filter(opens_at__lte=now, closes_at__gt=now).order_by(
+        "closes_at"
+    )
+
+
+def round_requests_for_committee(
+    *, round_: AllocationRound, user: Actor
+) -> list[dict[str, object]]:
+    """The round's submitted requests with the user's own review, for a committee member."""
+    requests = (
+        AllocationRequest.objects.filter(round=round_)
+        .exclude(state=AllocationRequest.State.DRAFT)
+        .select_related("project")
+        .prefetch_related("amounts__pool")
+        .order_by("project__code", "pk")
+    )
+    mine = {
+        review.request_id: review
+        for review in Review.objects.filter(request__round=round_, reviewer_id=user.pk)
+    }
+    return [{"request": request, "my_review": mine.get(request.pk)} for request in requests]
+
+
+def request_for_user(*, user: Actor, pk: int) -> AllocationRequest | None:
+    """A request the user may see: of a visible project, or before the round's committee."""
+    if not isinstance(user, User):
+        return None
+    visible = Q(project__in=projects_for_user(user=user)) | Q(round__committee__user_id=user.pk)
+    return (
+        AllocationRequest.objects.filter(visible, pk=pk)
+        .select_related("project", "round", "created_by")
+        .distinct()
+        .first()
+    )
+
+
+def requests_of_project(*, project: Project) -> QuerySet[AllocationRequest]:
+    return (
+        AllocationRequest.objects.filter(project=project)
+        .select_related("round")
+        .order_by("-created_at")
+    )
+
+
+def round_pools(*, round_: AllocationRound) -> list[RoundPool]:
+    return list(
+        RoundPool.objects.filter(round=round_).select_related("pool").order_by("pool__name")
+    )

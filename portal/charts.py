@@ -1,0 +1,538 @@
+"""Plotly figures of the browser pages, built on the server with the ``plotly`` package.
+
+Each builder returns a :class:`Chart`: the figure as JSON (rendered by ``static/js/charts.js``
+with the plotly.js that ``static/vendor/plotly/`` serves, never a CDN) and the same numbers as a
+data table, which the page shows beside the chart and offers as CSV (``?csv=<key>``). Every
+figure has a title, axis titles with units and hover text with the values.
+
+Builders take plain values (dates, Decimals, rows), not querysets: the views read, these draw.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from django.http import HttpResponse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+PALETTE = (
+    "#0b6e99", "#e07a1f", "#2f9e44", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b",
+)  # fmt: skip
+INK, MUTED, GRID = "#1d2733", "#5b6877", "#e6eaef"
+OK, WARN, HIGH, OVER = "#2f9e44", "#d89614", "#e0661f", "#c0392b"
+
+_TEMPLATE = go.layout.Template(
+    layout={
+        "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 13,
+                 "color": INK},
+        "title": {"font": {"size": 15}, "x": 0, "xanchor": "left", "y": 0.97},
+        "colorway": list(PALETTE),
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "#ffffff",
+        "hoverlabel": {"font": {"size": 13}},
+        "xaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
+                  "automargin": True, "title": {"font": {"color": MUTED}}},
+        "yaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
+                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 8},
+                  "rangemode": "tozero"},
+        # The legend sits at the very bottom of the figure, below the x axis and its title.
+        "legend": {"orientation": "h", "yref": "container", "y": 0.01, "yanchor": "bottom",
+                   "x": 0, "font": {"size": 12}},
+        "margin": {"l": 60, "r": 16, "t": 48, "b": 96},
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A figure ready for a page, with its data table."""
+
+    key: str
+    title: str
+    figure_json: str
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    height: int = 360
+
+    @property
+    def table_html(self) -> SafeString:
+        """The data table beside the chart (built here: rows can number in the hundreds)."""
+        head = format_html_join("", "<th>{}</th>", ((column,) for column in self.columns))
+        if not self.rows:
+            body = format_html(
+                '<tr><td colspan="{}" class="empty">No data.</td></tr>', len(self.columns)
+            )
+        else:
+            body = format_html_join(
+                "",
+                "<tr>{}</tr>",
+                (
+                    (format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),)
+                    for row in self.rows
+                ),
+            )
+        return format_html(
+            '<table class="data"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', head, body
+        )
+
+    def csv_response(self, filename_stem: str) -> HttpResponse:
+        """The data table as a CSV download."""
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{filename_stem}-{self.key}.csv"'
+        writer = csv.writer(response)
+        writer.writerow(self.columns)
+        writer.writerows(self.rows)
+        return response
+
+
+_TEMPLATE_JSON = _TEMPLATE.to_plotly_json()
+
+
+class Figure(dict[str, Any]):
+    """A plotly figure as the plain dict plotly.js takes: ``{"data": [...], "layout": {...}}``.
+
+    Building ``plotly.graph_objects`` validates every property on every request (10 ms and more
+    per figure); these builders write the same structure directly and let plotly serialise it.
+    The tests validate every figure against plotly's schema (``go.Figure(figure)``), so a typo
+    fails there and costs nothing at run time.
+    """
+
+    def add(self, trace: dict[str, Any]) -> None:
+        self["data"].append(trace)
+
+    def annotate(self, **annotation: Any) -> None:
+        self["layout"].setdefault("annotations", []).append(annotation)
+
+    def shape(self, **shape: Any) -> None:
+        self["layout"].setdefault("shapes", []).append(shape)
+
+
+def _embeddable(fig: Figure) -> str:
+    figure = {"data": fig["data"], "layout": {**fig["layout"], "template": _TEMPLATE_JSON}}
+    text: str = pio.to_json(figure, validate=False)
+    # Safe inside <script type="application/json">: the same escapes as Django's json_script.
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _figure(title: str, height: int, **layout: Any) -> Figure:
+    return Figure(data=[], layout={"title": {"text": title}, "height": height, **layout})
+
+
+def find_chart(charts: Iterable[Chart], key: str) -> Chart | None:
+    return next((chart for chart in charts if chart.key == key), None)
+
+
+def _su(value: Decimal | float) -> float:
+    return round(float(value), 3)
+
+
+# --- Balances ---------------------------------------------------------------------------------
+
+
+def alert_level(percent_used: Decimal | None, thresholds: Sequence[int]) -> int | None:
+    """The highest threshold (75, 90, 100 by default) the period's use has reached."""
+    if percent_used is None:
+        return None
+    reached = [threshold for threshold in thresholds if percent_used >= threshold]
+    return max(reached) if reached else None
+
+
+def _level_colour(level: int | None) -> str:
+    if level is None:
+        return OK
+    if level >= 100:
+        return OVER
+    return HIGH if level >= 90 else WARN
+
+
+def balance_gauge(
+    *,
+    key: str,
+    pool: str,
+    percent_used: Decimal | None,
+    used_su: Decimal,
+    available_su: Decimal,
+    thresholds: Sequence[int],
+) -> Chart:
+    """A gauge of the budget period used, in percent, with the alert thresholds marked."""
+    percent = float(percent_used) if percent_used is not None else 0.0
+    top = max(100.0, percent * 1.05)
+    marks = sorted(thresholds) or [100]
+    bands = [(0.0, float(marks[0]), "#e8f5ec")]
+    shades = ("#fdf2dc", "#fde6d6", "#f9dcd9")
+    for index, threshold in enumerate(marks):
+        upper = float(marks[index + 1]) if index + 1 < len(marks) else top
+        bands.append((float(threshold), upper, shades[min(index, len(shades) - 1)]))
+    title = f"{pool}: budget period used"
+    fig = _figure(title, 210, margin={"l": 40, "r": 40, "t": 44, "b": 8})
+    fig.add(
+        {
+                "type": "indicator",
+            "mode": "gauge+number",
+            "value": round(percent, 1),
+            "number": {"suffix": " %", "font": {"size": 30}},
+            "gauge": {
+                "shape": "angular",
+                "axis": {"range": [0, top], "ticksuffix": " %", "tickfont": {"size": 11}},
+                "bar": {"color": _level_colour(alert_level(percent_used, thresholds)),
+                        "thickness": 0.55},
+                "steps": [{"range": [low, high], "color": colour} for low, high, colour in bands],
+                "threshold": {"line": {"color": OVER, "width": 3}, "thickness": 0.9,
+                              "value": 100},
+                "borderwidth": 0,
+            },
+        }
+    )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("pool", "used SU", "available SU", "percent used"),
+        rows=[(pool, _su(used_su), _su(available_su), percent_used)],
+        height=210,
+    )
+
+
+def burn_down(
+    *,
+    key: str,
+    pool: str,
+    start: date,
+    end: date,
+    today: date,
+    available_su: Decimal,
+    used_per_day: dict[date, Decimal],
+    burn_rate_per_day: Decimal,
+    projected_exhaustion: date | None,
+) -> Chart:
+    """Cumulative SU used in the budget period against what is available, with a projection
+    at the current burn rate and the even pace that would last exactly to the period's end."""
+    last_day = end - timedelta(days=1)
+    days, cumulative, used_total = [], [], Decimal(0)
+    rows: list[tuple[Any, ...]] = []
+    current = start
+    while current <= min(today, last_day):
+        used_today = used_per_day.get(current, Decimal(0))
+        used_total += used_today
+        days.append(current)
+        cumulative.append(_su(used_total))
+        rows.append((current.isoformat(), _su(used_today), _su(used_total)))
+        current += timedelta(days=1)
+    title = f"{pool} burn-down, {start:%-d %b} \u2013 {last_day:%-d %b %Y}"
+    fig = _figure(
+        title,
+        340,
+        xaxis={"title": {"text": "date"}, "range": [start.isoformat(), end.isoformat()]},
+        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        hovermode="x unified",
+    )
+    fig.add(
+        {
+                "type": "scatter",
+            "x": [start, end], "y": [_su(available_su), _su(available_su)], "name": "available",
+            "mode": "lines", "line": {"color": MUTED, "dash": "dash", "width": 1.5},
+            "hovertemplate": "available: %{y:,.1f} SU<extra></extra>",
+        }
+    )  # fmt: skip
+    fig.add(
+        {
+                "type": "scatter",
+            "x": [start, end], "y": [0, _su(available_su)], "name": "even pace", "mode": "lines",
+            "line": {"color": "#b9c2cc", "dash": "dot", "width": 1.5},
+            "hovertemplate": "even pace: %{y:,.1f} SU<extra></extra>",
+        }
+    )  # fmt: skip
+    fig.add(
+        {
+                "type": "scatter",
+            "x": days, "y": cumulative, "name": "used", "mode": "lines", "fill": "tozeroy",
+            "line": {"color": PALETTE[0], "width": 2.5}, "fillcolor": "rgba(11,110,153,0.12)",
+            "hovertemplate": "used: %{y:,.1f} SU<extra></extra>",
+        }
+    )  # fmt: skip
+    if days and burn_rate_per_day > 0 and today < end:
+        horizon = projected_exhaustion or end
+        span = (horizon - today).days
+        projected = used_total + burn_rate_per_day * span
+        fig.add(
+            {
+                "type": "scatter",
+                "x": [today, horizon], "y": [_su(used_total), _su(projected)], "name": "projection",
+                "mode": "lines+markers", "line": {"color": HIGH, "dash": "dash", "width": 2},
+                "marker": {"size": [0, 9], "color": HIGH},
+                "hovertemplate": "projected: %{y:,.1f} SU<extra></extra>",
+            }
+        )  # fmt: skip
+        if projected_exhaustion is not None:
+            fig.annotate(
+                x=projected_exhaustion.isoformat(), y=_su(projected),
+                text=f"runs out {projected_exhaustion:%-d %b}", showarrow=True, arrowhead=0,
+                ax=0, ay=-28, xanchor="right", font={"color": HIGH, "size": 12},
+            )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("day", "SU used that day", "SU used in the period so far"),
+        rows=rows,
+        height=340,
+    )
+
+
+# --- Usage ------------------------------------------------------------------------------------
+
+STEP_LABELS = {"day": "day", "week": "week starting", "month": "month"}
+
+
+def usage_stacked(
+    *,
+    key: str,
+    title: str,
+    points: Iterable[tuple[date, str, Decimal]],
+    step: str,
+    group_label: str,
+) -> Chart:
+    """SU per period, one stacked bar per partition or user."""
+    series: dict[str, dict[date, float]] = {}
+    periods: set[date] = set()
+    rows: list[tuple[Any, ...]] = []
+    for period, name, service_units in points:
+        series.setdefault(name, {})[period] = _su(service_units)
+        periods.add(period)
+        rows.append((period.isoformat(), name, _su(service_units)))
+    ordered = sorted(periods)
+    x_format = "%b %Y" if step == "month" else "%d %b %Y"
+    fig = _figure(
+        title,
+        360,
+        barmode="stack",
+        xaxis={"title": {"text": STEP_LABELS.get(step, step)}, "type": "date"},
+        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        bargap=0.15,
+    )
+    for name in sorted(series, key=lambda item: -sum(series[item].values())):
+        values = series[name]
+        fig.add(
+            {
+                "type": "bar",
+                "x": ordered, "y": [values.get(period, 0.0) for period in ordered], "name": name,
+                "hovertemplate": f"%{{x|{x_format}}}<br>{group_label} {name}: "
+                "%{y:,.1f} SU<extra></extra>",
+            }
+        )  # fmt: skip
+    if not series:
+        fig.annotate(
+            text="No charged jobs in this window", showarrow=False, font={"color": MUTED},
+            xref="paper", yref="paper", x=0.5, y=0.5,
+        )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=(STEP_LABELS.get(step, step), group_label, "SU"),
+        rows=rows,
+    )
+
+
+# --- Jobs and quotes --------------------------------------------------------------------------
+
+
+def node_fractions(*, key: str, groups: Sequence[dict[str, Any]], dominant: str) -> Chart:
+    """Per-node fractions of cores, memory and GPUs (in % of a node); the largest is charged."""
+    resources = ("cores", "memory", "gpus")
+    labels = {"cores": "cores", "memory": "memory", "gpus": "GPUs"}
+    title = "Share of each node the job held"
+    fig = _figure(
+        title,
+        120 + 70 * len(groups),
+        barmode="group",
+        xaxis={"title": {"text": "percent of one node"}, "range": [0, 100], "ticksuffix": " %"},
+        yaxis={"title": {"text": ""}, "autorange": "reversed", "automargin": True},
+        showlegend=len(groups) > 1,
+        margin={"l": 16, "r": 48, "t": 48, "b": 56 if len(groups) == 1 else 96},
+    )
+    rows = []
+    for index, group in enumerate(groups):
+        values = [float(group[name]) * 100 for name in resources]
+        colours = [PALETTE[1] if name == dominant else "#9fb8c8" for name in resources]
+        fig.add(
+            {
+                "type": "bar",
+                "y": [labels[name] for name in resources], "x": values, "orientation": "h",
+                "name": group["label"], "marker": {"color": colours},
+                "text": [f"{value:.1f} %" for value in values], "textposition": "outside",
+                "cliponaxis": False,
+                "hovertemplate": "%{y}: %{x:.2f} % of a node<extra>" + group["label"] + "</extra>",
+                "legendrank": index,
+            }
+        )  # fmt: skip
+        rows.append((group["label"], *(f"{value:.4f}" for value in values)))
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("nodes", "cores %", "memory %", "GPUs %"),
+        rows=rows,
+        height=120 + 70 * len(groups),
+    )
+
+
+def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> Chart:
+    """SU of the same job on every partition it fits on; the quoted one highlighted."""
+    title = "The same job on each partition"
+    fig = _figure(
+        title,
+        120 + 44 * max(len(rows), 1),
+        xaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.1f"},
+        yaxis={"autorange": "reversed", "automargin": True},
+        showlegend=False,
+        margin={"l": 16, "r": 24, "t": 48, "b": 56},
+    )
+    fig.add(
+        {
+                "type": "bar",
+            "y": [name for name, _, _ in rows], "x": [_su(value) for _, value, _ in rows],
+            "orientation": "h",
+            "marker": {"color": [PALETTE[1] if chosen else PALETTE[0] for _, _, chosen in rows]},
+            "hovertemplate": "%{y}: %{x:,.3f} SU<extra></extra>",
+        }
+    )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("partition", "SU"),
+        rows=[(name, _su(value)) for name, value, _ in rows],
+        height=120 + 44 * max(len(rows), 1),
+    )
+
+
+# --- Cost ratio explorer ----------------------------------------------------------------------
+
+MODEL_LABELS = {"energy": "energy model", "sm": "SM model", "peak": "peak model"}
+MODEL_COLOURS = {"energy": PALETTE[2], "sm": PALETTE[0], "peak": PALETTE[1]}
+MODEL_DASHES = {"energy": "solid", "sm": "dash", "peak": "dot"}
+
+
+def figure1(
+    *,
+    key: str,
+    series: dict[str, list[tuple[float, float]]],
+    optimal: list[tuple[float, float]],
+    shaded: Sequence[tuple[float, float]],
+    my_speedup: float | None,
+    table_speedups: Sequence[float] = (),
+) -> Chart:
+    """Figure 1 of the energy paper: energy of the SU-minimising choice against the speedup."""
+    title = "Figure 1: energy of the SU-minimising choice"
+    fig = _figure(
+        title,
+        400,
+        xaxis={"title": {"text": "GPU speedup over one CPU node (\u00d7)"}},
+        yaxis={"title": {"text": "energy (Wh)"}, "tickformat": ",.0f"},
+        hovermode="x unified",
+    )
+    for low, high in shaded:
+        fig.shape(
+            type="rect", xref="x", yref="paper", x0=low, x1=high, y0=0, y1=1,
+            fillcolor="rgba(47,158,68,0.13)", line={"width": 0}, layer="below",
+        )  # fmt: skip
+    if shaded:
+        fig.annotate(
+            x=(shaded[0][0] + shaded[0][1]) / 2, y=0.03, yref="paper", yanchor="bottom",
+            text="only the energy model<br>picks the efficient node", showarrow=False,
+            font={"size": 11, "color": "#23692f"}, bgcolor="rgba(255,255,255,0.75)",
+        )  # fmt: skip
+    if optimal:
+        fig.add(
+            {
+                "type": "scatter",
+                "x": [x for x, _ in optimal], "y": [y for _, y in optimal],
+                "name": "lowest possible",
+                "mode": "lines", "line": {"color": "#9aa5b1", "dash": "dot", "width": 1.5},
+                "hovertemplate": "lowest possible: %{y:,.0f} Wh<extra></extra>",
+            }
+        )  # fmt: skip
+    for model, points in series.items():
+        fig.add(
+            {
+                "type": "scatter",
+                "x": [x for x, _ in points], "y": [y for _, y in points],
+                "name": MODEL_LABELS.get(model, model), "mode": "lines",
+                "line": {"color": MODEL_COLOURS.get(model), "width": 3 if model == "energy" else 2,
+                      "dash": MODEL_DASHES.get(model, "solid")},
+                "hovertemplate": f"{MODEL_LABELS.get(model, model)}: %{{y:,.0f}} Wh<extra></extra>",
+            }
+        )  # fmt: skip
+    if my_speedup is not None:
+        fig.shape(
+            type="line", xref="x", yref="paper", x0=my_speedup, x1=my_speedup, y0=0, y1=1,
+            line={"color": INK, "dash": "dash", "width": 1.5},
+        )  # fmt: skip
+        fig.annotate(
+            x=my_speedup, y=0.9, yref="paper", text=f"your application: {my_speedup:.3g}\u00d7",
+            showarrow=False, xanchor="left", xshift=4, font={"size": 11},
+            bgcolor="rgba(255,255,255,0.8)",
+        )  # fmt: skip
+    models = list(series)
+    by_speedup: dict[float, dict[str, float]] = {}
+    for model, points in series.items():
+        for x, y in points:
+            by_speedup.setdefault(x, {})[model] = y
+    wanted = set(table_speedups)
+    rows = [
+        (f"{speedup:g}", *(round(values.get(model, float("nan")), 3) for model in models))
+        for speedup, values in sorted(by_speedup.items())
+        if not wanted or speedup in wanted
+    ]
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("speedup", *(f"{MODEL_LABELS.get(model, model)} Wh" for model in models)),
+        rows=rows,
+        height=400,
+    )
+
+
+# --- Rounds -----------------------------------------------------------------------------------
+
+
+def round_pools(*, key: str, pools: Sequence[tuple[str, Decimal, Decimal, Decimal]]) -> Chart:
+    """Requested, granted and available SU per pool of a round."""
+    title = "SU per pool: available, requested, granted"
+    fig = _figure(
+        title,
+        320,
+        barmode="group",
+        xaxis={"title": {"text": "resource pool"}},
+        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+    )
+    names = [name for name, *_ in pools]
+    for index, (label, colour) in enumerate(
+        (("available", "#9fb8c8"), ("requested", PALETTE[1]), ("granted", PALETTE[2])), start=1
+    ):
+        fig.add(
+            {
+                "type": "bar",
+                "x": names, "y": [_su(Decimal(row[index])) for row in pools], "name": label,
+                "marker": {"color": colour},
+                "hovertemplate": f"%{{x}}<br>{label}: %{{y:,.0f}} SU<extra></extra>",
+            }
+        )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("pool", "available SU", "requested SU", "granted SU"),
+        rows=[(name, _su(a), _su(r), _su(g)) for name, a, r, g in pools],
+        height=320,
+    )

@@ -1,0 +1,131 @@
+"""The CPU-vs-GPU cost ratio explorer: the paper's numbers, Figure 1's shading, "my
+application", user-added applications and the live JSON endpoint."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from django.urls import reverse
+
+from accounting import cost_ratio
+from accounting.explorer import my_application, only_energy_model_regions, usable_models
+from tests.pages.conftest import client_for
+
+PAPER = {"system": "paper", "cpu_node_hours": "1", "speedup": "8", "grid_intensity": "500"}
+
+
+def test_only_the_energy_model_picks_the_efficient_node_between_16_3_and_12_on_the_paper_system():
+    cpu, gpu = cost_ratio.paper_test_system()
+    regions = only_energy_model_regions(cpu, gpu, ["energy", "sm", "peak"])
+    assert regions == [(pytest.approx(16 / 3), pytest.approx(12.0))]
+
+
+def test_without_other_models_nothing_is_shaded():
+    cpu, gpu = cost_ratio.paper_test_system()
+    assert only_energy_model_regions(cpu, gpu, ["energy"]) == []
+
+
+@pytest.mark.parametrize(("speedup", "pick"), [(4, "cpu"), (Fraction(16, 3), "cpu"), (6, "gpu")])
+def test_my_application_goes_where_it_costs_fewer_su(speedup, pick):
+    cpu, gpu = cost_ratio.paper_test_system()
+    hours = Decimal(10)
+    result = my_application(
+        cpu, gpu, cpu_node_hours=hours, gpu_node_hours=hours / Decimal(speedup.numerator)
+        * Decimal(getattr(speedup, "denominator", 1)),
+    )  # fmt: skip
+    assert result.recommended == pick
+    assert result.cpu.service_units == 36 * hours  # w = C on the CPU node
+    assert result.cpu.energy_wh == 300 * hours  # 2 x 150 W for 10 h
+    assert result.cpu.co2_kg == Decimal("1.500")  # 3 kWh at 500 g/kWh
+
+
+def test_a_model_that_lacks_data_is_named_with_its_reason():
+    cpu, gpu = cost_ratio.paper_test_system()
+    from dataclasses import replace
+
+    models, reasons = usable_models(cpu, replace(gpu, gpu_streaming_multiprocessors=0))
+    assert models == ["energy", "peak"]
+    assert "gpu_streaming_multiprocessors" in reasons["sm"]
+
+
+@pytest.mark.django_db
+def test_the_explorer_reproduces_the_papers_weights_and_tables(site):
+    page = client_for(site.users["member"]).get(reverse("accounting:cost-ratio"))
+    models = {model["name"]: model for model in page.context["models"]}
+    assert models["energy"]["gpu_node_weight"] == 192
+    assert models["sm"]["gpu_node_weight"] == 432
+    assert models["peak"]["gpu_node_weight"] == 466
+    amber = next(row for row in page.context["rows"] if row["application"] == "AMBER")
+    assert amber["cpu_charge"] == 5508
+    assert [m["cost_ratio"] for m in amber["models"]] == [28.69, 12.75, 11.82]
+    figure = json.loads(page.context["chart"].figure_json)
+    shapes = figure["layout"]["shapes"]
+    shaded = [shape for shape in shapes if shape["type"] == "rect"]
+    assert shaded[0]["x0"] == pytest.approx(16 / 3)
+    assert shaded[0]["x1"] == pytest.approx(12)
+    assert figure["layout"]["xaxis"]["title"]["text"].startswith("GPU speedup")
+    assert figure["layout"]["yaxis"]["title"]["text"] == "energy (Wh)"
+
+
+@pytest.mark.django_db
+def test_added_applications_join_the_tables_and_the_csv(site):
+    client = client_for(site.users["pi"])
+    query = {**PAPER, "applications": "MyCode, 20\nTiny, 2.5"}
+    page = client.get(reverse("accounting:cost-ratio"), query)
+    mine = [row for row in page.context["rows"] if row["added"]]
+    assert [row["application"] for row in mine] == ["MyCode", "Tiny"]
+    assert mine[0]["cpu_charge"] == 720  # 20 CPU nodes x 36 SU
+    rows = list(
+        csv.reader(
+            io.StringIO(
+                client.get(
+                    reverse("accounting:cost-ratio"), {**query, "csv": "tables"}
+                ).content.decode()
+            )
+        )
+    )
+    assert rows[-1][:3] == ["Tiny", "2.5", "90"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"applications": "no number here"}, "write a name, a comma and a positive number"),
+        ({"speedup": "", "gpu_node_hours": ""}, "Give the GPU-node hours or a speedup."),
+        ({"grid_intensity": "-5"}, "greater than or equal to 0"),
+        ({"system": "nowhere"}, "Select a valid choice."),
+    ],
+)
+def test_bad_settings_get_a_clear_message(site, change, message):
+    page = client_for(site.users["pi"]).get(reverse("accounting:cost-ratio"), {**PAPER, **change})
+    assert page.status_code == 200
+    assert message in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_cluster_pair_can_be_explored_and_models_it_cannot_price_are_named(site):
+    page = client_for(site.users["pi"]).get(
+        reverse("accounting:cost-ratio"), {**PAPER, "system": "setonix/work+gpu"}
+    )
+    names = [model["name"] for model in page.context["models"]]
+    assert "energy" in names
+    weights = {model["name"]: model["gpu_node_weight"] for model in page.context["models"]}
+    assert weights["energy"] == 512  # README: 8 x 280 W / 280 W x 64
+    assert page.context["unavailable"]  # Setonix's spec has no SM count
+
+
+@pytest.mark.django_db
+def test_the_live_endpoint_returns_the_results_for_the_forms_values(site):
+    client = client_for(site.users["pi"])
+    answer = client.get(reverse("accounting:cost-ratio-live"), {**PAPER, "speedup": "4"}).json()
+    assert answer["valid"] is True
+    assert "Pick the CPU partition" in answer["html"]
+    answer = client.get(reverse("accounting:cost-ratio-live"), {**PAPER, "speedup": "10"}).json()
+    assert "Pick the GPU partition" in answer["html"]
+    assert "your application: 10" in answer["html"]

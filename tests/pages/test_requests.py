@@ -1,0 +1,125 @@
+"""PI, committee and chair pages driven end to end through plain HTML forms (no JavaScript),
+with CSRF enforced."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from allocations.models import Allocation, AllocationRequest, Review
+from tests.pages.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def _csrf_client(user) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    return client
+
+
+def _token(client: Client, url: str) -> str:
+    client.get(url)
+    return client.cookies["csrftoken"].value
+
+
+def test_a_post_without_the_csrf_token_is_refused(site):
+    client = _csrf_client(site.users["pi"])
+    url = reverse("allocations:request-submit", args=[site.request.pk])
+    assert client.post(url).status_code == 403
+
+
+def test_a_pi_applies_estimates_and_submits_through_the_forms(site):
+    project = site.projects["pawsey0004"]  # bob's, no request in the round yet
+    bob = _csrf_client(site.users["other"])
+    new_url = reverse("allocations:request-new", args=[project.code])
+    token = _token(bob, new_url)
+    created = bob.post(
+        new_url, {"round": site.round.pk, "justification": "Cathode screening.",
+                  "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    request = AllocationRequest.objects.get(project=project, round=site.round)
+    assert created["Location"] == reverse("allocations:request-detail", args=[request.pk])
+    detail = bob.get(created["Location"]).content.decode()
+    assert "Edit the draft" in detail
+    assert "Add an estimate line" in detail
+
+    work = site.cluster.partitions.get(name="work")
+    bob.post(
+        reverse("allocations:request-estimate", args=[request.pk]),
+        {"partition": work.pk, "jobs": 10, "nodes": 1, "hours": "2", "description": "screening",
+         "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    line = request.estimates.get()
+    assert line.service_units == Decimal(10 * 2 * 128)  # 10 whole work nodes for 2 h
+    bob.post(
+        reverse("allocations:request-edit", args=[request.pk]),
+        {f"pool_{site.cpu.pk}": "2560", f"pool_{site.gpu.pk}": "0",
+         "justification": "Cathode screening, 10 runs.", "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    request.refresh_from_db()
+    assert request.justification == "Cathode screening, 10 runs."
+    bob.post(
+        reverse("allocations:request-submit", args=[request.pk]), {"csrfmiddlewaretoken": token}
+    )
+    request.refresh_from_db()
+    assert request.state == AllocationRequest.State.SUBMITTED
+    assert (
+        "Edit the draft"
+        not in bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
+    )
+
+
+def test_a_member_cannot_submit_the_pis_request_and_is_told_why(site):
+    client = client_for(site.users["member"])
+    url = reverse("allocations:request-submit", args=[site.request.pk])
+    response = client.post(url, follow=True)
+    assert "only the PI of pawsey0003 edits its request" in response.content.decode()
+    site.request.refresh_from_db()
+    assert site.request.state == AllocationRequest.State.UNDER_REVIEW
+
+
+def test_the_committee_reviews_and_the_chair_grants(site):
+    reviewer = client_for(site.users["committee"])
+    review_url = reverse("allocations:request-review", args=[site.request.pk])
+    saved = reviewer.post(review_url, {"score": "5", "comment": "Excellent."})
+    assert saved.status_code == 302
+    assert Review.objects.get(request=site.request).score == 5
+
+    chair = client_for(site.users["chair"])
+    grant_url = reverse("allocations:request-grant", args=[site.request.pk])
+    refused = chair.post(grant_url, {f"pool_{site.cpu.pk}": "1000", f"pool_{site.gpu.pk}": "0"})
+    assert refused.status_code == 200
+    assert "say why the grant differs from the request" in refused.content.decode()
+    granted = chair.post(
+        grant_url,
+        {
+            f"pool_{site.cpu.pk}": "80000",
+            f"pool_{site.gpu.pk}": "50000",
+            "reason": "GPU pool is full",
+        },
+    )
+    assert granted.status_code == 302
+    site.request.refresh_from_db()
+    assert site.request.state == AllocationRequest.State.PARTIALLY_GRANTED
+    assert Allocation.objects.filter(request=site.request).count() == 2
+
+
+def test_a_score_out_of_range_is_refused_with_a_message(site):
+    page = client_for(site.users["committee"]).post(
+        reverse("allocations:request-review", args=[site.request.pk]), {"score": "9"}
+    )
+    assert page.status_code == 200
+    assert "Select a valid choice." in page.content.decode()
+
+
+def test_the_chair_opens_a_submitted_request_for_review(site):
+    submitted = AllocationRequest.objects.get(project=site.projects["pawsey0002"], round=site.round)
+    client_for(site.users["chair"]).post(
+        reverse("allocations:request-start-review", args=[submitted.pk])
+    )
+    submitted.refresh_from_db()
+    assert submitted.state == AllocationRequest.State.UNDER_REVIEW
