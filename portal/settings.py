@@ -45,6 +45,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "accounting",
     "allocations",
@@ -138,13 +141,58 @@ def _plotly_js_dir() -> Path:
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _plotly_js_dir())]
 
 # --- REST framework ------------------------------------------------------------------------
+# The API under /api/v1/ (docs/api.md); the shared pieces are in portal/api.py.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    # Counted in each process's cache (no shared cache is configured): per worker, not global.
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("PORTAL_API_ANON_RATE", "60/minute"),
+        "user": env_str("PORTAL_API_USER_RATE", "6000/minute"),
+        "token": env_str("PORTAL_API_TOKEN_RATE", "20/minute"),
+    },
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "portal.api.api_exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,
+    "DATETIME_FORMAT": "iso-8601",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SU portal API",
+    "DESCRIPTION": (
+        "Allocations, balances, jobs and usage of the SU portal. Authenticate with "
+        "`Authorization: Token <token>` (POST /api/v1/auth/token/) or a portal session. "
+        "SU are decimal strings, times ISO 8601 in UTC. See docs/api.md."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",  # served from static files: the docs work offline
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "AdjustmentKindEnum": "allocations.models.Adjustment.Kind",
+        "RequestKindEnum": "allocations.models.AllocationRequest.Kind",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.add_error_responses",
+    ],
 }
 
 # --- Celery --------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Root URL configuration."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from portal import views
+from portal import api, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -12,4 +13,10 @@ urlpatterns = [
     path("accounting/", include("accounting.urls")),
     path("allocations/", include("allocations.urls")),
     path("admin/", admin.site.urls),
+    # REST API (docs/api.md): v1, its OpenAPI schema and the offline Swagger UI / Redoc.
+    path("api/v1/", include("portal.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    re_path(r"^api/", api.not_found),
 ]

@@ -1,0 +1,524 @@
+"""Input and output serializers of the allocations API (allocations/api.py, docs/api.md).
+
+Objects named in a request body are looked up among those the caller may see: a project code
+of someone else's project is "unknown", exactly like one that does not exist. The rules of the
+allocation process (who may act, states, amounts) stay in ``allocations.services``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from accounting.api_serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
+from allocations.models import (
+    Adjustment,
+    Allocation,
+    AllocationRequest,
+    AllocationRound,
+    BudgetPeriod,
+    Membership,
+    Project,
+    RequestAmount,
+    RequestEstimate,
+    RequestTransition,
+    ResourcePool,
+    Review,
+    RoundPool,
+)
+from allocations.selectors import projects_for_user
+from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
+
+
+def _su_field(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=SU_DIGITS, decimal_places=SU_PLACES, **kwargs)
+
+
+def _su_out(**kwargs: Any) -> serializers.DecimalField:
+    """An SU figure computed by the portal (sums can outgrow a column's digits)."""
+    return serializers.DecimalField(max_digits=None, decimal_places=SU_PLACES, **kwargs)
+
+
+# --- Looking up what a request names --------------------------------------------------------
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class VisibleProjectField(serializers.SlugRelatedField):
+    """A project code among the caller's projects (any project for staff)."""
+
+    default_error_messages = {
+        "does_not_exist": "unknown project {value}",
+        "invalid": "a project code is a string",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("slug_field", "code")
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> QuerySet[Project]:
+        return projects_for_user(user=self.context["request"].user)
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class ProjectCodeField(serializers.SlugRelatedField):
+    """Any project's code: a transfer may go to a project the caller does not belong to."""
+
+    default_error_messages = VisibleProjectField.default_error_messages
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("slug_field", "code")
+        kwargs.setdefault("queryset", Project.objects.all())
+        super().__init__(**kwargs)
+
+
+def _pool_field(**kwargs: Any) -> serializers.SlugRelatedField[ResourcePool]:
+    return serializers.SlugRelatedField(
+        slug_field="name", queryset=ResourcePool.objects.all(), help_text="resource pool name",
+        error_messages={"does_not_exist": "unknown pool {value}"}, **kwargs,
+    )  # fmt: skip
+
+
+def _user_field(**kwargs: Any) -> serializers.SlugRelatedField[User]:
+    return serializers.SlugRelatedField(
+        slug_field="username", queryset=User.objects.filter(is_active=True),
+        error_messages={"does_not_exist": "unknown user {value}"}, **kwargs,
+    )  # fmt: skip
+
+
+class PoolAmountSerializer(serializers.Serializer):
+    pool = _pool_field()
+    su = _su_field(min_value=0)
+
+
+def _amounts(items: list[dict[str, Any]], what: str) -> dict[ResourcePool, Any]:
+    amounts: dict[ResourcePool, Any] = {}
+    for item in items:
+        if item["pool"] in amounts:
+            raise serializers.ValidationError(f"{item['pool']} is named twice in {what}")
+        amounts[item["pool"]] = item["su"]
+    return amounts
+
+
+# --- Projects and members -------------------------------------------------------------------
+
+
+class ProjectOutputSerializer(ApiModelSerializer):
+    pi = slug_of("username", allow_null=True)
+
+    class Meta:
+        model = Project
+        fields = ["code", "title", "pi", "status", "field_of_science", "created_at"]
+
+
+class ProjectCreateInputSerializer(serializers.Serializer):
+    code = serializers.RegexField(
+        r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64, help_text="the Slurm account"
+    )
+    title = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
+    pi = _user_field(required=False, allow_null=True, help_text="username of the PI")
+    field_of_science = serializers.CharField(
+        required=False, allow_blank=True, max_length=120, default=""
+    )
+
+    def validate_code(self, value: str) -> str:
+        if Project.objects.filter(code=value).exists():
+            raise serializers.ValidationError(f"a project {value} exists already")
+        return value
+
+
+class MemberOutputSerializer(ApiModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    full_name = serializers.CharField(source="user.get_full_name", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "full_name", "role", "joined_at"]
+
+
+class MemberAddInputSerializer(serializers.Serializer):
+    username = _user_field()
+    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+
+
+# --- Balances -------------------------------------------------------------------------------
+
+
+class BalanceQuerySerializer(serializers.Serializer):
+    on = serializers.DateField(required=False, help_text="the day (default: today on the cluster)")
+    periods = serializers.ChoiceField(
+        choices=["current", "all"], default="current",
+        help_text="all: every budget period of the grant covering the day",
+    )  # fmt: skip
+
+
+class BalanceSerializer(serializers.Serializer):
+    """``allocations.budget.Balance``: one budget period of one pool."""
+
+    period_start = serializers.DateField(source="start")
+    period_end = serializers.DateField(source="end", help_text="the day after the last day")
+    budget_su = _su_out()
+    carried_in_su = _su_out()
+    adjustments_su = _su_out(help_text="refunds, top-ups, transfers (+/-)")
+    available_su = _su_out(help_text="budget + carried in + adjustments")
+    used_su = _su_out(help_text="charged jobs, from the daily roll-ups")
+    pending_su = _su_out(help_text="so far, of jobs still running (not deducted)")
+    remaining_su = _su_out(help_text="available - used")
+    percent_used = serializers.DecimalField(max_digits=None, decimal_places=2, allow_null=True)
+    used_last_7_days_su = _su_out()
+    used_last_30_days_su = _su_out()
+    burn_rate_7_days = _su_out(help_text="SU per day")
+    burn_rate_30_days = _su_out(help_text="SU per day")
+    projected_exhaustion = serializers.DateField(
+        allow_null=True, help_text="at the higher burn rate; null if not before the period ends"
+    )
+    on = serializers.DateField(help_text="the day this balance is for")
+
+
+class PoolBalanceSerializer(serializers.Serializer):
+    pool = serializers.CharField()
+    cluster = serializers.CharField()
+    partitions = serializers.ListField(child=serializers.CharField())
+    current = BalanceSerializer(allow_null=True, help_text="null: no budget period that day")
+    periods = BalanceSerializer(many=True, help_text="the current one, or all with periods=all")
+
+
+class ProjectBalanceOutputSerializer(serializers.Serializer):
+    project = serializers.CharField(source="project.code")
+    title = serializers.CharField(source="project.title")
+    pools = PoolBalanceSerializer(many=True)
+
+
+# --- Allocations ----------------------------------------------------------------------------
+
+
+class BudgetPeriodOutputSerializer(ApiModelSerializer):
+    class Meta:
+        model = BudgetPeriod
+        fields = ["id", "start", "end", "budget_su"]
+
+
+class AllocationOutputSerializer(ApiModelSerializer):
+    project = slug_of("code")
+    pool = slug_of("name")
+    cluster = serializers.CharField(source="pool.cluster.name", read_only=True)
+    granted_by = slug_of("username")
+    budget_periods = BudgetPeriodOutputSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Allocation
+        fields = [
+            "id",
+            "project",
+            "pool",
+            "cluster",
+            "request",
+            "period_start",
+            "period_end",
+            "granted_su",
+            "granted_by",
+            "granted_at",
+            "reason",
+            "budget_periods",
+        ]
+
+
+class AllocationGrantInputSerializer(serializers.Serializer):
+    project = VisibleProjectField()
+    pool = _pool_field()
+    amount = _su_field(min_value=0)
+    period_start = serializers.DateField()
+    period_end = serializers.DateField(help_text="the day after the last day")
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+    custom_budgets = serializers.ListField(
+        child=_su_field(min_value=0), required=False, allow_null=True, max_length=1200,
+        help_text="SU per budget period, for pools that split grants by hand",
+    )  # fmt: skip
+
+
+# --- Rounds ---------------------------------------------------------------------------------
+
+
+class RoundPoolOutputSerializer(ApiModelSerializer):
+    pool = slug_of("name")
+
+    class Meta:
+        model = RoundPool
+        fields = ["pool", "available_su"]
+
+
+class RoundOutputSerializer(ApiModelSerializer):
+    pools = RoundPoolOutputSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = AllocationRound
+        fields = [
+            "id",
+            "name",
+            "opens_at",
+            "closes_at",
+            "period_start",
+            "period_end",
+            "pools",
+            "created_at",
+        ]
+
+
+class RoundCreateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    opens_at = UtcDateTimeField()
+    closes_at = UtcDateTimeField()
+    period_start = serializers.DateField(help_text="first day the grants cover")
+    period_end = serializers.DateField(help_text="the day after the last day the grants cover")
+    available = PoolAmountSerializer(many=True, help_text="SU available per pool")
+    chair = _user_field()
+    committee = serializers.ListField(child=_user_field(), required=False, max_length=200)
+
+    def validate_name(self, value: str) -> str:
+        if AllocationRound.objects.filter(name=value).exists():
+            raise serializers.ValidationError(f"a round named {value!r} exists already")
+        return value
+
+    def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return _amounts(value, "available")
+
+
+class RoundPoolSummarySerializer(serializers.Serializer):
+    pool = serializers.CharField(source="pool.name")
+    available_su = _su_out()
+    requested_su = _su_out()
+    granted_su = _su_out()
+
+
+class RoundRequestSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="request.pk")
+    project = serializers.CharField(source="request.project.code")
+    kind = serializers.CharField(source="request.kind")
+    state = serializers.CharField(source="request.state")
+    requested = serializers.SerializerMethodField()
+    average_score = serializers.DecimalField(max_digits=4, decimal_places=2, allow_null=True)
+    reviews = serializers.IntegerField()
+
+    @extend_schema_field(PoolAmountSerializer(many=True))
+    def get_requested(self, summary: Any) -> list[dict[str, Any]]:
+        names = self.context["pool_names"]
+        return [
+            {"pool": names.get(pool_id, str(pool_id)), "su": f"{amount:.{SU_PLACES}f}"}
+            for pool_id, amount in sorted(summary.requested.items())
+        ]
+
+
+class RoundOverviewOutputSerializer(serializers.Serializer):
+    round = RoundOutputSerializer()
+    pools = RoundPoolSummarySerializer(many=True)
+    requests = RoundRequestSummarySerializer(many=True)
+
+
+# --- Requests and reviews -------------------------------------------------------------------
+
+
+class RequestAmountOutputSerializer(ApiModelSerializer):
+    pool = slug_of("name")
+
+    class Meta:
+        model = RequestAmount
+        fields = ["pool", "requested_su", "granted_su"]
+
+
+class RequestEstimateOutputSerializer(ApiModelSerializer):
+    cluster = serializers.CharField(source="partition.cluster.name", read_only=True)
+    partition = slug_of("name")
+
+    class Meta:
+        model = RequestEstimate
+        fields = [
+            "id",
+            "cluster",
+            "partition",
+            "description",
+            "jobs",
+            "nodes",
+            "hours",
+            "cores_per_node",
+            "gpus_per_node",
+            "memory_per_node_mb",
+            "service_units",
+        ]
+
+
+class RequestTransitionOutputSerializer(ApiModelSerializer):
+    actor = slug_of("username")
+
+    class Meta:
+        model = RequestTransition
+        fields = ["from_state", "to_state", "actor", "at", "note"]
+
+
+class RequestOutputSerializer(ApiModelSerializer):
+    round_name = serializers.CharField(source="round.name", read_only=True)
+    project = slug_of("code")
+    created_by = slug_of("username")
+    amounts = RequestAmountOutputSerializer(many=True, read_only=True)
+    estimates = RequestEstimateOutputSerializer(many=True, read_only=True)
+    transitions = RequestTransitionOutputSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = AllocationRequest
+        fields = [
+            "id",
+            "round",
+            "round_name",
+            "project",
+            "kind",
+            "state",
+            "justification",
+            "created_by",
+            "created_at",
+            "decided_at",
+            "decision_reason",
+            "amounts",
+            "estimates",
+            "transitions",
+        ]
+
+
+class RequestCreateInputSerializer(serializers.Serializer):
+    round = serializers.PrimaryKeyRelatedField(queryset=AllocationRound.objects.all())
+    project = VisibleProjectField()
+    kind = serializers.ChoiceField(
+        choices=AllocationRequest.Kind.choices, default=AllocationRequest.Kind.NEW
+    )
+    justification = serializers.CharField(
+        required=False, allow_blank=True, max_length=50_000, default=""
+    )
+    amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
+
+    def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return _amounts(value, "amounts")
+
+
+class RequestUpdateInputSerializer(serializers.Serializer):
+    justification = serializers.CharField(required=False, allow_blank=True, max_length=50_000)
+    amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
+
+    def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return _amounts(value, "amounts")
+
+
+class RequestEstimateInputSerializer(PlannedJobSerializer):
+    """One estimate line: ``jobs`` times the quote of one job (energy model) on a partition."""
+
+    jobs = serializers.IntegerField(min_value=1, max_value=10**6)
+    description = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, default=""
+    )
+
+
+class RequestDecideInputSerializer(serializers.Serializer):
+    granted = PoolAmountSerializer(many=True, help_text="SU granted per pool (0: none)")
+    reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=5000, default="",
+        help_text="required when the grant differs from the request",
+    )  # fmt: skip
+
+    def validate_granted(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return _amounts(value, "granted")
+
+
+class ReviewOutputSerializer(ApiModelSerializer):
+    round = serializers.IntegerField(source="request.round_id", read_only=True)
+    project = serializers.CharField(source="request.project.code", read_only=True)
+    reviewer = slug_of("username")
+
+    class Meta:
+        model = Review
+        fields = ["id", "request", "round", "project", "reviewer", "score", "comment", "created_at"]
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class VisibleRequestField(serializers.PrimaryKeyRelatedField):
+    """A request the caller may see (see ``requests_visible``)."""
+
+    default_error_messages = {
+        "does_not_exist": "unknown request {pk_value}",
+        "incorrect_type": "a request id is a number",
+    }
+
+    def get_queryset(self) -> QuerySet[AllocationRequest]:
+        from allocations.api import requests_visible
+
+        return requests_visible(user=self.context["request"].user)
+
+
+class ReviewInputSerializer(serializers.Serializer):
+    request = VisibleRequestField()
+    score = serializers.IntegerField(min_value=1, max_value=5)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=20_000, default="")
+
+
+# --- Adjustments ----------------------------------------------------------------------------
+
+
+class AdjustmentOutputSerializer(ApiModelSerializer):
+    project = slug_of("code")
+    pool = serializers.CharField(source="budget_period.allocation.pool.name", read_only=True)
+    period_start = serializers.DateField(source="budget_period.start", read_only=True)
+    period_end = serializers.DateField(source="budget_period.end", read_only=True)
+    actor = slug_of("username")
+
+    class Meta:
+        model = Adjustment
+        fields = [
+            "id",
+            "project",
+            "pool",
+            "period_start",
+            "period_end",
+            "kind",
+            "amount_su",
+            "job",
+            "transfer_id",
+            "actor",
+            "reason",
+            "created_at",
+        ]
+
+
+class RefundInputSerializer(serializers.Serializer):
+    project = VisibleProjectField()
+    pool = _pool_field()
+    reason = serializers.CharField(max_length=5000)
+    amount = _su_field(required=False, allow_null=True, min_value=0, help_text="or give a job")
+    job = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=2**62,
+        help_text="id of a job (GET /api/v1/jobs/): its whole charge, once",
+    )  # fmt: skip
+    on = serializers.DateField(required=False, help_text="budget period of this day (today)")
+
+
+class TopUpInputSerializer(serializers.Serializer):
+    project = VisibleProjectField()
+    pool = _pool_field()
+    amount = _su_field(min_value=0)
+    reason = serializers.CharField(max_length=5000)
+    on = serializers.DateField(required=False, help_text="budget period of this day (today)")
+
+
+class TransferInputSerializer(serializers.Serializer):
+    source = VisibleProjectField(  # type: ignore[assignment]  # a field named like Field.source
+        help_text="your project, which gives the SU"
+    )
+    target = ProjectCodeField(help_text="the project that receives them")
+    pool = _pool_field()
+    amount = _su_field(min_value=0)
+    reason = serializers.CharField(max_length=5000)
+    on = serializers.DateField(required=False, help_text="budget periods of this day (today)")
+
+
+class TransferOutputSerializer(serializers.Serializer):
+    transfer_out = AdjustmentOutputSerializer()
+    transfer_in = AdjustmentOutputSerializer()

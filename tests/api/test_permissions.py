@@ -1,0 +1,286 @@
+"""The permission matrix: every endpoint x every role x (read, write), with the status each
+role gets, and no other project's data in any response body.
+
+Statuses are listed per role in the order of ``ROLES``:
+anonymous, member, outsider (member of another project), PI, committee, chair, staff.
+Each role's request runs in a savepoint that is rolled back, so every role meets the same
+world. Objects a role may not see are 404, never 403, so their existence does not leak;
+a project named in a body that the caller may not see is "unknown" (400), like one that does
+not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+
+from tests.allocations.conftest import SAMPLE
+from tests.api.conftest import CODES, ROLES, World
+
+pytestmark = pytest.mark.django_db
+
+SPEC: dict[str, Any] = {
+    "name": "api-test",
+    "timezone": "UTC",
+    "partitions": [
+        {"name": "cpu", "nodelist": "n[1-2]", "sockets": 2, "cores_per_socket": 32,
+         "memory_mb": 256000, "cpu_tdp_watts": 200}
+    ],
+}  # fmt: skip
+QUOTE = {"cluster": "slurm-testbed", "partition": "work", "cores_per_node": "1", "hours": "1"}
+AMOUNT = [{"pool": "testbed CPU", "su": "10"}]
+
+
+def _upload(world: World) -> dict[str, Any]:
+    content = (SAMPLE / "sacct_allocations.psv").read_bytes()
+    return {"cluster": "slurm-testbed", "file": SimpleUploadedFile("jobs.psv", content)}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str
+    url: Callable[[World], str]
+    expected: str  # one status per role, in the order of ROLES
+    body: Callable[[World], Any] | None = None
+    multipart: bool = False
+    # Codes a role may see in this response besides its own projects: those it named itself
+    # (echoed in "unknown project X", or the target of its transfer).
+    named: frozenset[str] = frozenset()
+
+
+def _url(text: str) -> Callable[[World], str]:
+    return lambda w: text
+
+
+ALL_200 = "401 200 200 200 200 200 200"
+P3_READ = "401 200 404 200 404 404 200"  # pawsey0003: its member, its PI, staff
+STAFF_ONLY_HIDDEN = "401 404 404 404 404 404 200"
+STAFF_WRITE = "401 403 403 403 403 403 201"
+NOT_ALLOWED = "401 405 405 405 405 405 405"  # the endpoint has no such operation
+STAFF_NOT_ALLOWED = "401 403 403 403 403 403 405"
+
+CASES = [
+    # --- accounting ---
+    Case("clusters: read", "get", _url("/api/v1/clusters/"), ALL_200),
+    Case("clusters: apply a spec", "post", _url("/api/v1/clusters/"), STAFF_WRITE,
+         body=lambda w: SPEC),
+    Case("cluster: read", "get", _url("/api/v1/clusters/slurm-testbed/"), ALL_200),
+    Case("cluster: write", "patch", _url("/api/v1/clusters/slurm-testbed/"), STAFF_NOT_ALLOWED,
+         body=lambda w: {"description": "x"}),
+    Case("partitions: read", "get", _url("/api/v1/partitions/"), ALL_200),
+    Case("partitions: apply a spec", "post", _url("/api/v1/partitions/"), STAFF_WRITE,
+         body=lambda w: {"cluster": "slurm-testbed", **SPEC["partitions"][0]}),
+    Case("partition: read", "get", lambda w: f"/api/v1/partitions/{w.work.pk}/", ALL_200),
+    Case("partition: write", "delete", lambda w: f"/api/v1/partitions/{w.work.pk}/",
+         STAFF_NOT_ALLOWED),
+    Case("jobs: read", "get", _url("/api/v1/jobs/"), ALL_200),
+    Case("jobs: write", "post", _url("/api/v1/jobs/"), NOT_ALLOWED, body=lambda w: {}),
+    Case("job: read", "get", lambda w: f"/api/v1/jobs/{w.job.pk}/", P3_READ),
+    Case("job: write", "delete", lambda w: f"/api/v1/jobs/{w.job.pk}/", NOT_ALLOWED),
+    Case("usage: read", "get", _url("/api/v1/usage/?group_by=project&group_by=user"), ALL_200),
+    Case("usage: write", "post", _url("/api/v1/usage/"), NOT_ALLOWED, body=lambda w: {}),
+    Case("quote: price a job", "post", _url("/api/v1/quote/"), ALL_200, body=lambda w: QUOTE),
+    Case("quote: other methods", "get", _url("/api/v1/quote/"), NOT_ALLOWED),
+    Case("cost-ratio: read", "get", _url("/api/v1/cost-ratio/?cluster=slurm-testbed&model=energy"),
+         ALL_200),
+    Case("cost-ratio: write", "post", _url("/api/v1/cost-ratio/"), NOT_ALLOWED, body=lambda w: {}),
+    Case("imports: read", "get", _url("/api/v1/imports/"), STAFF_ONLY_HIDDEN),
+    Case("imports: upload", "post", _url("/api/v1/imports/"), "401 404 404 404 404 404 202",
+         body=_upload, multipart=True),
+    Case("import: read", "get", lambda w: f"/api/v1/imports/{w.run.pk}/", STAFF_ONLY_HIDDEN),
+    Case("import: write", "delete", lambda w: f"/api/v1/imports/{w.run.pk}/",
+         "401 404 404 404 404 404 405"),
+    Case("import's quarantined lines: read", "get",
+         lambda w: f"/api/v1/imports/{w.run.pk}/quarantined-lines/", STAFF_ONLY_HIDDEN),
+    Case("import's quarantined lines: write", "post",
+         lambda w: f"/api/v1/imports/{w.run.pk}/quarantined-lines/",
+         "401 404 404 404 404 404 405", body=lambda w: {}),
+    Case("quarantined lines: read", "get", _url("/api/v1/quarantined-lines/"),
+         STAFF_ONLY_HIDDEN),
+    Case("quarantined lines: write", "post", _url("/api/v1/quarantined-lines/"),
+         "401 404 404 404 404 404 405", body=lambda w: {}),
+    Case("quarantined lines: retry", "post", _url("/api/v1/quarantined-lines/retry/"),
+         "401 404 404 404 404 404 202", body=lambda w: {"cluster": "slurm-testbed"}),
+    Case("quarantined lines: retry has no read", "get",
+         _url("/api/v1/quarantined-lines/retry/"), "401 404 404 404 404 404 405"),
+    Case("quarantined line: read", "get",
+         lambda w: f"/api/v1/quarantined-lines/{w.quarantined.pk}/", STAFF_ONLY_HIDDEN),
+    Case("quarantined line: write", "delete",
+         lambda w: f"/api/v1/quarantined-lines/{w.quarantined.pk}/",
+         "401 404 404 404 404 404 405"),
+    # --- projects, members, balances ---
+    Case("projects: read", "get", _url("/api/v1/projects/"), ALL_200),
+    Case("projects: create", "post", _url("/api/v1/projects/"), STAFF_WRITE,
+         body=lambda w: {"code": "pawsey0042", "title": "New", "pi": "alice"}),
+    Case("project: read", "get", _url("/api/v1/projects/pawsey0003/"), P3_READ),
+    Case("project: write", "patch", _url("/api/v1/projects/pawsey0003/"), STAFF_NOT_ALLOWED,
+         body=lambda w: {"title": "x"}),
+    Case("members: read", "get", _url("/api/v1/projects/pawsey0003/members/"), P3_READ),
+    Case("members: add", "post", _url("/api/v1/projects/pawsey0003/members/"),
+         "401 403 404 201 404 404 201", body=lambda w: {"username": "bob"}),
+    Case("member: read", "get", _url("/api/v1/projects/pawsey0003/members/carol/"), P3_READ),
+    Case("member: remove (a member may leave)", "delete",
+         _url("/api/v1/projects/pawsey0003/members/carol/"), "401 204 404 204 404 404 204"),
+    Case("balance: read", "get", _url("/api/v1/projects/pawsey0003/balance/?on=2026-11-22"),
+         P3_READ),
+    Case("balance: write", "post", _url("/api/v1/projects/pawsey0003/balance/"), NOT_ALLOWED,
+         body=lambda w: {}),
+    # --- allocations and rounds ---
+    Case("allocations: read", "get", _url("/api/v1/allocations/"), ALL_200),
+    Case("allocations: grant", "post", _url("/api/v1/allocations/"), STAFF_WRITE,
+         body=lambda w: {"project": "pawsey0003", "pool": "testbed GPU", "amount": "12",
+                         "period_start": "2027-10-01", "period_end": "2028-10-01"}),
+    Case("allocation: read", "get", lambda w: f"/api/v1/allocations/{w.allocation.pk}/",
+         P3_READ),
+    Case("allocation: write", "delete", lambda w: f"/api/v1/allocations/{w.allocation.pk}/",
+         STAFF_NOT_ALLOWED),
+    Case("rounds: read", "get", _url("/api/v1/rounds/"), ALL_200),
+    Case("rounds: create", "post", _url("/api/v1/rounds/"), STAFF_WRITE,
+         body=lambda w: {"name": "2028 call", "opens_at": "2027-06-01T00:00:00Z",
+                         "closes_at": "2027-07-01T00:00:00Z", "period_start": "2027-10-01",
+                         "period_end": "2028-10-01", "available": AMOUNT, "chair": "chair",
+                         "committee": ["reviewer"]}),
+    Case("round: read", "get", lambda w: f"/api/v1/rounds/{w.round.pk}/", ALL_200),
+    Case("round: write", "patch", lambda w: f"/api/v1/rounds/{w.round.pk}/", STAFF_NOT_ALLOWED,
+         body=lambda w: {"name": "x"}),
+    Case("round overview: read", "get", lambda w: f"/api/v1/rounds/{w.round.pk}/overview/",
+         "401 403 403 403 403 200 200"),
+    Case("round overview: write", "post", lambda w: f"/api/v1/rounds/{w.round.pk}/overview/",
+         STAFF_NOT_ALLOWED, body=lambda w: {}),
+    # --- requests and reviews ---
+    Case("requests: read", "get", _url("/api/v1/requests/"), ALL_200),
+    Case("requests: apply for a top-up", "post", _url("/api/v1/requests/"),
+         "401 403 400 201 400 400 201",
+         body=lambda w: {"round": w.round.pk, "project": "pawsey0003", "kind": "top_up",
+                         "amounts": [{"pool": "testbed CPU", "su": "5"}]},
+         named=frozenset({"pawsey0003"})),
+    Case("request under review: read", "get",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/", "401 200 404 200 200 200 200"),
+    Case("draft: read (not even the committee)", "get",
+         lambda w: f"/api/v1/requests/{w.draft.pk}/", "401 404 200 404 404 404 200"),
+    Case("draft: edit", "patch", lambda w: f"/api/v1/requests/{w.draft.pk}/",
+         "401 404 200 404 404 404 200", body=lambda w: {"justification": "more genomes"}),
+    Case("draft: add an estimate", "post", lambda w: f"/api/v1/requests/{w.draft.pk}/estimates/",
+         "401 404 201 404 404 404 201",
+         body=lambda w: {"cluster": "slurm-testbed", "partition": "work", "jobs": 10,
+                         "hours": "2", "cores_per_node": "16"}),
+    Case("estimates have no read here", "get",
+         lambda w: f"/api/v1/requests/{w.draft.pk}/estimates/", NOT_ALLOWED),
+    Case("submit has no read", "get", lambda w: f"/api/v1/requests/{w.draft.pk}/submit/",
+         NOT_ALLOWED),
+    Case("draft: submit", "post", lambda w: f"/api/v1/requests/{w.draft.pk}/submit/",
+         "401 404 200 404 404 404 200"),
+    Case("submitted: open review (the chair)", "post",
+         lambda w: f"/api/v1/requests/{w.submitted.pk}/review-start/",
+         "401 404 404 403 403 200 200"),
+    Case("review-start has no read", "get",
+         lambda w: f"/api/v1/requests/{w.submitted.pk}/review-start/", NOT_ALLOWED),
+    Case("decide has no read", "get", lambda w: f"/api/v1/requests/{w.under_review.pk}/decide/",
+         NOT_ALLOWED),
+    Case("under review: decide (the chair)", "post",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/decide/",
+         "401 403 404 403 403 200 200", body=lambda w: {"granted": AMOUNT}),
+    Case("reviews: read", "get", _url("/api/v1/reviews/"), ALL_200),
+    Case("reviews: write one (the committee)", "post", _url("/api/v1/reviews/"),
+         "401 403 400 403 201 201 403",
+         body=lambda w: {"request": w.under_review.pk, "score": 5, "comment": "great"}),
+    Case("review: read", "get", lambda w: f"/api/v1/reviews/{w.review.pk}/",
+         "401 404 404 404 200 200 200"),
+    Case("review: write", "patch", lambda w: f"/api/v1/reviews/{w.review.pk}/", NOT_ALLOWED,
+         body=lambda w: {"score": 1}),
+    # --- adjustments ---
+    Case("adjustments: read", "get", _url("/api/v1/adjustments/"), ALL_200),
+    Case("adjustments: write", "post", _url("/api/v1/adjustments/"), NOT_ALLOWED,
+         body=lambda w: {}),
+    Case("adjustments: refund", "post", _url("/api/v1/adjustments/refund/"),
+         "401 403 403 403 403 403 201",
+         body=lambda w: {"project": "pawsey0003", "pool": "testbed CPU", "amount": "1",
+                         "reason": "fault", "on": "2026-11-22"}),
+    Case("refund has no read", "get", _url("/api/v1/adjustments/refund/"), STAFF_NOT_ALLOWED),
+    Case("adjustments: top up", "post", _url("/api/v1/adjustments/top-up/"),
+         "401 403 403 403 403 403 201",
+         body=lambda w: {"project": "pawsey0003", "pool": "testbed CPU", "amount": "1",
+                         "reason": "course", "on": "2026-11-22"}),
+    Case("top-up has no read", "get", _url("/api/v1/adjustments/top-up/"), STAFF_NOT_ALLOWED),
+    Case("transfer has no read", "get", _url("/api/v1/adjustments/transfer/"), NOT_ALLOWED),
+    Case("adjustments: transfer (the source's PI)", "post",
+         _url("/api/v1/adjustments/transfer/"), "401 403 400 201 400 400 201",
+         body=lambda w: {"source": "pawsey0003", "target": "pawsey0002", "pool": "testbed CPU",
+                         "amount": "1", "reason": "collaboration", "on": "2026-11-22"},
+         named=frozenset({"pawsey0002", "pawsey0003"})),
+    Case("adjustment: read", "get", lambda w: f"/api/v1/adjustments/{w.adjustment.pk}/",
+         P3_READ),
+    Case("adjustment: write", "delete", lambda w: f"/api/v1/adjustments/{w.adjustment.pk}/",
+         NOT_ALLOWED),
+    # --- auth ---
+    Case("token: obtain", "post", _url("/api/v1/auth/token/"), "200 200 200 200 200 200 200",
+         body=lambda w: {"username": "carol", "password": "pw-for-tests"}),
+    Case("token: no read", "get", _url("/api/v1/auth/token/"), "405 405 405 405 405 405 405"),
+    Case("token regenerate: no read", "get", _url("/api/v1/auth/token/regenerate/"),
+         NOT_ALLOWED),
+    Case("token: regenerate", "post", _url("/api/v1/auth/token/regenerate/"), ALL_200),
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _uploads_in_tmp(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+
+
+def test_every_operation_of_the_schema_and_every_endpoint_read_and_write_are_in_the_matrix(
+    world,
+):
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    patterns = {
+        path: re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$")
+        for path in schema["paths"]
+    }
+    cases_of = {path: [] for path in patterns}
+    for case in CASES:
+        url = case.url(world).split("?")[0]
+        matching = [url] if url in patterns else [p for p, rx in patterns.items() if rx.match(url)]
+        assert len(matching) == 1, (case.name, url, matching)
+        cases_of[matching[0]].append(case)
+    for path, operations in schema["paths"].items():
+        methods = {case.method for case in cases_of[path]}
+        assert set(operations) <= methods, (path, set(operations) - methods)
+        assert len(cases_of[path]) >= 2, f"{path}: a read and a write"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_each_role_gets_the_expected_status_and_only_its_projects_data(world, case):
+    expected = dict(zip(ROLES, (int(code) for code in case.expected.split()), strict=True))
+    clients = {role: world.client(role) for role in ROLES}
+    got = {}
+    leaks = {}
+    for role in ROLES:
+        with transaction.atomic():
+            url = case.url(world)
+            body = case.body(world) if case.body else None
+            send = getattr(clients[role], case.method)
+            if case.multipart:
+                response = send(url, body, format="multipart")
+            elif body is not None:
+                response = send(url, body, format="json")
+            else:
+                response = send(url)
+            transaction.set_rollback(True)
+        got[role] = response.status_code
+        text = response.content.decode()
+        allowed = world.visible[role] | case.named
+        leaked = {code for code in CODES if code in text} - allowed
+        if leaked:
+            leaks[role] = leaked
+        if response.status_code >= 400 and response.status_code != 405:
+            assert set(response.json()) == {"message", "errors"}, (role, text)
+    assert got == expected
+    assert leaks == {}

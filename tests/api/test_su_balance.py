@@ -1,0 +1,174 @@
+"""``su-balance`` against a live test server: the table, --users, --year, --json, and clear
+messages for a bad token, a project you are not in, and a portal that does not answer."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from accounting.models import Partition, UsageDaily
+from allocations.budget import add_months
+from allocations.selectors import pool_today
+from allocations.services import adjustment_top_up, allocation_grant
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENTS = ROOT / "clients"
+
+
+def _load_client():
+    spec = importlib.util.spec_from_file_location("su_balance", CLIENTS / "su_balance.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+su_balance = _load_client()
+
+
+def run(argv, environ):
+    out, err = io.StringIO(), io.StringIO()
+    status = su_balance.main(argv, environ=environ, stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def portal(live_server, centre):
+    """pawsey0003 (alice PI, carol member) holds a grant covering today on both pools, and has
+    used SU yesterday on the CPU pool: 12.5 by alice and 37.5 by carol."""
+    today = pool_today(centre.cpu)
+    start = today.replace(day=1)
+    for pool, amount in ((centre.cpu, 1200), (centre.gpu, 400)):
+        allocation_grant(
+            project=centre.p3, pool=pool, amount=Decimal(amount), period_start=start,
+            period_end=add_months(start, 12), actor=centre.staff,
+        )  # fmt: skip
+    adjustment_top_up(
+        project=centre.p3, pool=centre.cpu, amount=Decimal(10), actor=centre.staff,
+        reason="training",
+    )  # fmt: skip
+    work = Partition.objects.get(cluster=centre.cluster, name="work")
+    day = max(today - timedelta(days=1), start)
+    for username, su in (("alice", "12.5"), ("carol", "37.5")):
+        UsageDaily.objects.create(
+            project=centre.p3, partition=work, username=username, day=day,
+            service_units=Decimal(su), jobs=3,
+        )  # fmt: skip
+    token = Token.objects.create(user=centre.carol)
+    return {"SU_PORTAL_URL": live_server.url, "SU_PORTAL_TOKEN": token.key}
+
+
+def test_su_balance_prints_the_granted_used_and_remaining_su_of_each_pool(portal):
+    status, out, err = run(["-p", "pawsey0003"], portal)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "pawsey0003  Astro"
+    assert lines[1].split() == [
+        "pool", "budget", "period", "granted", "adjusted", "used", "remaining", "used", "%",
+        "running",
+    ]  # fmt: skip
+    cpu = next(line for line in lines if line.strip().startswith("testbed CPU"))
+    # A quarter of 1200 SU, +10 topped up, 50 used: 260 left, 50 / 310 = 16.1 % used.
+    assert cpu.split()[-6:] == ["300.00", "+10.00", "50.00", "260.00", "16.1%", "0.00"]
+    gpu = next(line for line in lines if line.strip().startswith("testbed GPU"))
+    assert gpu.split()[-6:] == ["100.00", "0.00", "0.00", "100.00", "0.0%", "0.00"]
+    assert any(line.startswith("  burn rate on testbed CPU: ") for line in lines)
+
+
+def test_su_balance_users_shows_each_users_share_of_the_period(portal):
+    status, out, _ = run(["-p", "pawsey0003", "--users"], portal)
+    assert status == 0
+    users = [line.split() for line in out.splitlines() if line.startswith("    ")]
+    assert users[0][:4] == ["carol", "37.50", "SU", "75.0%"]
+    assert users[1][:4] == ["alice", "12.50", "SU", "25.0%"]
+
+
+def test_su_balance_year_lists_every_budget_period_and_marks_the_current_one(portal):
+    status, out, _ = run(["-p", "pawsey0003", "--year"], portal)
+    assert status == 0
+    cpu_rows = [line for line in out.splitlines() if line.strip().startswith("testbed CPU")]
+    assert len(cpu_rows) == 4  # quarterly periods of a one-year grant
+    assert sum(" *" in row for row in cpu_rows) == 1
+
+
+def test_su_balance_without_a_project_shows_all_of_yours_and_json_is_the_portals_data(portal):
+    status, out, _ = run(["--json"], portal)
+    assert status == 0
+    data = json.loads(out)
+    assert [project["project"] for project in data["projects"]] == ["pawsey0003"]
+    pools = {pool["pool"]: pool for pool in data["projects"][0]["pools"]}
+    assert pools["testbed CPU"]["current"]["used_su"] == "50.000000"
+    assert pools["testbed CPU"]["partitions"] == ["work"]
+
+
+def test_a_bad_token_is_refused_with_a_clear_message(portal):
+    status, out, err = run(["-p", "pawsey0003"], {**portal, "SU_PORTAL_TOKEN": "not-a-token"})
+    assert status == su_balance.EXIT_TOKEN
+    assert out == ""
+    assert "did not accept your token" in err
+
+
+def test_a_project_you_are_not_in_is_not_found(portal):
+    status, _, err = run(["-p", "pawsey0002"], portal)
+    assert status == su_balance.EXIT_NOT_FOUND
+    assert "project pawsey0002: not found, or you are not a member of it" in err
+
+
+def test_an_unreachable_portal_is_reported_and_the_command_ends():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nobody listens once the socket closes
+    environ = {"SU_PORTAL_URL": f"http://127.0.0.1:{port}", "SU_PORTAL_TOKEN": "x"}
+    status, _, err = run(["-p", "pawsey0003"], environ)
+    assert status == su_balance.EXIT_UNREACHABLE
+    assert f"cannot reach the portal at http://127.0.0.1:{port}" in err
+
+
+def test_the_token_is_read_from_the_config_file_and_a_readable_file_is_warned_about(
+    portal, tmp_path
+):
+    token_file = tmp_path / ".config" / "su-portal" / "token"
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text(portal["SU_PORTAL_TOKEN"] + "\n")
+    token_file.chmod(0o644)
+    environ = {"SU_PORTAL_URL": portal["SU_PORTAL_URL"], "HOME": str(tmp_path)}
+    status, out, err = run(["-p", "pawsey0003"], environ)
+    assert status == 0
+    assert out.startswith("pawsey0003")
+    assert "chmod 600" in err
+    token_file.chmod(0o600)
+    assert run(["-p", "pawsey0003"], environ)[2] == ""
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"SU_PORTAL_TOKEN": "x"}, "set SU_PORTAL_URL"),
+        ({"SU_PORTAL_URL": "ftp://portal", "SU_PORTAL_TOKEN": "x"}, "must start with https://"),
+        ({"SU_PORTAL_URL": "http://127.0.0.1:9", "HOME": "/nonexistent"}, "no token"),
+    ],
+)
+def test_missing_settings_are_explained_before_anything_is_sent(environ, message):
+    status, _, err = run([], environ)
+    assert status == su_balance.EXIT_USAGE
+    assert message in err
+
+
+def test_the_installed_command_runs_with_the_standard_library_alone(portal):
+    environment = {"PATH": os.environ.get("PATH", ""), **portal}
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(CLIENTS / "su-balance"), "-p", "pawsey0003"],
+        env=environment, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("pawsey0003  Astro")
