@@ -8,23 +8,14 @@ serializer renders. What a caller may see is decided by the querysets below, whi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import django_filters  # type: ignore[import-untyped]
 from django.conf import settings
 from django.db import transaction
-from django.db.models import (
-    DecimalField,
-    F,
-    Model,
-    OuterRef,
-    Prefetch,
-    QuerySet,
-    Subquery,
-    Sum,
-    Value,
-)
+from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -99,22 +90,10 @@ def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]
 # --- Selectors the API needs (read-only; scoped to what the caller may see) -----------------
 
 
-def _column_of(model: type[Model], foreign_key: str, column: str) -> Subquery:
-    return Subquery(model._default_manager.filter(pk=OuterRef(foreign_key)).values(column)[:1])
-
-
 def jobs_visible(*, user: Actor) -> QuerySet[Job]:
-    """Jobs of the projects ``user`` may see (every job for staff), ready to render: the
-    names of their cluster, project, partition and rate version annotated on each row.
-
-    Annotated by subqueries, not joins: counting a project's jobs for the pagination then
-    reads the (project, end) index alone, which matters with tens of thousands of them."""
-    jobs = Job.objects.annotate(
-        cluster_name=_column_of(Cluster, "cluster_id", "name"),
-        project_code=_column_of(Project, "project_id", "code"),
-        partition_name=_column_of(Partition, "partition_id", "name"),
-        partition_version_number=_column_of(PartitionVersion, "partition_version_id", "number"),
-    )
+    """Jobs of the projects ``user`` may see (every job for staff), with the rows their names
+    come from (cluster, project, partition, rate version)."""
+    jobs = Job.objects.select_related("cluster", "project", "partition", "partition_version")
     if is_staff(user):
         return jobs
     return jobs.filter(project__in=projects_for_user(user=user))
@@ -374,20 +353,30 @@ class PartitionViewSet(ApiViewSet):
 # --- Jobs and usage -------------------------------------------------------------------------
 
 
-# What a page of jobs reads: the job's own columns (and the names annotated).
-_JOB_LIST_COLUMNS = [
-    *(
-        name
-        for name in JobOutputSerializer.Meta.fields
-        if name not in {"cluster", "project", "user", "partition", "partition_version"}
-    ),
-    "username",
-]
+# A page of jobs is rendered from ``values()`` rows: no model objects to build.
+_JOB_ROWS = JobOutputSerializer()
+_JOB_COLUMNS = _JOB_ROWS.row_columns()
 
 
-# Building a serializer's fields costs as much as rendering a page with them: one instance
-# renders every page of jobs (``to_representation`` keeps no state between calls).
-_JOBS_RENDERER = JobOutputSerializer(many=True)
+class _CountedRows:
+    """Rows to page through, counted on the plain jobs: the rows join the names of related
+    objects, and a count with those joins would read every one of a project's jobs from the
+    table instead of their entries in the (project, end) index."""
+
+    ordered = True  # the paginator asks
+
+    def __init__(self, *, rows: QuerySet[Any], plain: QuerySet[Job]) -> None:
+        self.rows = rows
+        self.plain = plain
+
+    def count(self) -> int:
+        return self.plain.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]:
+        return list(self.rows[index])
 
 
 @extend_schema(tags=["jobs"])
@@ -406,9 +395,11 @@ class JobViewSet(ApiViewSet):
     def list(self, request: Request) -> Response:
         """Jobs, newest end first (running jobs, with no end yet, first on PostgreSQL), each
         with its charge: SU, weight, dominant resource, per-node fractions, energy."""
-        jobs = self.filter_queryset(self.get_queryset()).only(*_JOB_LIST_COLUMNS)
-        page = self.paginate_queryset(jobs)
-        return self.get_paginated_response(_JOBS_RENDERER.to_representation(page))
+        jobs = self.filter_queryset(self.get_queryset())
+        rows = _CountedRows(rows=jobs.values(*_JOB_COLUMNS), plain=jobs)
+        # Django's paginator needs count(), len() and slices, all of which _CountedRows has.
+        page = self.paginate_queryset(cast("Sequence[dict[str, Any]]", rows))
+        return self.get_paginated_response([_JOB_ROWS.render_row(row) for row in page or []])
 
     @extend_schema(responses=JobDetailOutputSerializer)
     def retrieve(self, request: Request, pk: str) -> Response:

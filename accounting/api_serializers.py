@@ -324,17 +324,13 @@ class NodeFractionsField(serializers.JSONField):
 
 
 class JobOutputSerializer(ApiModelSerializer):
-    """A job; the names of its cluster, project, partition and rate version come annotated
-    on the row (``accounting.api.jobs_visible``), so a page loads no related objects."""
-
-    cluster = serializers.CharField(source="cluster_name", read_only=True)
-    project = serializers.CharField(source="project_code", read_only=True)
+    cluster = slug_of("name")
+    project = slug_of("code")
     user = serializers.CharField(source="username", read_only=True, help_text="the Slurm user")
-    partition = serializers.CharField(source="partition_name", read_only=True)
-    partition_version = serializers.IntegerField(
-        source="partition_version_number", read_only=True, allow_null=True,
-        help_text="the number of the rate version the charge used",
-    )  # fmt: skip
+    partition = slug_of("name")
+    partition_version = slug_of(
+        "number", allow_null=True, help_text="the number of the rate version the charge used"
+    )
     node_fractions = NodeFractionsField(read_only=True)
 
     class Meta:

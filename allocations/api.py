@@ -181,6 +181,11 @@ def _day(value: Any) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
 
 
+def _between(daily: list[tuple[date, Decimal]], since: date, until: date) -> Decimal:
+    """SU used on the days in [since, until)."""
+    return sum((su for day, su in daily if since <= day < until), _ZERO)
+
+
 def _names(*models: type[Model]) -> list[str]:
     return [connection.ops.quote_name(model._meta.db_table) for model in models]
 
@@ -301,21 +306,17 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
             if carry_over:
                 balance = _balance_of(period_id, day)
             else:
-                series = used[pool_id]
-
-                def total(since: date, until: date, series: list[Any] = series) -> Decimal:
-                    return sum((su for d, su in series if since <= d < until), _ZERO)
-
+                daily = used[pool_id]
                 balance = Balance(
                     start=start,
                     end=stop,
                     budget_su=budget,
                     carried_in_su=_ZERO,
                     adjustments_su=adjusted[period_id],
-                    used_su=total(start, stop),
+                    used_su=_between(daily, start, stop),
                     pending_su=pending[pool_id],
-                    used_last_7_days_su=total(day - timedelta(days=7), day),
-                    used_last_30_days_su=total(day - timedelta(days=30), day),
+                    used_last_7_days_su=_between(daily, day - timedelta(days=7), day),
+                    used_last_30_days_su=_between(daily, day - timedelta(days=30), day),
                     on=day,
                 )
         if all_periods:

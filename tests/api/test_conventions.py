@@ -158,3 +158,17 @@ def test_the_quicker_rendering_is_exactly_drfs_for_every_serializer_and_object(w
         "AllocationOutputSerializer",
         "RequestOutputSerializer",
     } <= checked
+
+
+def test_a_page_of_jobs_rendered_from_rows_is_exactly_the_jobs_rendered_from_objects(world):
+    from accounting.api import jobs_visible
+    from accounting.api_serializers import JobOutputSerializer
+    from accounting.models import Job
+
+    Job.objects.filter(pk=world.job.pk).update(partition_version=None)
+    serializer = JobOutputSerializer()
+    rows = {row["pk"]: row for row in Job.objects.values(*serializer.row_columns())}
+    jobs = list(jobs_visible(user=world.users["staff"]))
+    assert len(jobs) == len(rows) > 200
+    for job in jobs:
+        assert serializer.render_row(rows[job.pk]) == serializer.to_representation(job)
