@@ -62,7 +62,7 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
-from accounting.quotes import QuoteRequest, charge_as_dict
+from accounting.quotes import QuoteRequest, quote_payload
 from accounting.selectors import NotFound, cluster_get, partition_versions_current, quote_get
 from accounting.services import cluster_apply, quarantine_retry_enqueue
 from allocations.models import Project
@@ -181,20 +181,6 @@ def cost_ratio_partitions(
         raise NotFound(f"cluster {cluster.name!r} has no {kind} partition {name or ''}".rstrip())
 
     return pick(cpu_partition, gpu=False), pick(gpu_partition, gpu=True)
-
-
-def quote_payload(
-    *, cluster: Cluster, partition: Partition, version: PartitionVersion, request: QuoteRequest,
-    charge: Any,
-) -> dict[str, Any]:  # fmt: skip
-    """The object ``python manage.py quote --json`` prints (tests compare the two)."""
-    return {
-        "cluster": cluster.name,
-        "partition": partition.name,
-        "partition_version": version.number,
-        **charge_as_dict(charge),
-        "nodes_requested": request.nodes,
-    }
 
 
 # --- Filters --------------------------------------------------------------------------------
@@ -460,8 +446,8 @@ class QuoteView(APIView):
         version, charge = quote_get(partition=partition, request=quote, at=values.get("at"))
         return Response(
             quote_payload(
-                cluster=partition.cluster, partition=partition, version=version, request=quote,
-                charge=charge,
+                cluster_name=partition.cluster.name, partition_name=partition.name,
+                version_number=version.number, request=quote, charge=charge,
             )
         )  # fmt: skip
 

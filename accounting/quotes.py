@@ -104,3 +104,21 @@ def weight_explanation(spec: charging.PartitionSpec) -> str:
     if spec.weight_override is not None:
         return f"override {_number(spec.weight_override)} SU per node-hour (derived: {why})"
     return why
+
+
+def quote_payload(
+    *,
+    cluster_name: str,
+    partition_name: str,
+    version_number: int,
+    request: QuoteRequest,
+    charge: charging.Charge,
+) -> dict[str, Any]:
+    """The quote contract: what ``quote --json`` prints and ``POST /api/v1/quote/`` returns."""
+    return {
+        "cluster": cluster_name,
+        "partition": partition_name,
+        "partition_version": version_number,
+        **charge_as_dict(charge),
+        "nodes_requested": request.nodes,
+    }

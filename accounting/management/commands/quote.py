@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.dateparse import parse_datetime
 
 from accounting.charging import MODELS, ChargeError, SpecError
-from accounting.quotes import QuoteError, QuoteRequest, charge_as_dict, weight_explanation
+from accounting.quotes import QuoteError, QuoteRequest, quote_payload, weight_explanation
 from accounting.sacct import parse_memory_mb
 from accounting.selectors import NotFound, cluster_get, partition_get, quote_get
 
@@ -70,13 +70,13 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
 
         if options["json"]:
-            payload = {
-                "cluster": cluster.name,
-                "partition": partition.name,
-                "partition_version": version.number,
-                **charge_as_dict(charge),
-                "nodes_requested": request.nodes,
-            }
+            payload = quote_payload(
+                cluster_name=cluster.name,
+                partition_name=partition.name,
+                version_number=version.number,
+                request=request,
+                charge=charge,
+            )
             self.stdout.write(json.dumps(payload, indent=2))
             return
         self.stdout.write(f"{partition} (rate version {version.number})")
