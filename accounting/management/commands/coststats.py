@@ -10,12 +10,10 @@ both. ``--quiet`` keeps only the Total column; ``--csv`` prints machine-readable
 from __future__ import annotations
 
 import csv
-from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils.dateparse import parse_date, parse_datetime
 
 from accounting.costmodels import SECONDS_PER_HOUR, CostModelError, NodelistError, cost_model_load
 from accounting.costs import cost_table_get
@@ -34,22 +32,11 @@ from accounting.coststats import (
     statistics_table,
     table_columns,
 )
+from accounting.management.options import moment_option
 from accounting.selectors import NotFound, cluster_get
 
 # Widths of the details table, which is printed while the jobs stream in.
 _DETAIL_WIDTHS = {"size": 9, "runtime": 11, "energy": 12, "node_set": 9, "rate": 9, "total": 10}
-
-
-def _when(text: str | None, option: str) -> datetime | None:
-    if not text:
-        return None
-    moment = parse_datetime(text)
-    if moment is None:
-        day = parse_date(text)
-        if day is None:
-            raise CommandError(f"{option}: not an ISO 8601 date or time: {text!r}")
-        moment = datetime(day.year, day.month, day.day)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _positive(text: str | None, option: str) -> Decimal | None:
@@ -113,8 +100,8 @@ class Command(BaseCommand):
             table = cost_table_get(
                 model=model,
                 cluster=cluster,
-                start=_when(options["start"], "--start"),
-                end=_when(options["end"], "--end"),
+                start=moment_option(options["start"], "--start"),
+                end=moment_option(options["end"], "--end"),
                 max_runtime_seconds=max_hours * SECONDS_PER_HOUR if max_hours else None,
                 on_row=on_row,
             )

@@ -10,26 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils.dateparse import parse_date, parse_datetime
 
+from accounting.management.options import moment_option
 from accounting.selectors import NotFound, charges_for_export, cluster_get
 
 COLUMNS = (
     "job_id_raw", "job_id", "project", "user", "partition", "state", "start", "end",
     "elapsed_seconds", "service_units", "dominant_resource", "energy_wh",
 )  # fmt: skip
-
-
-def _when(text: str | None, option: str) -> datetime | None:
-    if not text:
-        return None
-    moment = parse_datetime(text)
-    if moment is None:
-        day = parse_date(text)
-        if day is None:
-            raise CommandError(f"{option}: not an ISO 8601 date or time: {text!r}")
-        moment = datetime(day.year, day.month, day.day)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _iso(moment: datetime | None) -> str:
@@ -55,8 +43,8 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         jobs = charges_for_export(
             cluster=cluster,
-            start=_when(options["start"], "--start"),
-            end=_when(options["end"], "--end"),
+            start=moment_option(options["start"], "--start"),
+            end=moment_option(options["end"], "--end"),
             project_code=options["project"],
         )
         out: Any = open(options["output"], "w", newline="") if options["output"] else self.stdout  # noqa: SIM115
