@@ -8,7 +8,6 @@ The Pawsey practice: a project that used its budget period keeps running at low 
 from __future__ import annotations
 
 import shlex
-import subprocess
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -22,6 +21,7 @@ from django.utils import timezone
 from allocations.models import BudgetPeriod, EnforcementAction, Membership, ThresholdNotice
 from allocations.permissions import is_staff, require
 from allocations.selectors import balance_for_period, pool_today
+from allocations.slurm_commands import slurm_command_run
 
 
 @dataclass
@@ -152,15 +152,8 @@ def enforcement_execute(
     cluster = action.pool.cluster
     if action.status != EnforcementAction.Status.PROPOSED or not cluster.enforcement_enabled:
         return action
-    try:
-        done = subprocess.run(
-            shlex.split(action.command), capture_output=True, text=True, timeout=120, check=False
-        )
-        action.exit_code = done.returncode
-        action.output = (done.stdout + done.stderr)[-20000:]
-    except (OSError, subprocess.TimeoutExpired) as error:
-        action.exit_code = -1
-        action.output = f"{type(error).__name__}: {error}"
+    outcome = slurm_command_run(action.command)
+    action.exit_code, action.output = outcome.exit_code, outcome.output
     action.status = (
         EnforcementAction.Status.EXECUTED
         if action.exit_code == 0

@@ -1,0 +1,40 @@
+"""Running a reviewed Slurm command (enforcement and priority actions): one way for both.
+
+The command was rendered from a staff-set template with every value shell-quoted; it is split
+with shlex and run without a shell, with a time limit, and what it printed is kept (the tail,
+bounded) for the audit trail.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from dataclasses import dataclass
+from typing import Final
+
+COMMAND_TIMEOUT_SECONDS: Final = 120
+OUTPUT_KEPT_CHARS: Final = 20000
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    exit_code: int  # -1 when the command could not be run or timed out
+    output: str
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code == 0
+
+
+def slurm_command_run(command: str) -> CommandOutcome:
+    """Run ``command`` without a shell; never raises for a failing or missing command."""
+    try:
+        done = subprocess.run(
+            shlex.split(command), capture_output=True, text=True,
+            timeout=COMMAND_TIMEOUT_SECONDS, check=False,
+        )  # fmt: skip
+    except (OSError, ValueError, subprocess.TimeoutExpired) as error:
+        return CommandOutcome(exit_code=-1, output=f"{type(error).__name__}: {error}")
+    return CommandOutcome(
+        exit_code=done.returncode, output=(done.stdout + done.stderr)[-OUTPUT_KEPT_CHARS:]
+    )
