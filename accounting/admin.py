@@ -14,6 +14,7 @@ from django.http import HttpRequest
 
 from accounting.models import (
     Cluster,
+    CostModelVersion,
     ImportRun,
     Job,
     Partition,
@@ -26,6 +27,7 @@ from accounting.services import (
     cluster_import_schedule_sync,
     partition_version_create,
     quarantine_retry_enqueue,
+    version_start_problem,
 )
 from accounting.specs import PartitionDefinition, SpecFileError, cluster_definition_parse
 
@@ -76,16 +78,60 @@ class PartitionVersionInline(admin.TabularInline):
         return False
 
 
+class PartitionForm(forms.ModelForm):
+    """A canonical-unit threshold is blank (the paper's default) or at least 1."""
+
+    class Meta:
+        model = Partition
+        fields = (
+            "cluster", "name", "description", "canonical_cores", "canonical_memory_mb",
+            "canonical_gpus",
+        )  # fmt: skip
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for name in ("canonical_cores", "canonical_memory_mb", "canonical_gpus"):
+            if data.get(name) == 0:
+                self.add_error(name, "a threshold is at least 1; leave it blank for the default")
+        return data
+
+
 @admin.register(Partition)
 class PartitionAdmin(admin.ModelAdmin):
-    list_display = ("name", "cluster", "current_weight")
+    form = PartitionForm
+    list_display = ("name", "cluster", "current_weight", "canonical_unit")
     list_filter = ("cluster",)
     inlines = [PartitionVersionInline]
+    fieldsets = (
+        (None, {"fields": ("cluster", "name", "description")}),
+        (
+            "Canonical unit of true overhead",
+            {
+                "fields": ("canonical_cores", "canonical_memory_mb", "canonical_gpus"),
+                "description": "All blank: the paper's default, 1 GPU on GPU nodes and 1 core "
+                "+ 2 GB (2048 MiB) on CPU nodes. Otherwise the resources given are the "
+                "thresholds of one unit (a blank one is left out of it).",
+            },
+        ),
+    )
 
     @admin.display(description="weight now")
     def current_weight(self, obj: Partition) -> str:
         version = obj.versions.order_by("-effective_from").first()
         return weight_explanation(version.spec) if version else "no specification"
+
+    @admin.display(description="canonical unit")
+    def canonical_unit(self, obj: Partition) -> str:
+        parts = [
+            f"{value} {label}"
+            for value, label in (
+                (obj.canonical_cores, "cores"),
+                (obj.canonical_memory_mb, "MiB"),
+                (obj.canonical_gpus, "GPUs"),
+            )
+            if value is not None
+        ]
+        return " + ".join(parts) or "default"
 
 
 class PartitionVersionForm(forms.ModelForm):
@@ -129,12 +175,10 @@ class PartitionVersionForm(forms.ModelForm):
             self.definition = cluster_definition_parse(cluster, source="new version").partitions[0]
         except SpecFileError as error:
             raise forms.ValidationError(str(error)) from None
-        latest = partition.versions.order_by("-effective_from").first()
         when = data.get("effective_from")
-        if latest is not None and when is not None and when <= latest.effective_from:
-            raise forms.ValidationError(
-                f"a new version must start after version {latest.number} ({latest.effective_from})"
-            )
+        problem = when and version_start_problem(partition=partition, effective_from=when)
+        if problem:
+            raise forms.ValidationError(problem)
         return data
 
 
@@ -260,3 +304,26 @@ class QuarantinedRecordAdmin(ReadOnlyAdmin):
         for cluster in Cluster.objects.filter(quarantine__in=queryset).distinct():
             quarantine_retry_enqueue(cluster=cluster)
         self.message_user(request, "Retry queued.")
+
+
+@admin.register(CostModelVersion)
+class CostModelVersionAdmin(admin.ModelAdmin):
+    """Read-only: versions are added on the cluster's cost model page or by ``cost_model_apply``
+    (one place for the rules), and never edited, so costs keep the model they were made with."""
+
+    list_display = ("cluster", "number", "name", "effective_from", "currency", "created_by")
+    list_filter = ("cluster",)
+    fields = (
+        "cluster", "number", "name", "effective_from", "currency", "text", "change_note",
+        "created_at", "created_by",
+    )  # fmt: skip
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -8,7 +8,10 @@ serializer renders. What a caller may see is decided by the querysets below, whi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,12 +21,15 @@ from django.db import transaction
 from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer, ValidationError
@@ -49,6 +55,8 @@ from accounting.api_serializers import (
     QuoteOutputSerializer,
     UsageQuerySerializer,
     UsageRowSerializer,
+    UtilisationOutputSerializer,
+    UtilisationQuerySerializer,
 )
 from accounting.charging import SpecError
 from accounting.cost_ratio import cost_ratio_report
@@ -62,9 +70,27 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
+from accounting.peak import PeakError
 from accounting.quotes import QuoteRequest, quote_payload
-from accounting.selectors import NotFound, cluster_get, partition_versions_current, quote_get
+from accounting.selectors import (
+    NotFound,
+    UtilisationReport,
+    cluster_get,
+    partition_versions_current,
+    quote_get,
+    utilisation_report_get,
+)
 from accounting.services import cluster_apply, quarantine_retry_enqueue
+from accounting.utilisation import (
+    ROW_FIELDS,
+    PeakInForce,
+    UtilisationError,
+    WindowError,
+    requested_window,
+    utc_text,
+    utilisation_figures,
+    utilisation_rows,
+)
 from allocations.models import Project
 from allocations.permissions import Actor, is_staff
 from allocations.selectors import projects_for_user
@@ -73,6 +99,7 @@ from portal.api import (
     NAME_PATTERN,
     ApiViewSet,
     IdFilter,
+    IsStaff,
     IsStaffOrReadOnly,
     StaffOnlyHidden,
     UtcIsoDateTimeFilter,
@@ -143,6 +170,7 @@ def usage_rollup(
         "core_hours": Coalesce(Sum("core_hours"), Value(0), output_field=_SU),
         "gpu_hours": Coalesce(Sum("gpu_hours"), Value(0), output_field=_SU),
         "energy_wh": Coalesce(Sum("energy_wh"), Value(0), output_field=_SU),
+        "cost": Coalesce(Sum("cost"), Value(0), output_field=_SU),
         "jobs": Coalesce(Sum("jobs"), Value(0)),
     }
     if not keys:
@@ -159,7 +187,7 @@ def usage_rollup(
 def _usage_row(row: dict[str, Any]) -> dict[str, Any]:
     """A row of ``usage_rollup`` with every key of ``UsageRowSerializer``."""
     names = ("period", "project", "user", "cluster", "partition")
-    sums = ("service_units", "core_hours", "gpu_hours", "energy_wh", "jobs")
+    sums = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
     return {
         **{name: row.get(f"group_{name}") for name in names},
         **{name: row.get(f"sum_{name}", row.get(name)) for name in sums},
@@ -390,7 +418,9 @@ class JobViewSet(ApiViewSet):
     @extend_schema(responses=JobDetailOutputSerializer)
     def retrieve(self, request: Request, pk: str) -> Response:
         """One job with its charge breakdown and why the weight is what it is."""
-        jobs = self.get_queryset().select_related("partition_version__partition")
+        jobs = self.get_queryset().select_related(
+            "partition_version__partition", "cost_model_version"
+        )
         return Response(JobDetailOutputSerializer(get_object_or_404(jobs, pk=pk)).data)
 
 
@@ -586,3 +616,136 @@ class QuarantinedLineViewSet(ApiViewSet):
             {"message": f"{open_lines.count()} open line(s) of {cluster.name} are read again"},
             status=status.HTTP_202_ACCEPTED,
         )
+
+
+# --- Utilisation Q(T) (staff) ---------------------------------------------------------------
+
+
+class UtilisationCsvRenderer(BaseRenderer):
+    """``?format=csv`` or ``Accept: text/csv``: rows of ``utilisation_rows`` with a header."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows(data)
+        return buffer.getvalue().encode(self.charset)
+
+
+def _flops_text(flops: Decimal) -> str:
+    return f"{flops.normalize():f}"
+
+
+def _peak_body(peak: PeakInForce | None) -> dict[str, Any] | None:
+    if peak is None:
+        return None
+    return {
+        "effective_from": utc_text(peak.effective_from),
+        "node_count": peak.node_count,
+        "peak_flops": _flops_text(peak.peak_flops),
+        "cpu_peak_source": str(peak.cpu_source),
+        "gpu_peak_source": None if peak.gpu_source is None else str(peak.gpu_source),
+    }
+
+
+def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
+    """The JSON of ``UtilisationOutputSerializer``, built directly: a year of hours is 8,760
+    buckets, too many to pass through serializer fields one by one."""
+    return {
+        "cluster": report.cluster.name,
+        "partition": report.partition.name if report.partition else None,
+        "timezone": report.cluster.timezone,
+        "step": str(report.step),
+        "start": utc_text(report.start),
+        "end": utc_text(report.end),
+        "partitions": [
+            {
+                "name": peaks.name,
+                "now": _peak_body(peaks.now),
+                "in_window": [_peak_body(peak) for peak in peaks.in_window],
+            }
+            for peaks in report.peaks
+        ],
+        "buckets": [
+            {
+                "start": utc_text(window.start),
+                "end": utc_text(window.end),
+                "total": utilisation_figures(window.total),
+                "partitions": {
+                    name: utilisation_figures(figures)
+                    for name, figures in window.partitions.items()
+                },
+            }
+            for window in report.windows
+        ],
+    }
+
+
+def utilisation_csv_filename(report: UtilisationReport) -> str:
+    scope = report.cluster.name + (f"-{report.partition.name}" if report.partition else "")
+    return f"utilisation-{scope}-{report.step}-{report.start:%Y%m%d}.csv"
+
+
+class UtilisationView(APIView):
+    """Staff: utilisation Q(T) of a cluster (DESIGN section 4) per hour, day, week or month."""
+
+    permission_classes = [IsAuthenticated, IsStaff]
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, UtilisationCsvRenderer]
+
+    @extend_schema(
+        tags=["utilisation"],
+        parameters=[UtilisationQuerySerializer],
+        responses={
+            (200, "application/json"): UtilisationOutputSerializer,
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="header, then per bucket one row per partition and one 'total'",
+            ),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        """Q(T) = Op_app(T) / Op(T) (eqs 9-12) beside the classical core- and GPU-hour
+        utilisation, per bucket, per partition and in total, read from the hourly rows the
+        import keeps. Each partition says where its peak came from (eq 3/7 or the vendor's
+        figure), its P_peak now and the node-count changes inside the window. Times without a
+        zone are the cluster's wall clock; the window is widened to whole local hours."""
+        query = UtilisationQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        options = query.validated_data
+        cluster = options["cluster_object"]
+        try:
+            start, end = requested_window(
+                start=options.get("start"), end=options.get("end"), step=options["step"],
+                timezone=cluster.zoneinfo, now=timezone.now(),
+            )  # fmt: skip
+            report = utilisation_report_get(
+                cluster=cluster, partition=options["partition_object"], start=start, end=end,
+                step=options["step"],
+            )  # fmt: skip
+        except WindowError as error:
+            raise ValidationError({error.field: [str(error)]}) from None
+        except (PeakError, UtilisationError) as error:
+            field = "partition" if options["partition_object"] else "cluster"
+            raise ValidationError({field: [str(error)]}) from None
+        if request.accepted_renderer.format == UtilisationCsvRenderer.format:
+            response = Response([ROW_FIELDS, *utilisation_rows(report.windows)])
+            filename = utilisation_csv_filename(report)
+            response["Content-Disposition"] = f'attachment; filename="{filename}"'
+            return response
+        return Response(utilisation_body(report))
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # Errors are JSON (the API's error shape) even when CSV was asked for.
+        if response.status_code >= 400 and isinstance(
+            getattr(request, "accepted_renderer", None), UtilisationCsvRenderer
+        ):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)

@@ -16,6 +16,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounting.charging import MODELS
+from accounting.costmodels import job_cost_as_dict
+from accounting.costs import cost_model_of, job_cost_get
 from accounting.forms import SacctUploadForm
 from accounting.models import (
     Cluster,
@@ -332,6 +334,13 @@ class JobOutputSerializer(ApiModelSerializer):
         "number", allow_null=True, help_text="the number of the rate version the charge used"
     )
     node_fractions = NodeFractionsField(read_only=True)
+    cost_model_version = slug_of(
+        "number", allow_null=True, help_text="the number of the cost model version priced with"
+    )
+    currency = slug_of(
+        "currency", source="cost_model_version", allow_null=True,
+        help_text="of cost; null when the job has no money cost",
+    )  # fmt: skip
 
     class Meta:
         model = Job
@@ -371,11 +380,21 @@ class JobOutputSerializer(ApiModelSerializer):
             "partition_version",
             "energy_wh",
             "charged_at",
+            "cost",
+            "currency",
+            "cost_model_version",
         ]
+        extra_kwargs = {
+            "cost": {
+                "help_text": "money cost under the cluster's cost model in force at the job's "
+                "end (docs/costs.md); null: not finished, or the cluster has no model"
+            }
+        }
 
 
 class JobDetailOutputSerializer(JobOutputSerializer):
     weight_explanation = serializers.SerializerMethodField()
+    cost_breakdown = serializers.SerializerMethodField()
 
     class Meta(JobOutputSerializer.Meta):
         fields = [
@@ -384,6 +403,7 @@ class JobDetailOutputSerializer(JobOutputSerializer):
             "billing",
             "consumed_energy_joules",
             "weight_explanation",
+            "cost_breakdown",
         ]
 
     def get_weight_explanation(self, job: Job) -> str | None:
@@ -391,6 +411,25 @@ class JobDetailOutputSerializer(JobOutputSerializer):
         if job.partition_version is None:
             return None
         return weight_explanation(job.partition_version.spec)
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "description": (
+                "The money cost by node set and rate (jobcost --json): currency, nodes, "
+                "runtime_seconds, energy_joules, node_sets [{name, nodes, rates [{name, kind, "
+                "cost}], total}], unknown_nodes, missing_data, total. An energy rate's cost is "
+                "null when Slurm recorded no energy."
+            ),
+        }
+    )
+    def get_cost_breakdown(self, job: Job) -> dict[str, Any] | None:
+        """The job cost meter's JSON under the version the job was priced with."""
+        version = job.cost_model_version
+        if job.cost is None or version is None:
+            return None
+        return job_cost_as_dict(job_cost_get(model=cost_model_of(version), job=job))
 
 
 # --- Usage ----------------------------------------------------------------------------------
@@ -428,6 +467,7 @@ class UsageRowSerializer(serializers.Serializer):
     core_hours = _su_field()
     gpu_hours = _su_field()
     energy_wh = _su_field()
+    cost = _su_field(help_text="money cost (cluster's cost model; sum of the jobs' costs)")
     jobs = serializers.IntegerField()
 
 
@@ -650,3 +690,116 @@ class QuarantineRetryInputSerializer(serializers.Serializer):
 
 class MessageOutputSerializer(serializers.Serializer):
     message = serializers.CharField()
+
+
+# --- Utilisation Q(T) -----------------------------------------------------------------------
+
+
+class _WallClockDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 date or time; one without a zone stays naive, to be read on the cluster's
+    clock (the view knows the cluster)."""
+
+    def enforce_timezone(self, value: Any) -> Any:
+        return value
+
+
+class UtilisationQuerySerializer(serializers.Serializer):
+    cluster = serializers.CharField(max_length=64)
+    partition = serializers.CharField(
+        required=False, max_length=64, help_text="one partition (default: all, and their total)"
+    )
+    start = _WallClockDateTimeField(
+        required=False,
+        help_text="ISO 8601; without a zone, the cluster's wall clock; moved back to the hour "
+        "(default: local midnight 30 days before the end)",
+    )
+    end = _WallClockDateTimeField(
+        required=False,
+        help_text="exclusive; moved forward to the hour (default: the end of the current hour)",
+    )
+    step = serializers.ChoiceField(
+        choices=["hour", "day", "week", "month"], default="day",
+        help_text="bucket size on the cluster's wall clock; weeks start on Monday",
+    )  # fmt: skip
+    format = serializers.ChoiceField(
+        choices=["json", "csv"], required=False,
+        help_text="csv: one row per bucket and partition, plus the total (or Accept: text/csv)",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            attrs["cluster_object"] = cluster_get(name=attrs["cluster"])
+        except NotFound as error:
+            raise serializers.ValidationError({"cluster": [str(error)]}) from None
+        attrs["partition_object"] = None
+        if attrs.get("partition"):
+            try:
+                attrs["partition_object"] = partition_get(
+                    cluster=attrs["cluster_object"], name=attrs["partition"]
+                )
+            except NotFound as error:
+                raise serializers.ValidationError({"partition": [str(error)]}) from None
+        return attrs
+
+
+class UtilisationFiguresSerializer(serializers.Serializer):
+    """One bucket of one partition, or of the total (DESIGN section 4, eqs 9-12)."""
+
+    q_percent = serializers.CharField(
+        allow_null=True, help_text="Q(T) = Op_app / Op * 100 (eq 12), decimal string, 6 places"
+    )
+    core_percent = serializers.CharField(
+        allow_null=True, help_text="allocated / available core-seconds * 100"
+    )
+    gpu_percent = serializers.CharField(
+        allow_null=True, help_text="allocated / available GPU-seconds * 100; null without GPUs"
+    )
+    used_flop = serializers.CharField(help_text="Op_app(T), eqs 10-11: whole FLOP, a string")
+    capacity_flop = serializers.CharField(help_text="Op(T) = integral of P_peak (eq 9)")
+    core_seconds = serializers.IntegerField()
+    available_core_seconds = serializers.IntegerField()
+    gpu_seconds = serializers.IntegerField()
+    available_gpu_seconds = serializers.IntegerField()
+
+
+class UtilisationBucketSerializer(serializers.Serializer):
+    start = UtcDateTimeField()
+    end = UtcDateTimeField()
+    total = UtilisationFiguresSerializer(help_text="the partitions shown, together")
+    partitions = serializers.DictField(child=UtilisationFiguresSerializer(), help_text="by name")
+
+
+class PeakInForceSerializer(serializers.Serializer):
+    """A partition's hardware from ``effective_from`` on (a rate version)."""
+
+    effective_from = UtcDateTimeField()
+    node_count = serializers.IntegerField()
+    peak_flops = serializers.CharField(help_text="P_peak = nodes * P_host (eqs 1-8), FLOP/s")
+    # "formula" or "vendor" (plain strings: one choice set under two names confuses the schema)
+    cpu_peak_source = serializers.CharField(
+        help_text="formula (eq 3 from the parameters) or vendor (the vendor's peak FLOP/s)"
+    )
+    gpu_peak_source = serializers.CharField(
+        allow_null=True, help_text="formula (eq 7) or vendor; null on nodes without GPUs"
+    )
+
+
+class UtilisationPartitionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    now = PeakInForceSerializer(allow_null=True, help_text="in force now; null: none yet")
+    in_window = PeakInForceSerializer(
+        many=True, help_text="in force at the start and from each change inside the window"
+    )
+
+
+class UtilisationOutputSerializer(serializers.Serializer):
+    """Q(T) and core/GPU utilisation per bucket, per partition and in total."""
+
+    cluster = serializers.CharField()
+    partition = serializers.CharField(allow_null=True, help_text="null: every partition")
+    timezone = serializers.CharField(help_text="the cluster's: buckets follow its wall clock")
+    step = serializers.ChoiceField(choices=["hour", "day", "week", "month"])
+    start = UtcDateTimeField()
+    end = UtcDateTimeField()
+    partitions = UtilisationPartitionSerializer(many=True)
+    buckets = UtilisationBucketSerializer(many=True)

@@ -17,7 +17,10 @@ node is billed pro rata to the jobs running there, so each resource is billed at
 :func:`true_overhead_report` rebuilds node occupancy over a window from the jobs' node lists by
 one sweep over their start and end events (sorted once, per-node state in lists, no per-second
 loops) and reports, per partition, the true overhead as a time series (unit-seconds per bucket),
-a histogram (node-seconds spent at each overhead) and the aggregate fair-billing rates.
+a histogram (node-seconds spent at each overhead) and the aggregate fair-billing rates; asked
+for, it also reports each job's fair share (:class:`FairShare`: what section 3.3 bills it).
+:func:`overhead_reports_combine` joins the reports of consecutive windows (a window cut where a
+partition's node list changed).
 
 Conventions:
 
@@ -30,16 +33,25 @@ Conventions:
 - A node with more allocated than it has (bad data) has 0 units of true overhead, never fewer.
 - Jobs that cannot be placed (no node list, an unknown node, a malformed list) are not dropped
   silently: they are returned in :attr:`OverheadReport.unplaced` with the reason.
+- Fair shares are whole resource-seconds. A job's exact share on a node is rounded down or up
+  by cumulative rounding in the order jobs leave the node, so that on every node the shares add
+  up exactly to the node's billable total (see :class:`_FairShares`). A resource that is billable
+  on a node while no job there holds any of it is split equally among the jobs on the node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import bisect
+import dataclasses
+import gc
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 import hostlist
 
@@ -49,6 +61,11 @@ from accounting.utilisation import Step, bucket_boundaries
 
 MIB_PER_GIB: Final = 1024
 _UNBOUNDED: Final = 1 << 62
+# Fair shares: per-node price integrals in fixed point with this many fraction bits. Each
+# interval's increment is rounded down, by less than 2**-64 per unit held; the slack added
+# before taking whole units (2**-24) is far above any sum of those errors and far below one unit.
+_SHARE_BITS: Final = 64
+_SHARE_SLACK: Final = 1 << (_SHARE_BITS - 24)
 
 
 class CanonicalError(ValueError):
@@ -325,13 +342,56 @@ class UnplacedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class FairShare:
+    """What section 3.3 bills one job in the window, against what it held (resource-seconds).
+
+    ``billed_*`` is the job's pro-rata share, on each of its nodes and at each instant, of the
+    node's billable amount (capacity minus true overhead): its allocation plus its part of the
+    unallocated resources that are not true overhead. Never less than allocated on a node that
+    is not over-full.
+    """
+
+    job_id: str
+    allocated_core_seconds: int
+    allocated_memory_mb_seconds: int
+    allocated_gpu_seconds: int
+    billed_core_seconds: int
+    billed_memory_mb_seconds: int
+    billed_gpu_seconds: int
+
+    @property
+    def allocated(self) -> ResourceSeconds:
+        return ResourceSeconds(
+            self.allocated_core_seconds,
+            self.allocated_memory_mb_seconds,
+            self.allocated_gpu_seconds,
+        )
+
+    @property
+    def billed(self) -> ResourceSeconds:
+        return ResourceSeconds(
+            self.billed_core_seconds, self.billed_memory_mb_seconds, self.billed_gpu_seconds
+        )
+
+    @property
+    def factors(self) -> tuple[Fraction | None, Fraction | None, Fraction | None]:
+        """Billed over allocated per resource (cores, memory, GPUs): the job's fair-share factor."""
+        return (
+            _rate(self.billed_core_seconds, self.allocated_core_seconds),
+            _rate(self.billed_memory_mb_seconds, self.allocated_memory_mb_seconds),
+            _rate(self.billed_gpu_seconds, self.allocated_gpu_seconds),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class OverheadReport:
-    """The result of :func:`true_overhead_report`."""
+    """The result of :func:`true_overhead_report`; ``fair_shares`` is empty unless asked for."""
 
     start: datetime
     end: datetime
     partitions: Mapping[str, PartitionOverhead]
     unplaced: tuple[UnplacedJob, ...]
+    fair_shares: tuple[FairShare, ...] = ()
 
 
 def _split_whole(total: int, parts: int) -> list[int]:
@@ -384,11 +444,12 @@ class _Placed:
     spans: list[tuple[int, int]]  # (start, end) of each placed job, clipped to the window
     unplaced: list[UnplacedJob]
     allocated: list[list[int]]  # per partition: core-, MiB- and GPU-seconds held
+    job_ids: list[str]  # of each placed job
 
 
 def _place(jobs: Iterable[NodeJob], nodes: _Nodes, window_start: int, window_end: int) -> _Placed:
     """Expand node lists, split totals over nodes, add up what was allocated in the window."""
-    placed = _Placed([], [], [], [[0, 0, 0] for _ in nodes.counts])
+    placed = _Placed([], [], [], [[0, 0, 0] for _ in nodes.counts], [])
     expanded: dict[str, tuple[int, ...] | str] = {}  # node list -> indices, or why not
     for job in jobs:
         job_start = max(job.start_seconds, window_start)
@@ -430,6 +491,7 @@ def _place(jobs: Iterable[NodeJob], nodes: _Nodes, window_start: int, window_end
             totals[2] += gpus * seconds
         placed.placements.append(tuple(placement))
         placed.spans.append((job_start, job_end))
+        placed.job_ids.append(job.job_id)
     return placed
 
 
@@ -461,8 +523,148 @@ class _Swept:
     occupied_unit_seconds: list[int]  # unit-seconds of true overhead on those nodes
 
 
+class _FairShares:
+    """Section 3.3 per job, integrated along the sweep in O(1) per job-node event.
+
+    On a node whose state (jobs, free resources, true overhead) is constant over ``dt``, resource
+    ``r`` has ``billable_r = capacity_r - units * threshold_r`` and a job holding ``a_r`` of the
+    node's ``held_r`` is billed ``billable_r * dt * a_r / held_r``. So each node keeps the integral
+    of ``billable_r / held_r`` over time (its "price", in fixed point) and a job leaving the node
+    is billed ``a_r`` times the growth of the price since it arrived. Where no job on the node
+    holds any of ``r`` the billable amount is split equally (a second integral, of
+    ``billable_r / jobs``). Shares become whole units by cumulative rounding per node: the node's
+    running total of exact shares is rounded, and each job gets the step it adds, so every job
+    gets its exact share rounded down or up and the node's shares add up to its billable total.
+    """
+
+    __slots__ = (
+        "billable", "billed", "capacity", "cumulative", "emitted", "last_job", "marks",
+        "prices", "since", "thresholds",
+    )  # fmt: skip
+
+    def __init__(self, nodes: _Nodes, job_count: int, window_start: int) -> None:
+        count = len(nodes.capacity)
+        self.capacity = nodes.capacity
+        self.thresholds = nodes.thresholds
+        self.since = [window_start] * count  # when each node's integrals were last brought on
+        self.prices = [[0] * 6 for _ in range(count)]  # per held unit, then per job (scaled)
+        self.billable = [[0, 0, 0] for _ in range(count)]  # billable resource-seconds so far
+        self.cumulative = [[0, 0, 0] for _ in range(count)]  # exact shares handed out (scaled)
+        self.emitted = [[0, 0, 0] for _ in range(count)]  # whole units handed out
+        self.last_job = [-1] * count
+        self.marks: dict[int, list[tuple[int, ...]]] = {}  # open job -> prices on arrival
+        self.billed = [[0] * job_count for _ in range(3)]  # per resource, per job
+
+    def advance(self, node: int, now: int, free: list[int], units: int, jobs_on: int) -> None:
+        """Integrate the node's prices up to ``now`` with the state it had since the last call.
+
+        Written out per resource: it runs once per job-node event.
+        """
+        since = self.since[node]
+        if now <= since:
+            return
+        self.since[node] = now
+        if not jobs_on:
+            return  # an idle node bills no one (and its overhead is the provider's)
+        seconds = now - since
+        capacity_cores, capacity_memory, capacity_gpus = self.capacity[node]
+        threshold_cores, threshold_memory, threshold_gpus = self.thresholds[node]
+        prices = self.prices[node]
+        billable = self.billable[node]
+        amount = (capacity_cores - units * threshold_cores) * seconds
+        if amount > 0:
+            billable[0] += amount
+            held = capacity_cores - free[0]
+            if held > 0:
+                prices[0] += (amount << _SHARE_BITS) // held
+            else:  # no job holds this resource: split it equally
+                prices[3] += (amount << _SHARE_BITS) // jobs_on
+        amount = (capacity_memory - units * threshold_memory) * seconds
+        if amount > 0:
+            billable[1] += amount
+            held = capacity_memory - free[1]
+            if held > 0:
+                prices[1] += (amount << _SHARE_BITS) // held
+            else:
+                prices[4] += (amount << _SHARE_BITS) // jobs_on
+        amount = (capacity_gpus - units * threshold_gpus) * seconds
+        if amount > 0:
+            billable[2] += amount
+            held = capacity_gpus - free[2]
+            if held > 0:
+                prices[2] += (amount << _SHARE_BITS) // held
+            else:
+                prices[5] += (amount << _SHARE_BITS) // jobs_on
+
+    def leave(
+        self, job: int, node: int, held: tuple[int, int, int], arrived: tuple[int, ...]
+    ) -> None:
+        """Bill ``job`` for its time on ``node``, holding ``held`` since prices were ``arrived``."""
+        prices = self.prices[node]
+        cumulative = self.cumulative[node]
+        emitted = self.emitted[node]
+        for resource in 0, 1, 2:
+            share = held[resource] * (prices[resource] - arrived[resource]) + (
+                prices[resource + 3] - arrived[resource + 3]
+            )
+            if share:
+                total = cumulative[resource] + share
+                cumulative[resource] = total
+                whole = (total + _SHARE_SLACK) >> _SHARE_BITS
+                self.billed[resource][job] += whole - emitted[resource]
+                emitted[resource] = whole
+        self.last_job[node] = job
+
+    def finish(
+        self, placements: list[_Placement], window_end: int, free: list[list[int]],
+        overhead: list[int], jobs_on: list[int],
+    ) -> None:  # fmt: skip
+        """Bill the jobs still running at the window's end; make every node's sum exact."""
+        for node, state in enumerate(free):
+            self.advance(node, window_end, state, overhead[node], jobs_on[node])
+        for job in sorted(self.marks):
+            for (node, *held), arrived in zip(placements[job], self.marks[job], strict=True):
+                self.leave(job, node, (held[0], held[1], held[2]), arrived)
+        self.marks.clear()
+        for node, billable in enumerate(self.billable):
+            # The fixed point's slack makes this 0; it is kept as a guarantee, not a fix-up.
+            for resource in 0, 1, 2:
+                missing = billable[resource] - self.emitted[node][resource]
+                if missing:
+                    self.billed[resource][self.last_job[node]] += missing
+                    self.emitted[node][resource] += missing
+
+    def shares(self, placed: _Placed) -> tuple[FairShare, ...]:
+        cores, memory, gpus = self.billed
+        result = []
+        for job, (placement, (job_start, job_end)) in enumerate(
+            zip(placed.placements, placed.spans, strict=True)
+        ):
+            if len(placement) == 1:
+                _, held_cores, held_memory, held_gpus = placement[0]
+            else:
+                held_cores = held_memory = held_gpus = 0
+                for _, node_cores, node_memory, node_gpus in placement:
+                    held_cores += node_cores
+                    held_memory += node_memory
+                    held_gpus += node_gpus
+            seconds = job_end - job_start
+            result.append(
+                FairShare(
+                    placed.job_ids[job], held_cores * seconds, held_memory * seconds,
+                    held_gpus * seconds, cores[job], memory[job], gpus[job],
+                )
+            )  # fmt: skip
+        return tuple(result)
+
+
 def _sweep(
-    nodes: _Nodes, placed: _Placed, edges: list[int], window_start: int, window_end: int
+    nodes: _Nodes,
+    placed: _Placed,
+    edges: list[int],
+    window_start: int,
+    window_end: int,
+    fair: _FairShares | None = None,
 ) -> _Swept:
     """Replay the events in time order, keeping each node's free resources and overhead."""
     keys, job_bits = _event_keys(placed.spans, window_start, window_end)
@@ -509,8 +711,16 @@ def _sweep(
             bucket_units = [units * (bucket_end - bucket_start) for units in total_units]
         to_window_end = window_end - now
         to_bucket_end = bucket_end - now
-        for node, cores, memory_mb, gpus in placements[job_number]:
+        if fair is not None:
+            arrivals = [] if starting else fair.marks.pop(job_number)
+        for index, (node, cores, memory_mb, gpus) in enumerate(placements[job_number]):
             state = free[node]
+            if fair is not None:
+                fair.advance(node, now, state, overhead[node], jobs_on[node])
+                if starting:
+                    arrivals.append(tuple(fair.prices[node]))
+                else:
+                    fair.leave(job_number, node, (cores, memory_mb, gpus), arrivals[index])
             if starting:
                 state[0] -= cores
                 state[1] -= memory_mb
@@ -555,7 +765,11 @@ def _sweep(
                     (units if is_occupied else 0) - (before if was_occupied else 0)
                 ) * to_window_end
                 occupied_seconds[position] += (is_occupied - was_occupied) * to_window_end
+        if fair is not None and starting:
+            fair.marks[job_number] = arrivals
 
+    if fair is not None:
+        fair.finish(placements, window_end, free, overhead, jobs_on)
     while bucket < len(edges) - 1:
         for position in range(partition_count):
             swept.series[position].append(bucket_units[position])
@@ -563,6 +777,19 @@ def _sweep(
         if bucket < len(edges) - 1:
             bucket_units = [units * (edges[bucket + 1] - edges[bucket]) for units in total_units]
     return swept
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: the sweep allocates millions of small objects with
+    no cycles (tuples, lists of ints), and each collection would walk all of them again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def true_overhead_report(
@@ -573,12 +800,15 @@ def true_overhead_report(
     end: datetime,
     step: Step | str = Step.HOUR,
     timezone: str | tzinfo = "UTC",
+    fair_shares: bool = False,
 ) -> OverheadReport:
     """True overhead per partition over ``[start, end)``: series, histogram, fair billing.
 
     Node occupancy is rebuilt from the jobs' node lists (expanded with ``python-hostlist``) by
     one sweep over start and end events, ends before starts at the same second. Buckets are
     those of :func:`accounting.utilisation.bucket_boundaries` (``step`` in ``timezone``).
+    With ``fair_shares``, the report also bills every placed job its section 3.3 share
+    (:class:`FairShare`, in the order the jobs came); the aggregates are the same either way.
     Cost: O(E log E) for E job events, plus O(job-node pairs + nodes + buckets * partitions).
     """
     window_start, window_end = epoch_seconds(start), epoch_seconds(end)
@@ -589,8 +819,11 @@ def true_overhead_report(
         for edge in bucket_boundaries(start=start, end=end, step=step, timezone=timezone)
     ]
     nodes = _Nodes(partitions)
-    placed = _place(jobs, nodes, window_start, window_end)
-    swept = _sweep(nodes, placed, edges, window_start, window_end)
+    with _no_cyclic_gc():
+        placed = _place(jobs, nodes, window_start, window_end)
+        fair = _FairShares(nodes, len(placed.placements), window_start) if fair_shares else None
+        swept = _sweep(nodes, placed, edges, window_start, window_end, fair)
+        shares = fair.shares(placed) if fair is not None else ()
 
     report: dict[str, PartitionOverhead] = {}
     for position, partition in enumerate(partitions):
@@ -632,6 +865,90 @@ def true_overhead_report(
         end=from_epoch_seconds(window_end),
         partitions=MappingProxyType(report),
         unplaced=tuple(placed.unplaced),
+        fair_shares=shares,
+    )
+
+
+def overhead_reports_combine(
+    *, reports: Sequence[OverheadReport], step: Step | str = Step.HOUR,
+    timezone: str | tzinfo = "UTC",
+) -> OverheadReport:  # fmt: skip
+    """One report over consecutive windows, e.g. a window cut where a partition's nodes changed.
+
+    Series, histograms and resource-seconds add up; a cut inside a bucket adds both parts to
+    that bucket (buckets are aligned to ``step`` in ``timezone`` whatever the window's start).
+    A partition's unit and node count are those of the last window it appears in. A job's fair
+    shares add up over the windows, each rounded on its own (so within one unit per window of
+    a single sweep over the whole). A job unplaced in any window is reported once.
+    """
+    if not reports:
+        raise CanonicalError("nothing to combine")
+    for before, after in itertools.pairwise(reports):
+        if before.end != after.start:
+            raise CanonicalError("the windows to combine must follow each other")
+    start, end = reports[0].start, reports[-1].end
+    edges = [
+        epoch_seconds(edge)
+        for edge in bucket_boundaries(start=start, end=end, step=step, timezone=timezone)
+    ]
+    combined: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        for name, part in report.partitions.items():
+            into = combined.setdefault(
+                name,
+                {"series": [0] * (len(edges) - 1), "histogram": {}, "occupied": 0,
+                 "allocated": [0, 0, 0], "billable": [0, 0, 0]},
+            )  # fmt: skip
+            into["unit"], into["node_count"] = part.unit, part.node_count
+            for bucket in part.buckets:
+                index = bisect.bisect_right(edges, epoch_seconds(bucket.start)) - 1
+                into["series"][index] += bucket.unit_seconds
+            for units, seconds in part.histogram.items():
+                into["histogram"][units] = into["histogram"].get(units, 0) + seconds
+            into["occupied"] += part.occupied_node_seconds
+            for totals, amounts in (
+                (into["allocated"], part.allocated),
+                (into["billable"], part.billable),
+            ):
+                totals[0] += amounts.core_seconds
+                totals[1] += amounts.memory_mb_seconds
+                totals[2] += amounts.gpu_seconds
+    partitions = {
+        name: PartitionOverhead(
+            name=name,
+            unit=values["unit"],
+            node_count=values["node_count"],
+            buckets=tuple(
+                OverheadBucket(
+                    from_epoch_seconds(edges[index]), from_epoch_seconds(edges[index + 1]), units
+                )
+                for index, units in enumerate(values["series"])
+            ),
+            histogram=MappingProxyType(dict(sorted(values["histogram"].items()))),
+            occupied_node_seconds=values["occupied"],
+            allocated=ResourceSeconds(*values["allocated"]),
+            billable=ResourceSeconds(*values["billable"]),
+        )
+        for name, values in combined.items()
+    }
+    shares: dict[str, list[int]] = {}
+    for report in reports:
+        for share in report.fair_shares:
+            totals = shares.setdefault(share.job_id, [0] * 6)
+            for index, amount in enumerate(
+                (*dataclasses.astuple(share.allocated), *dataclasses.astuple(share.billed))
+            ):
+                totals[index] += amount
+    unplaced: dict[str, UnplacedJob] = {}
+    for report in reports:
+        for job in report.unplaced:
+            unplaced.setdefault(job.job_id, job)
+    return OverheadReport(
+        start=start,
+        end=end,
+        partitions=MappingProxyType(partitions),
+        unplaced=tuple(unplaced.values()),
+        fair_shares=tuple(FairShare(job_id, *totals) for job_id, totals in shares.items()),
     )
 
 

@@ -40,6 +40,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounting import charging
+from accounting.costs import JobPricer
+from accounting.locks import cluster_row_lock
 from accounting.models import (
     Cluster,
     ImportRun,
@@ -66,6 +68,7 @@ BUCKETS = ("steps_skipped", "imported", "updated", "charged", "pending", "quaran
 BATCH_SIZE = 5000
 _RETRIES = 5
 _HOURS = Decimal(3600)
+_ZERO = Decimal(0)
 
 
 class ImportFatal(Exception):
@@ -144,6 +147,14 @@ class _Lookups:
         self.partitions: dict[str, Partition | None] = {}
         self.versions: dict[int, list[PartitionVersion]] = {}
         self.users: dict[str, int | None] = {}
+        self.pricer: JobPricer | None = None
+
+    def pricer_refresh(self) -> None:
+        """Read the cluster's cost model versions again (one small query per batch: a version
+        saved during a long import prices the batches after it). Parsed models and node
+        lists stay cached while the versions are the same; without a model, nothing is
+        priced and the import pays only this query."""
+        self.pricer = JobPricer.refreshed(self.pricer, cluster=self.cluster)
 
     def project(self, account: str) -> Project | None:
         project = self.projects.get(account)
@@ -277,6 +288,8 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         "dominant_resource": "",
         "node_fractions": [],
         "energy_wh": Decimal(0),
+        "cost": None,
+        "cost_model_version_id": None,
     }
     if record.nnodes == 0 or not record.nodes or record.start is None:
         # Never ran (cancelled while pending, a pending array range): nothing to charge.
@@ -301,6 +314,17 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
     else:
         row["charge_state"] = Job.ChargeState.CHARGED
         row["service_units"] = charge.service_units
+    if lookups.pricer is not None and record.is_finished and record.end is not None:
+        # Money under the cost model in force at the job's end; refunded jobs cost the centre
+        # all the same.
+        priced = lookups.pricer.price(
+            end=record.end,
+            nodelist=record.nodelist,
+            elapsed_seconds=record.elapsed_seconds,
+            energy_joules=record.consumed_energy_joules,
+        )
+        if priced is not None:
+            row["cost"], row["cost_model_version_id"] = priced
     return row
 
 
@@ -310,12 +334,13 @@ _COMPARED = (
     "state_raw", "exit_code", "submit", "start", "end", "elapsed_seconds", "timelimit_minutes",
     "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "billing", "consumed_energy_joules",
     "charge_state", "service_units", "pending_service_units", "weight", "dominant_resource",
-    "node_fractions", "energy_wh",
+    "node_fractions", "energy_wh", "cost", "cost_model_version_id",
 )  # fmt: skip
 
 
 def _contribution(values: dict[str, Any], lookups: _Lookups) -> tuple[tuple[Any, ...], list[Any]]:
-    """What a finished job adds to its day's roll-up: key and (SU, core-h, GPU-h, Wh, jobs)."""
+    """What a finished job adds to its day's roll-up: key and (SU, core-h, GPU-h, Wh, cost,
+    jobs)."""
     end = values["end"]
     day = end.astimezone(lookups.zone).date()
     hours = Decimal(values["elapsed_seconds"]) / _HOURS
@@ -325,6 +350,7 @@ def _contribution(values: dict[str, Any], lookups: _Lookups) -> tuple[tuple[Any,
         (values["cpus"] * hours).quantize(charging.SU_QUANTUM),
         (values["gpus"] * hours).quantize(charging.SU_QUANTUM),
         values["energy_wh"],
+        values["cost"] or _ZERO,
         1,
     ]
 
@@ -346,7 +372,7 @@ def _add_rollup(deltas: _Deltas, values: dict[str, Any], lookups: _Lookups, sign
     if not _is_booked(values):
         return
     key, amounts = _contribution(values, lookups)
-    current = deltas.daily.setdefault(key, [Decimal(0), Decimal(0), Decimal(0), Decimal(0), 0])
+    current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
     for index, amount in enumerate(amounts):
         current[index] += sign * amount
     if values["start"] is None or not (values["cpus"] or values["gpus"]):
@@ -389,16 +415,16 @@ def _rollups_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     table = UsageDaily._meta.db_table
     columns = (
         "project_id, partition_id, username, day, "
-        "service_units, core_hours, gpu_hours, energy_wh, jobs"
+        "service_units, core_hours, gpu_hours, energy_wh, cost, jobs"
     )
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
     params: list[Any] = []
     for key, amounts in rows:
         params.extend(key)
         params.extend(amounts)
     add = ", ".join(
         f"{name} = {table}.{name} + EXCLUDED.{name}"
-        for name in ("service_units", "core_hours", "gpu_hours", "energy_wh", "jobs")
+        for name in ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
     )
     sql = (
         f"INSERT INTO {table} ({columns}) VALUES {placeholders} "  # noqa: S608 - names are ours
@@ -529,6 +555,9 @@ def _batch_write(
             # the rerun an interrupted import needs anyway books them again.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        # The cost model versions this batch prices with stay the newest until it commits.
+        cluster_row_lock(cluster, exclusive=False)
+        lookups.pricer_refresh()
         # Which rows exist, and what line each was read from. No lock here: most rows of an
         # overlapping window are unchanged and are not written, and locking them would write
         # every one of them (PostgreSQL records row locks in the rows).

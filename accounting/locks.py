@@ -60,3 +60,19 @@ def named_lock(name: str) -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def cluster_row_lock(cluster: Cluster, *, exclusive: bool) -> None:
+    """Lock the cluster's row until the end of the current transaction (PostgreSQL).
+
+    Import batches take it shared, before reading the cluster's cost model versions; saving a
+    version and each batch of a cost recomputation take it exclusive. So a batch prices its
+    jobs with the versions in force when it commits, and a recomputation's sums are never
+    overtaken by a batch (docs/costs.md). SQLite needs none: its writers take turns anyway.
+    """
+    if connection.vendor != "postgresql":
+        return
+    mode = "UPDATE" if exclusive else "SHARE"
+    table = Cluster._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR {mode}", [cluster.pk])  # noqa: S608

@@ -70,6 +70,17 @@ class Partition(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="partitions")
     name = models.CharField(max_length=64)
     description = models.TextField(blank=True)
+    # The canonical unit of true overhead (DESIGN.md section 5); blank means the paper's
+    # default: 1 GPU on GPU nodes, 1 core + 2 GB on CPU nodes.
+    canonical_cores = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Cores in one canonical unit (blank: the default)"
+    )
+    canonical_memory_mb = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="MiB in one canonical unit (blank: the default)"
+    )
+    canonical_gpus = models.PositiveIntegerField(
+        null=True, blank=True, help_text="GPUs in one canonical unit (blank: the default)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -313,6 +324,11 @@ class Job(models.Model):
     dominant_resource = models.CharField(max_length=32, blank=True)
     node_fractions = models.JSONField(default=list, blank=True)
     energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    # Money (PeCoH cost model in force at the job's end); null when the cluster has none.
+    cost = models.DecimalField(null=True, blank=True, max_digits=24, decimal_places=6)
+    cost_model_version = models.ForeignKey(
+        "CostModelVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     charged_at = models.DateTimeField(null=True, blank=True)
     import_run = models.ForeignKey(
         ImportRun,
@@ -372,6 +388,9 @@ class UsageDaily(models.Model):
     core_hours = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     gpu_hours = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    cost = models.DecimalField(
+        default=Decimal(0), db_default=Decimal(0), max_digits=24, decimal_places=6
+    )
     jobs = models.IntegerField(default=0)
 
     class Meta:
@@ -450,3 +469,125 @@ class UtilisationHourly(models.Model):
 
     def __str__(self) -> str:
         return f"{self.partition} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class CostModelVersion(models.Model):
+    """A money cost model (PeCoH report, chapter 4 format) in force on a cluster from
+    ``effective_from``: versioned like rates, rows never edited. ``text`` is the model file
+    as staff uploaded or pasted it; ``currency`` is read from it."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="cost_models")
+    number = models.PositiveIntegerField(help_text="1, 2, ... per cluster")
+    name = models.CharField(max_length=100)
+    effective_from = models.DateTimeField()
+    text = models.TextField(help_text="The cost model description (chapter 4 format)")
+    currency = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    change_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["cluster", "-effective_from"]
+        get_latest_by = "effective_from"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "effective_from"], name="cost_model_unique_effective_from"
+            ),
+            models.UniqueConstraint(fields=["cluster", "number"], name="cost_model_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name} cost model v{self.number} {self.name}"
+
+
+class OverheadRun(models.Model):
+    """One true-overhead computation (DESIGN.md section 5) over a window of a cluster."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="overhead_runs")
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    step = models.CharField(max_length=8, default="hour")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    jobs_seen = models.PositiveIntegerField(default=0)
+    jobs_unplaced = models.PositiveIntegerField(default=0)
+    unplaced_sample = models.JSONField(
+        default=list, blank=True, help_text="[job id, reason] of the first unplaced jobs"
+    )
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(window_start__lt=F("window_end")), name="overhead_window_ordered"
+            )
+        ]
+
+    def __str__(self) -> str:
+        start, end = f"{self.window_start:%Y-%m-%d}", f"{self.window_end:%Y-%m-%d}"
+        return f"{self.cluster.name} overhead {start} to {end}"
+
+
+class OverheadPartitionResult(models.Model):
+    """A partition's true overhead over a run's window: time series, histogram, fair rates."""
+
+    run = models.ForeignKey(OverheadRun, on_delete=models.CASCADE, related_name="partitions")
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="+")
+    unit_cores = models.PositiveIntegerField()
+    unit_memory_mb = models.PositiveBigIntegerField()
+    unit_gpus = models.PositiveIntegerField()
+    node_count = models.PositiveIntegerField()
+    buckets = models.JSONField(
+        default=list, help_text="[bucket start ISO, bucket end ISO, unit-seconds] in time order"
+    )
+    histogram = models.JSONField(
+        default=dict, help_text="{units of true overhead: node-seconds spent there}"
+    )
+    occupied_node_seconds = models.BigIntegerField(default=0)
+    allocated_core_seconds = models.BigIntegerField(default=0)
+    allocated_memory_mb_seconds = models.BigIntegerField(default=0)
+    allocated_gpu_seconds = models.BigIntegerField(default=0)
+    billable_core_seconds = models.BigIntegerField(default=0)
+    billable_memory_mb_seconds = models.BigIntegerField(default=0)
+    billable_gpu_seconds = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["run", "partition"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "partition"], name="overhead_partition_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} {self.partition.name}"
+
+
+class JobFairShare(models.Model):
+    """What section 3.3's fair billing charges a job within a run's window: its allocation
+    plus its pro-rata share of the unallocated resources that are not true overhead."""
+
+    run = models.ForeignKey(OverheadRun, on_delete=models.CASCADE, related_name="fair_shares")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="fair_shares")
+    allocated_core_seconds = models.BigIntegerField()
+    allocated_memory_mb_seconds = models.BigIntegerField()
+    allocated_gpu_seconds = models.BigIntegerField()
+    billed_core_seconds = models.BigIntegerField()
+    billed_memory_mb_seconds = models.BigIntegerField()
+    billed_gpu_seconds = models.BigIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "job"], name="fair_share_once")]
+
+    def __str__(self) -> str:
+        return f"{self.job} in {self.run}"

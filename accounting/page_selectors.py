@@ -87,7 +87,10 @@ def job_get(*, pk: int, projects: QuerySet[Project]) -> Job | None:
     """One job with what its detail page shows, if it belongs to one of ``projects``."""
     return (
         Job.objects.select_related(
-            "project", "partition__cluster", "partition_version__partition__cluster"
+            "project",
+            "partition__cluster",
+            "partition_version__partition__cluster",
+            "cost_model_version",
         )
         .filter(pk=pk, project__in=projects)
         .first()

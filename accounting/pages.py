@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import F
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -23,6 +24,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from accounting import charging, cost_ratio
+from accounting.costmodels import JobCost
+from accounting.costs import cost_model_of, job_cost_get
 from accounting.explorer import (
     COMPARED_MODELS,
     Recommendation,
@@ -32,7 +35,8 @@ from accounting.explorer import (
     only_energy_model_regions,
     usable_models,
 )
-from accounting.models import Job, PartitionVersion
+from accounting.models import CostModelVersion, Job, PartitionVersion
+from accounting.overhead import job_fair_share_get
 from accounting.page_selectors import (
     JOB_SORTS,
     JobFilters,
@@ -51,7 +55,7 @@ JOBS_PER_PAGE = 50
 CSV_COLUMNS = (
     "job_id", "job_name", "user", "cluster", "partition", "state", "submit", "start", "end",
     "elapsed_seconds", "nodes", "cores", "memory_mb", "gpus", "charge_state", "service_units",
-    "pending_service_units", "dominant_resource", "energy_wh",
+    "pending_service_units", "dominant_resource", "energy_wh", "cost", "currency",
 )  # fmt: skip
 
 
@@ -77,7 +81,8 @@ def _csv_rows(jobs: Any) -> Iterator[str]:
                 job.partition.name, job.state, _iso(job.submit), _iso(job.start), _iso(job.end),
                 job.elapsed_seconds, job.nnodes, job.cpus, job.memory_mb, job.gpus,
                 job.charge_state, job.service_units, job.pending_service_units,
-                job.dominant_resource, job.energy_wh,
+                job.dominant_resource, job.energy_wh, "" if job.cost is None else job.cost,
+                job.cost_currency or "",
             )
         )  # fmt: skip
 
@@ -119,6 +124,8 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
     if sort not in JOB_SORTS:
         sort = "-end"
     jobs = jobs_of_project(project=project, filters=filters, sort=sort)
+    # The money cost's currency, joined (no query per job): shown beside the SU.
+    jobs = jobs.annotate(cost_currency=F("cost_model_version__currency"))
     if request.GET.get("format") == "csv":
         response = StreamingHttpResponse(_csv_rows(jobs), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{project.code}-jobs.csv"'
@@ -236,6 +243,31 @@ def _fraction_groups(job: Job) -> list[dict[str, Any]]:
     return groups
 
 
+@dataclass(frozen=True)
+class Money:
+    """A job's money cost beside its SU: the total and its breakdown by node set and rate."""
+
+    cost: Decimal
+    version: CostModelVersion
+    breakdown: JobCost
+    energy_not_recorded: bool
+
+
+def _money(job: Job) -> Money | None:
+    """The job's stored cost, explained by the model version it was priced with."""
+    version = job.cost_model_version
+    if job.cost is None or version is None:
+        return None
+    model = cost_model_of(version)
+    breakdown = job_cost_get(model=model, job=job)
+    return Money(
+        cost=job.cost,
+        version=version,
+        breakdown=breakdown,
+        energy_not_recorded=model.has_energy_rates and breakdown.energy_joules is None,
+    )
+
+
 @require_GET
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -267,6 +299,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "consumed_wh": (
             Decimal(job.consumed_energy_joules) / 3600 if job.consumed_energy_joules else None
         ),
+        "money": _money(job),
+        "fair_share": job_fair_share_get(job=job),
     }
     return render(request, "accounting/job_detail.html", context)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -22,6 +22,36 @@ BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 
 class VersionConflict(ValueError):
     """A new version would not be the newest one, or would start at an existing version's time."""
+
+
+def version_start_problem(*, partition: Partition, effective_from: datetime) -> str | None:
+    """Why a new version of ``partition`` cannot start at ``effective_from``, or None.
+
+    Versions append after the newest one, and start on the hour of the cluster's clock: the
+    import keeps utilisation per hour (docs/utilisation.md), and an hour is priced with the
+    one hardware in force during all of it.
+    """
+    local = effective_from.astimezone(partition.cluster.zoneinfo)
+    on_the_hour = (local.minute, local.second, local.microsecond) == (0, 0, 0)
+    if not on_the_hour and effective_from != BEGINNING:
+        return (
+            f"{partition}: a version starts on the hour of the cluster's clock "
+            f"({partition.cluster.timezone}), not at {local.isoformat()}"
+        )
+    latest = partition.versions.order_by("-effective_from").first()
+    if latest is not None and effective_from <= latest.effective_from:
+        return (
+            f"{partition}: a new version must start after version {latest.number} "
+            f"({latest.effective_from.isoformat()}), not at {effective_from.isoformat()}"
+        )
+    return None
+
+
+def next_hour(*, cluster: Cluster, after: datetime) -> datetime:
+    """The first instant on the hour of the cluster's clock at or after ``after``."""
+    local = after.astimezone(cluster.zoneinfo)
+    floor = local.replace(minute=0, second=0, microsecond=0)
+    return floor if floor == local else floor + timedelta(hours=1)
 
 
 @dataclass
@@ -102,11 +132,9 @@ def partition_version_create(
         .order_by("-effective_from")
         .first()
     )
-    if latest is not None and effective_from <= latest.effective_from:
-        raise VersionConflict(
-            f"{partition}: a new version must start after version {latest.number} "
-            f"({latest.effective_from.isoformat()}), not at {effective_from.isoformat()}"
-        )
+    problem = version_start_problem(partition=partition, effective_from=effective_from)
+    if problem:
+        raise VersionConflict(problem)
     return PartitionVersion.objects.create(
         partition=partition,
         number=(latest.number + 1) if latest else 1,
@@ -129,12 +157,12 @@ def cluster_apply(
     """Create or update a cluster from a validated spec file, idempotently.
 
     A partition whose spec differs from its newest version gets a new version effective from
-    ``effective_from`` (default: now); an identical spec changes nothing. A partition's first
+    ``effective_from`` (default: the next hour of the cluster's clock, see
+    :func:`version_start_problem`); an identical spec changes nothing. A partition's first
     version covers its whole past unless ``effective_from`` is given, so jobs that ran before
     the portal knew the cluster can be charged. Partitions missing
     from the file are reported, never deleted. All or nothing: one transaction.
     """
-    when = effective_from or timezone.now()
     cluster, cluster_created = Cluster.objects.select_for_update().get_or_create(
         name=definition.name,
         defaults={"description": definition.description, "timezone": definition.timezone},
@@ -147,6 +175,7 @@ def cluster_apply(
         cluster.timezone = definition.timezone
         cluster.save(update_fields=["description", "timezone", "updated_at"])
         result.cluster_updated = True
+    when = effective_from or next_hour(cluster=cluster, after=timezone.now())
 
     for item in definition.partitions:
         partition, created = Partition.objects.get_or_create(

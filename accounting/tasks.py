@@ -5,14 +5,15 @@ Imports go to the ``imports`` queue (settings.CELERY_TASK_ROUTES).
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from celery import Task, shared_task
 
 from accounting.imports import ImportSummary, jobs_import, quarantine_retry, sacct_window_import
-from accounting.locks import ImportLockBusy, cluster_import_lock
-from accounting.models import Cluster, ImportRun
+from accounting.locks import ImportLockBusy, cluster_import_lock, named_lock
+from accounting.models import Cluster, ImportRun, OverheadRun
 
 
 def _progress(task: Task, run_id: int) -> Any:
@@ -64,3 +65,52 @@ def import_sacct_file(
 def quarantine_retry_task(cluster_id: int) -> dict[str, int]:
     """Charge quarantined lines whose cause has been fixed (enqueued by the fixing service)."""
     return quarantine_retry(cluster=Cluster.objects.get(pk=cluster_id)).as_dict()
+
+
+@shared_task(name="accounting.tasks.cost_recompute", soft_time_limit=3300, time_limit=3600)
+def cost_recompute_task(version_id: int) -> dict[str, Any]:
+    """Price again the jobs that ended since a new cost model version took effect, and fix
+    their days' roll-ups (``accounting.costs.job_costs_recompute``: idempotent, consistent at
+    every commit, safe beside running imports)."""
+    from accounting.costs import job_costs_recompute
+    from accounting.models import CostModelVersion
+
+    version = CostModelVersion.objects.select_related("cluster").get(pk=version_id)
+    result = job_costs_recompute(cluster=version.cluster, since=version.effective_from)
+    return {"version": version.pk, **result.__dict__}
+
+
+@shared_task(name="accounting.tasks.overhead_compute", soft_time_limit=3300, time_limit=3600)
+def overhead_compute(
+    cluster_id: int, start: str, end: str, step: str = "hour", run_id: int | None = None
+) -> dict[str, Any]:
+    """True overhead and fair shares of a cluster over ``[start, end)`` (ISO 8601 times).
+
+    Two computations of the same cluster and window never overlap (the service's lock): the
+    second stands down and its run is marked failed with the reason.
+    """
+    from accounting.overhead import overhead_run_compute
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    run = OverheadRun.objects.get(pk=run_id) if run_id is not None else None
+    run = overhead_run_compute(
+        cluster=cluster,
+        start=datetime.fromisoformat(start),
+        end=datetime.fromisoformat(end),
+        step=step,
+        run=run,
+    )
+    return {"overhead_run": run.pk, "status": run.status}
+
+
+@shared_task(name="accounting.tasks.overhead_compute_daily", soft_time_limit=3300, time_limit=3600)
+def overhead_compute_daily_task() -> dict[str, Any]:
+    """Beat, hourly: yesterday's true overhead of each cluster, once (idempotent, no overlap)."""
+    from accounting.overhead import overhead_compute_daily
+
+    try:
+        with named_lock("overhead daily"):
+            runs = overhead_compute_daily()
+    except ImportLockBusy:
+        return {"skipped": "the daily overhead computation is already running"}
+    return {"overhead_runs": [run.pk for run in runs]}

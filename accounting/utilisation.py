@@ -35,10 +35,13 @@ week and month boundary is an hour boundary, also in zones offset by half an hou
 from __future__ import annotations
 
 import bisect
+import gc
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
@@ -46,7 +49,13 @@ from types import MappingProxyType
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from accounting.peak import PeakTimeline, epoch_seconds, from_epoch_seconds
+from accounting.peak import (
+    PeakPeriod,
+    PeakSource,
+    PeakTimeline,
+    epoch_seconds,
+    from_epoch_seconds,
+)
 
 PERCENT_PLACES: Final = 6
 PERCENT_QUANTUM: Final = Decimal(1).scaleb(-PERCENT_PLACES)
@@ -96,63 +105,177 @@ class AllocatedJob:
         object.__setattr__(self, "end_seconds", end)
 
 
-@dataclass(frozen=True, slots=True)
 class Utilisation:
-    """The figures of one window (and one partition or all of them).
+    """The figures of one window (and one partition or all of them); immutable.
 
-    ``used_flop`` is Op_app(T) (eq 11), ``capacity_flop`` Op(T) (eq 9); the core and GPU
-    seconds are the classical allocated and available resource-time.
+    ``used_flop`` is Op_app(T) (eq 11), ``capacity_flop`` Op(T) (eq 9), both exact
+    ``Fraction``s; the core and GPU seconds are the classical allocated and available
+    resource-time. Built like a dataclass: ``Utilisation(used_flop=..., capacity_flop=...,
+    core_seconds=..., ...)``, every figure defaulting to 0.
+
+    Inside, both FLOP amounts are whole multiples of one ``scale`` (1 / scale FLOP is the unit):
+    a series prices all its buckets on a common scale, so adding them, comparing them and
+    taking percentages is integer arithmetic, with no ``Fraction`` built until one is asked for.
     """
 
-    used_flop: Fraction = Fraction(0)
-    capacity_flop: Fraction = Fraction(0)
-    core_seconds: int = 0
-    available_core_seconds: int = 0
-    gpu_seconds: int = 0
-    available_gpu_seconds: int = 0
+    __slots__ = ("_figures",)
+
+    # (used, capacity, scale, core_seconds, available_core_seconds, gpu_seconds,
+    #  available_gpu_seconds); used_flop = used / scale, capacity_flop = capacity / scale.
+    _figures: tuple[int, int, int, int, int, int, int]
+
+    def __init__(
+        self,
+        used_flop: Fraction | int = 0,
+        capacity_flop: Fraction | int = 0,
+        core_seconds: int = 0,
+        available_core_seconds: int = 0,
+        gpu_seconds: int = 0,
+        available_gpu_seconds: int = 0,
+    ) -> None:
+        used, capacity = Fraction(used_flop), Fraction(capacity_flop)
+        scale = math.lcm(used.denominator, capacity.denominator)
+        _set_figures(
+            self,
+            (
+                used.numerator * (scale // used.denominator),
+                capacity.numerator * (scale // capacity.denominator),
+                scale,
+                core_seconds,
+                available_core_seconds,
+                gpu_seconds,
+                available_gpu_seconds,
+            ),
+        )
+
+    @classmethod
+    def _scaled(cls, figures: tuple[int, int, int, int, int, int, int]) -> Utilisation:
+        """From the inside representation (no conversions: the series' hot path)."""
+        utilisation = object.__new__(cls)
+        _set_figures(utilisation, figures)
+        return utilisation
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Utilisation is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Utilisation is immutable: cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple[type[Utilisation], tuple[object, ...]]:
+        return (Utilisation, (self.used_flop, self.capacity_flop, *self._figures[3:]))
+
+    @property
+    def used_flop(self) -> Fraction:
+        """Op_app(T), eq 11."""
+        return Fraction(self._figures[0], self._figures[2])
+
+    @property
+    def capacity_flop(self) -> Fraction:
+        """Op(T), eq 9."""
+        return Fraction(self._figures[1], self._figures[2])
+
+    @property
+    def core_seconds(self) -> int:
+        return self._figures[3]
+
+    @property
+    def available_core_seconds(self) -> int:
+        return self._figures[4]
+
+    @property
+    def gpu_seconds(self) -> int:
+        return self._figures[5]
+
+    @property
+    def available_gpu_seconds(self) -> int:
+        return self._figures[6]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Utilisation):
+            return NotImplemented
+        mine, theirs = self._figures, other._figures
+        if mine[2] == theirs[2]:
+            return mine == theirs
+        return (
+            mine[0] * theirs[2] == theirs[0] * mine[2]
+            and mine[1] * theirs[2] == theirs[1] * mine[2]
+            and mine[3:] == theirs[3:]
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.used_flop, self.capacity_flop, *self._figures[3:]))
+
+    def __repr__(self) -> str:
+        figures = self._figures
+        return (
+            f"Utilisation(used_flop={self.used_flop!r}, capacity_flop={self.capacity_flop!r}, "
+            f"core_seconds={figures[3]}, available_core_seconds={figures[4]}, "
+            f"gpu_seconds={figures[5]}, available_gpu_seconds={figures[6]})"
+        )
 
     def __add__(self, other: Utilisation) -> Utilisation:
         """Figures of two disjoint windows or partitions together (everything adds up)."""
-        return Utilisation(
-            used_flop=self.used_flop + other.used_flop,
-            capacity_flop=self.capacity_flop + other.capacity_flop,
-            core_seconds=self.core_seconds + other.core_seconds,
-            available_core_seconds=self.available_core_seconds + other.available_core_seconds,
-            gpu_seconds=self.gpu_seconds + other.gpu_seconds,
-            available_gpu_seconds=self.available_gpu_seconds + other.available_gpu_seconds,
+        if not isinstance(other, Utilisation):
+            return NotImplemented
+        mine, theirs = self._figures, other._figures
+        scale = mine[2]
+        if scale == theirs[2]:
+            used, capacity = mine[0] + theirs[0], mine[1] + theirs[1]
+        else:
+            scale = math.lcm(mine[2], theirs[2])
+            left, right = scale // mine[2], scale // theirs[2]
+            used = mine[0] * left + theirs[0] * right
+            capacity = mine[1] * left + theirs[1] * right
+        return Utilisation._scaled(
+            (
+                used,
+                capacity,
+                scale,
+                mine[3] + theirs[3],
+                mine[4] + theirs[4],
+                mine[5] + theirs[5],
+                mine[6] + theirs[6],
+            )
         )
 
     @property
     def q(self) -> Fraction | None:
         """Op_app(T) / Op(T) as an exact ratio (eq 12 without the 100 %); None without capacity."""
-        return self.used_flop / self.capacity_flop if self.capacity_flop else None
+        used, capacity = self._figures[0], self._figures[1]
+        return Fraction(used, capacity) if capacity else None
 
     @property
     def q_percent(self) -> Decimal | None:
         """Q(T) = Op_app(T) / Op(T) * 100 % (eq 12); None when there was no capacity."""
-        return _percent(self.q)
+        return _percent(self._figures[0], self._figures[1])
 
     @property
     def core_percent(self) -> Decimal | None:
         """Allocated over available core-seconds, in %; None when no cores were available."""
-        return _percent(_ratio(self.core_seconds, self.available_core_seconds))
+        return _percent(self._figures[3], self._figures[4])
 
     @property
     def gpu_percent(self) -> Decimal | None:
         """Allocated over available GPU-seconds, in %; None when no GPUs were available."""
-        return _percent(_ratio(self.gpu_seconds, self.available_gpu_seconds))
+        return _percent(self._figures[5], self._figures[6])
 
 
-def _ratio(part: int, whole: int) -> Fraction | None:
-    return Fraction(part, whole) if whole else None
+_set_figures = Utilisation.__dict__["_figures"].__set__  # the slot's own setter
+_NO_FIGURES: Final = (0, 0, 1, 0, 0, 0, 0)
+_PERCENT_FACTOR: Final = 100 * 10**PERCENT_PLACES
 
 
-def _percent(ratio: Fraction | None) -> Decimal | None:
-    if ratio is None:
+def _percent(part: int, whole: int) -> Decimal | None:
+    """``part / whole`` in %, rounded half-even once to :data:`PERCENT_QUANTUM`; None if
+    ``whole`` is 0. Integer arithmetic: count whole quanta, then place the decimal point."""
+    if not whole:
         return None
-    # Count whole quanta of the exact percentage, rounding half-even once (round() on a
-    # Fraction), then place the decimal point: no intermediate rounding.
-    quanta = round(ratio * 100 * 10**PERCENT_PLACES)
+    if whole < 0:
+        part, whole = -part, -whole
+    quanta, remainder = divmod(part * _PERCENT_FACTOR, whole)
+    twice = 2 * remainder
+    if twice > whole or (twice == whole and quanta % 2):
+        quanta += 1
     return Decimal(quanta).scaleb(-PERCENT_PLACES)
 
 
@@ -277,101 +400,205 @@ def bucket_boundaries(
 
 
 # --------------------------------------------------------------------------------------------
-# Accumulating and pricing
-
-# Per partition: (bucket index, period index) -> [core-seconds, GPU-seconds]
-_Tally = dict[str, dict[tuple[int, int], list[int]]]
-
-
-def _tally_add(
-    tally: _Tally,
-    timeline: PeakTimeline,
-    partition: str,
-    key: tuple[int, int],
-    core_seconds: int,
-    gpu_seconds: int,
-) -> None:
-    period_index = key[1]
-    if period_index < 0:
-        raise UtilisationError(
-            f"partition {partition!r} has a job before its first period "
-            f"({timeline.periods[0].effective_from.isoformat()}): no hardware to price it"
-        )
-    if gpu_seconds and not timeline.periods[period_index].node.gpus:
-        raise UtilisationError(f"a job holds GPUs on partition {partition!r}, which has none")
-    cell = tally[partition].get(key)
-    if cell is None:
-        tally[partition][key] = [core_seconds, gpu_seconds]
-    else:
-        cell[0] += core_seconds
-        cell[1] += gpu_seconds
+# Pricing and accumulating, in whole numbers on a common scale
+#
+# Every per-second FLOP figure of a partition (P_cpu / n, P_gpu, P_host) is an exact rational
+# with a small denominator (a decimal's power of ten, times n for eq 10). Multiplied by the least
+# common denominator of all of them (the series' scale) they are integers, so pricing a row,
+# integrating P_peak over a bucket and adding buckets and partitions is integer arithmetic. The
+# results are the same exact numbers as with Fractions, which are built only when asked for.
 
 
-def _timeline(partitions: Mapping[str, PeakTimeline], name: str) -> PeakTimeline:
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector while a series' objects are made.
+
+    A one-year hourly series makes about 100,000 small objects that all live on (buckets,
+    figures, the rows read); while they are made the collector walks the whole heap several
+    times and frees nothing, which took a third of the series' time. None of them is in a
+    reference cycle. The collector runs again afterwards if it ran before.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        return partitions[name]
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _scale(partitions: Mapping[str, PeakTimeline]) -> int:
+    """The least common denominator of every partition's per-second FLOP figures."""
+    scale = 1
+    for timeline in partitions.values():
+        for period in timeline.periods:
+            node = period.node
+            for flops in (node.core_flops, Fraction(node.gpu_flops), Fraction(node.host_flops)):
+                scale = math.lcm(scale, flops.denominator)
+    return scale
+
+
+def _whole(flops: Fraction, scale: int) -> int:
+    scaled = flops * scale
+    assert scaled.denominator == 1, "the scale is a multiple of every denominator"
+    return scaled.numerator
+
+
+@dataclass(frozen=True, slots=True)
+class _PricedPeriod:
+    """A period of a partition as whole numbers; FLOP/s are multiplied by the series' scale."""
+
+    start: int  # epoch seconds from which it is in force
+    core_flops: int  # P_cpu / n, one reserved core (eq 10)
+    gpu_flops: int  # P_gpu, one reserved GPU (eq 11); 0 on nodes without GPUs
+    peak_flops: int  # node_count * P_host (eqs 1, 2): the partition's P_peak
+    cores: int  # node_count * cores of a node
+    gpus: int  # node_count * GPUs of a node
+    node_has_gpus: bool
+
+
+class _Tally:
+    """One partition's used FLOP (on the scale), core-seconds and GPU-seconds per bucket."""
+
+    __slots__ = ("cores", "gpus", "name", "periods", "starts", "timeline", "used")
+
+    def __init__(self, name: str, timeline: PeakTimeline, scale: int, buckets: int) -> None:
+        self.name = name
+        self.timeline = timeline
+        self.periods = tuple(
+            _PricedPeriod(
+                start=epoch_seconds(period.effective_from),
+                core_flops=_whole(period.node.core_flops, scale),
+                gpu_flops=_whole(Fraction(period.node.gpu_flops), scale),
+                peak_flops=_whole(Fraction(period.node.host_flops), scale) * period.node_count,
+                cores=period.node.cores * period.node_count,
+                gpus=period.node.gpus * period.node_count,
+                node_has_gpus=bool(period.node.gpus),
+            )
+            for period in timeline.periods
+        )
+        self.starts = [period.start for period in self.periods]
+        self.used = [0] * buckets
+        self.cores = [0] * buckets
+        self.gpus = [0] * buckets
+
+    def add(self, bucket: int, period_index: int, core_seconds: int, gpu_seconds: int) -> None:
+        """Price core- and GPU-seconds held in ``bucket`` during period ``period_index``."""
+        if period_index < 0:
+            raise UtilisationError(
+                f"partition {self.name!r} has a job before its first period "
+                f"({self.timeline.periods[0].effective_from.isoformat()}): no hardware to price it"
+            )
+        period = self.periods[period_index]
+        if gpu_seconds and not period.node_has_gpus:
+            raise UtilisationError(f"a job holds GPUs on partition {self.name!r}, which has none")
+        # eqs 10-11: R_core * P_cpu / n + R_gpu * P_gpu, times the time inside the bucket
+        self.used[bucket] += core_seconds * period.core_flops + gpu_seconds * period.gpu_flops
+        self.cores[bucket] += core_seconds
+        self.gpus[bucket] += gpu_seconds
+
+    def capacity(
+        self, boundaries: list[int], widths: list[int]
+    ) -> tuple[list[int], list[int], list[int]]:
+        """Op(T) (eq 9, on the scale) and the available core- and GPU-seconds per bucket.
+
+        P_peak is integrated period by period: buckets wholly inside a period take its rate
+        times their width, a bucket cut by a change (or by the first period) the pieces'.
+        """
+        count = len(widths)
+        flop, cores, gpus = [0] * count, [0] * count, [0] * count
+        first_edge, last_edge = boundaries[0], boundaries[-1]
+        for index, period in enumerate(self.periods):
+            following = self.starts[index + 1] if index + 1 < len(self.starts) else last_edge
+            begin, finish = max(period.start, first_edge), min(following, last_edge)
+            if begin >= finish:
+                continue
+            first = bisect.bisect_left(boundaries, begin)  # first edge at or after begin
+            last = bisect.bisect_right(boundaries, finish) - 1  # last edge at or before finish
+            if first > last:  # inside one bucket
+                pieces = [(last, finish - begin)]
+            else:
+                span = widths[first:last]
+                flop[first:last] = [period.peak_flops * width for width in span]
+                cores[first:last] = [period.cores * width for width in span]
+                gpus[first:last] = [period.gpus * width for width in span]
+                pieces = []
+                if begin < boundaries[first]:
+                    pieces.append((first - 1, boundaries[first] - begin))
+                if finish > boundaries[last]:
+                    pieces.append((last, finish - boundaries[last]))
+            for bucket, seconds in pieces:
+                flop[bucket] += period.peak_flops * seconds
+                cores[bucket] += period.cores * seconds
+                gpus[bucket] += period.gpus * seconds
+        return flop, cores, gpus
+
+
+def _tallies(partitions: Mapping[str, PeakTimeline], buckets: int) -> tuple[int, dict[str, _Tally]]:
+    scale = _scale(partitions)
+    return scale, {
+        name: _Tally(name, timeline, scale, buckets)
+        for name, timeline in sorted(partitions.items())
+    }
+
+
+def _tally_of(tallies: Mapping[str, _Tally], name: str) -> _Tally:
+    try:
+        return tallies[name]
     except KeyError:
-        known = ", ".join(sorted(partitions)) or "none"
+        known = ", ".join(sorted(tallies)) or "none"
         raise UtilisationError(f"unknown partition {name!r} (known: {known})") from None
 
 
-def _capacity(timeline: PeakTimeline, start: int, end: int) -> Utilisation:
-    """Op(T) (eq 9) and the available core- and GPU-seconds of one partition on a window."""
-    flop = Fraction(0)
-    core_seconds = gpu_seconds = 0
-    for piece_start, piece_end, index in timeline.segments_seconds(start, end):
-        if index < 0:
-            continue  # no nodes before the first period
-        period = timeline.periods[index]
-        node_seconds = period.node_count * (piece_end - piece_start)
-        flop += Fraction(period.node.host_flops) * node_seconds  # eq 9, eq 1 over the nodes
-        core_seconds += period.node.cores * node_seconds
-        gpu_seconds += period.node.gpus * node_seconds
-    return Utilisation(
-        capacity_flop=flop, available_core_seconds=core_seconds, available_gpu_seconds=gpu_seconds
-    )
-
-
 def _windows(
-    boundaries: list[int], partitions: Mapping[str, PeakTimeline], tally: _Tally
+    boundaries: list[int], tallies: Mapping[str, _Tally], scale: int
 ) -> tuple[UtilisationWindow, ...]:
-    used: dict[tuple[str, int], Utilisation] = {}
-    for name, cells in tally.items():
-        periods = partitions[name].periods
-        for (bucket, period_index), (core_seconds, gpu_seconds) in cells.items():
-            node = periods[period_index].node
-            # eqs 10-11: R_core * P_cpu / n + R_gpu * P_gpu, times the time inside the bucket
-            flop = node.core_flops * core_seconds + Fraction(node.gpu_flops) * gpu_seconds
-            figures = Utilisation(
-                used_flop=flop, core_seconds=core_seconds, gpu_seconds=gpu_seconds
-            )
-            key = (name, bucket)
-            used[key] = used[key] + figures if key in used else figures
-    windows = []
-    for bucket, (start, end) in enumerate(itertools.pairwise(boundaries)):
-        per_partition = {
-            name: _capacity(timeline, start, end) + used.get((name, bucket), Utilisation())
-            for name, timeline in sorted(partitions.items())
-        }
-        total = sum(per_partition.values(), start=Utilisation())
-        windows.append(
-            UtilisationWindow(
-                start=from_epoch_seconds(start),
-                end=from_epoch_seconds(end),
-                total=total,
-                partitions=MappingProxyType(per_partition),
-            )
+    with _collector_paused():
+        return _windows_unpaused(boundaries, tallies, scale)
+
+
+def _windows_unpaused(
+    boundaries: list[int], tallies: Mapping[str, _Tally], scale: int
+) -> tuple[UtilisationWindow, ...]:
+    widths = [end - start for start, end in itertools.pairwise(boundaries)]
+    count = len(widths)
+    make = Utilisation._scaled
+    names = list(tallies)
+    columns = []  # per partition: the seven figures of Utilisation, one list each
+    for tally in tallies.values():
+        flop, cores, gpus = tally.capacity(boundaries, widths)
+        columns.append((tally.used, flop, [scale] * count, tally.cores, cores, tally.gpus, gpus))
+    per_partition = [[make(figures) for figures in zip(*column, strict=True)] for column in columns]
+    if columns:
+        sums = [
+            [sum(values) for values in zip(*(column[field] for column in columns), strict=True)]
+            for field in range(7)
+        ]
+        sums[2] = [scale] * count  # the scale is shared, not added
+        totals = [make(figures) for figures in zip(*sums, strict=True)]
+    else:
+        totals = [make(_NO_FIGURES)] * count
+    edges = [from_epoch_seconds(boundary) for boundary in boundaries]
+    return tuple(
+        UtilisationWindow(
+            start=edges[bucket],
+            end=edges[bucket + 1],
+            total=totals[bucket],
+            partitions=MappingProxyType(
+                {name: figures[bucket] for name, figures in zip(names, per_partition, strict=True)}
+            ),
         )
-    return tuple(windows)
+        for bucket in range(count)
+    )
 
 
 def _series(
     jobs: Iterable[AllocatedJob], partitions: Mapping[str, PeakTimeline], boundaries: list[int]
 ) -> tuple[UtilisationWindow, ...]:
     first, last = boundaries[0], boundaries[-1]
-    tally: _Tally = {name: {} for name in partitions}
+    scale, tallies = _tallies(partitions, len(boundaries) - 1)
     for job in jobs:
-        timeline = _timeline(partitions, job.partition)
+        tally = _tally_of(tallies, job.partition)
         start, end = max(job.start_seconds, first), min(job.end_seconds, last)
         if start >= end or not (job.cores or job.gpus):
             continue
@@ -380,20 +607,13 @@ def _series(
             # Figure 1: only the overlap of the job with the bucket counts.
             piece_start = max(start, boundaries[bucket])
             piece_end = min(end, boundaries[bucket + 1])
-            for segment_start, segment_end, period_index in timeline.segments_seconds(
+            for segment_start, segment_end, period_index in tally.timeline.segments_seconds(
                 piece_start, piece_end
             ):
                 seconds = segment_end - segment_start
-                _tally_add(
-                    tally,
-                    timeline,
-                    job.partition,
-                    (bucket, period_index),
-                    job.cores * seconds,
-                    job.gpus * seconds,
-                )
+                tally.add(bucket, period_index, job.cores * seconds, job.gpus * seconds)
             bucket += 1
-    return _windows(boundaries, partitions, tally)
+    return _windows(boundaries, tallies, scale)
 
 
 def utilisation_window(
@@ -466,6 +686,11 @@ def hourly_contributions(
         hour = next_hour
 
 
+HourRow = tuple[str, int, int, int]
+"""``(partition, hour start in epoch seconds, core-seconds, GPU-seconds)``: a stored hourly row
+as a database cursor returns it (:func:`utilisation_series_from_hour_rows`)."""
+
+
 def utilisation_series_from_hours(
     *,
     hours: Iterable[HourlyContribution],
@@ -482,7 +707,28 @@ def utilisation_series_from_hours(
     a partition's node hardware (not merely of its node count, which may change at any second)
     must fall on an hour boundary; otherwise this raises and the direct form must be used.
     """
+    rows = (
+        (row.partition, epoch_seconds(row.hour_start), row.core_seconds, row.gpu_seconds)
+        for row in hours
+    )
+    return utilisation_series_from_hour_rows(
+        rows=rows, partitions=partitions, start=start, end=end, step=step, timezone=timezone
+    )
+
+
+def utilisation_series_from_hour_rows(
+    *,
+    rows: Iterable[HourRow],
+    partitions: Mapping[str, PeakTimeline],
+    start: datetime,
+    end: datetime,
+    step: Step | str,
+    timezone: str | tzinfo,
+) -> tuple[UtilisationWindow, ...]:
+    """:func:`utilisation_series_from_hours` from plain :data:`HourRow` tuples, with hours as
+    epoch seconds: what a database returns, with no object built per row (the fast path)."""
     zone = _zone(timezone)
+    step = Step(step)
     start_seconds, end_seconds = epoch_seconds(start), epoch_seconds(end)
     for edge in (start_seconds, end_seconds):
         if not _is_hour_boundary(edge, zone):
@@ -490,7 +736,7 @@ def utilisation_series_from_hours(
                 f"{from_epoch_seconds(edge).isoformat()} is not on the hour in {zone}: "
                 "hourly rows cannot cut it"
             )
-    boundaries = _boundaries_seconds(start_seconds, end_seconds, Step(step), zone)
+    boundaries = _boundaries_seconds(start_seconds, end_seconds, step, zone)
     for name, timeline in partitions.items():
         for change in timeline.hardware_changes:
             if start_seconds < change < end_seconds and not _is_hour_boundary(change, zone):
@@ -498,18 +744,221 @@ def utilisation_series_from_hours(
                     f"the node hardware of partition {name!r} changes at "
                     f"{from_epoch_seconds(change).isoformat()}, inside an hour"
                 )
-    tally: _Tally = {name: {} for name in partitions}
-    for row in hours:
-        timeline = _timeline(partitions, row.partition)
-        hour = epoch_seconds(row.hour_start)
-        if not start_seconds <= hour < end_seconds or not (row.core_seconds or row.gpu_seconds):
+    with _collector_paused():
+        return _hour_rows_series(rows, partitions, boundaries, step, zone)
+
+
+def _hour_rows_series(
+    rows: Iterable[HourRow],
+    partitions: Mapping[str, PeakTimeline],
+    boundaries: list[int],
+    step: Step,
+    zone: tzinfo,
+) -> tuple[UtilisationWindow, ...]:
+    start_seconds, end_seconds = boundaries[0], boundaries[-1]
+    scale, tallies = _tallies(partitions, len(boundaries) - 1)
+    # The bucket of each hour seen. Hourly buckets' edges are every local hour of the window;
+    # for longer buckets an hour is checked once, when first seen.
+    bucket_of = (
+        {boundary: index for index, boundary in enumerate(boundaries[:-1])}
+        if step is Step.HOUR
+        else {}
+    )
+    bisect_right = bisect.bisect_right
+    for name, hour, core_seconds, gpu_seconds in rows:
+        tally = _tally_of(tallies, name)
+        if not start_seconds <= hour < end_seconds or not (core_seconds or gpu_seconds):
             continue
-        if not _is_hour_boundary(hour, zone):
-            raise UtilisationError(
-                f"row of {row.partition!r} at {row.hour_start.isoformat()} is not on the hour "
-                f"in {zone}: were the rows made in another time zone?"
-            )
-        bucket = bisect.bisect_right(boundaries, hour) - 1
-        key = (bucket, timeline.period_index_at(hour))
-        _tally_add(tally, timeline, row.partition, key, row.core_seconds, row.gpu_seconds)
-    return _windows(boundaries, partitions, tally)
+        bucket = bucket_of.get(hour)
+        if bucket is None:
+            if step is Step.HOUR or not _is_hour_boundary(hour, zone):
+                raise UtilisationError(
+                    f"row of {name!r} at {from_epoch_seconds(hour).isoformat()} is not on the "
+                    f"hour in {zone}: were the rows made in another time zone?"
+                )
+            bucket = bucket_of[hour] = bisect_right(boundaries, hour) - 1
+        tally.add(bucket, bisect_right(tally.starts, hour) - 1, core_seconds, gpu_seconds)
+    return _windows(boundaries, tallies, scale)
+
+
+# --------------------------------------------------------------------------------------------
+# Windows asked for by people, and the figures as plain values (page, API and CSV)
+
+# Nominal bucket lengths, to bound a request before computing it (a month is at least 28 days).
+_NOMINAL_SECONDS: Final = {
+    Step.HOUR: SECONDS_PER_HOUR,
+    Step.DAY: 23 * SECONDS_PER_HOUR,
+    Step.WEEK: 7 * 24 * SECONDS_PER_HOUR - SECONDS_PER_HOUR,
+    Step.MONTH: 28 * 24 * SECONDS_PER_HOUR - SECONDS_PER_HOUR,
+}
+
+
+def hour_floor(when: datetime, *, timezone: str | tzinfo) -> datetime:
+    """The last local hour boundary of ``timezone`` at or before ``when`` (UTC)."""
+    return from_epoch_seconds(_hour_floor(epoch_seconds(when), _zone(timezone)))
+
+
+def hour_ceil(when: datetime, *, timezone: str | tzinfo) -> datetime:
+    """The first local hour boundary of ``timezone`` at or after ``when`` (UTC)."""
+    zone = _zone(timezone)
+    seconds = epoch_seconds(when) + (1 if when.microsecond else 0)  # whole seconds, rounded up
+    floor = _hour_floor(seconds, zone)
+    return from_epoch_seconds(floor if floor == seconds else _next_hour(floor, zone))
+
+
+def bucket_count_at_most(*, start: datetime, end: datetime, step: Step | str) -> int:
+    """An upper bound of the number of buckets of ``step`` in ``[start, end)``, without
+    computing them (to refuse a request that asks for too many)."""
+    seconds = max(epoch_seconds(end) - epoch_seconds(start), 0)
+    return seconds // _NOMINAL_SECONDS[Step(step)] + 2
+
+
+@dataclass(frozen=True, slots=True)
+class PeakInForce:
+    """A partition's hardware from ``effective_from`` on: what the page says about P_peak."""
+
+    effective_from: datetime
+    node_count: int
+    peak_flops: Decimal  # P_peak = node_count * P_host (eq 1)
+    cpu_source: PeakSource  # eq 3 from parameters, or the vendor's figure
+    gpu_source: PeakSource | None  # None on nodes without GPUs
+
+
+def _in_force(period: PeakPeriod) -> PeakInForce:
+    node = period.node
+    return PeakInForce(
+        effective_from=period.effective_from,
+        node_count=period.node_count,
+        peak_flops=period.peak_flops,
+        cpu_source=node.cpu.source,
+        gpu_source=node.gpu.source if node.gpus and node.gpu is not None else None,
+    )
+
+
+def peak_at(timeline: PeakTimeline, when: datetime) -> PeakInForce | None:
+    """The hardware in force at ``when``; None before the partition's first period."""
+    period = timeline.period_at(when)
+    return _in_force(period) if period is not None else None
+
+
+def peaks_in_window(timeline: PeakTimeline, start: datetime, end: datetime) -> list[PeakInForce]:
+    """The hardware in force during ``[start, end)``: the period at ``start`` (if any) and each
+    change inside the window (nodes added or removed, new hardware), in time order."""
+    return [
+        _in_force(timeline.periods[index])
+        for _, _, index in timeline.segments_seconds(epoch_seconds(start), epoch_seconds(end))
+        if index >= 0
+    ]
+
+
+def _rounded(numerator: int, denominator: int) -> int:
+    """``numerator / denominator`` rounded half-even to a whole number."""
+    quotient, remainder = divmod(numerator, denominator)
+    twice = 2 * remainder
+    if twice > denominator or (twice == denominator and quotient % 2):
+        quotient += 1
+    return quotient
+
+
+FIGURE_FIELDS: Final = (
+    "q_percent", "core_percent", "gpu_percent", "used_flop", "capacity_flop", "core_seconds",
+    "available_core_seconds", "gpu_seconds", "available_gpu_seconds",
+)  # fmt: skip
+"""The figures of a :class:`Utilisation` as :func:`utilisation_figures` gives them."""
+
+
+def utilisation_figures(utilisation: Utilisation) -> dict[str, str | int | None]:
+    """The figures as plain values: percentages as decimal strings (6 places, ``None`` without
+    capacity), FLOP as whole-number strings (rounded half-even; too large for a JSON number to
+    keep exactly), seconds as integers. One code path for the API, the CSV and the page."""
+    used, capacity, scale, cores, available_cores, gpus, available_gpus = utilisation._figures
+    q_percent, core_percent, gpu_percent = (
+        _percent(used, capacity),
+        _percent(cores, available_cores),
+        _percent(gpus, available_gpus),
+    )
+    return {
+        "q_percent": None if q_percent is None else str(q_percent),
+        "core_percent": None if core_percent is None else str(core_percent),
+        "gpu_percent": None if gpu_percent is None else str(gpu_percent),
+        "used_flop": str(_rounded(used, scale)),
+        "capacity_flop": str(_rounded(capacity, scale)),
+        "core_seconds": cores,
+        "available_core_seconds": available_cores,
+        "gpu_seconds": gpus,
+        "available_gpu_seconds": available_gpus,
+    }
+
+
+TOTAL: Final = "total"
+"""The partition column of the cluster's total in :func:`utilisation_rows`."""
+
+ROW_FIELDS: Final = ("start", "end", "partition", *FIGURE_FIELDS)
+
+
+def utilisation_rows(windows: Iterable[UtilisationWindow]) -> Iterator[tuple[object, ...]]:
+    """Flat rows of :data:`ROW_FIELDS` (CSV and tables): per bucket, one per partition and one
+    for the total (partition :data:`TOTAL`). Times are UTC ISO 8601 with ``Z``."""
+    for window in windows:
+        start, end = utc_text(window.start), utc_text(window.end)
+        for name, figures in (*window.partitions.items(), (TOTAL, window.total)):
+            yield (start, end, name, *utilisation_figures(figures).values())
+
+
+def utc_text(when: datetime) -> str:
+    """ISO 8601 in UTC with ``Z``, as the API writes times."""
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+DEFAULT_WINDOW_DAYS: Final = 30
+MAX_BUCKETS: Final = 20_000
+_FIRST_YEAR, _LAST_YEAR = 1970, 2199
+
+
+class WindowError(UtilisationError):
+    """A window that cannot be shown; ``field`` names the input at fault (start, end, step)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def requested_window(
+    *,
+    start: datetime | None,
+    end: datetime | None,
+    step: Step | str,
+    timezone: str | tzinfo,
+    now: datetime,
+) -> tuple[datetime, datetime]:
+    """The window ``[start, end)`` a person asked for, on the cluster's local hours.
+
+    Naive times are wall-clock times of ``timezone``. ``start`` is moved back and ``end``
+    forward to the nearest local hour boundary (the hourly rows cannot cut an hour), never the
+    other way. Without ``end``: the end of the current hour; without ``start``: local midnight
+    :data:`DEFAULT_WINDOW_DAYS` days before the end's day. Refused (:class:`WindowError`):
+    times outside 1970-2199, a start not before the end, more than :data:`MAX_BUCKETS` buckets.
+    """
+    zone = _zone(timezone)
+    step = Step(step)
+
+    def aware(field: str, when: datetime) -> datetime:
+        if not _FIRST_YEAR <= when.year <= _LAST_YEAR:
+            raise WindowError(field, f"{field} must be between {_FIRST_YEAR} and {_LAST_YEAR}")
+        return when.replace(tzinfo=zone) if when.tzinfo is None else when
+
+    end = hour_ceil(aware("end", end), timezone=zone) if end else hour_ceil(now, timezone=zone)
+    if start is None:
+        last_day = end.astimezone(zone).date()
+        start = datetime.combine(
+            last_day - timedelta(days=DEFAULT_WINDOW_DAYS), datetime.min.time()
+        )
+    start = hour_floor(aware("start", start), timezone=zone)
+    if start >= end:
+        raise WindowError("end", "the window must end after it starts")
+    if bucket_count_at_most(start=start, end=end, step=step) > MAX_BUCKETS:
+        raise WindowError(
+            "step",
+            f"more than {MAX_BUCKETS:,} {step} buckets: choose a longer step or a shorter window",
+        )
+    return start, end

@@ -19,6 +19,9 @@ from allocations.models import (
     EnforcementAction,
     Membership,
     PoolPartition,
+    PriorityAction,
+    PriorityPolicy,
+    ProfilingCoefficient,
     Project,
     RequestAmount,
     RequestTransition,
@@ -26,6 +29,11 @@ from allocations.models import (
     Review,
     RoundPool,
     ThresholdNotice,
+)
+from allocations.priorities import (
+    PriorityError,
+    priority_action_dismiss,
+    priority_action_execute,
 )
 from allocations.services import project_create
 
@@ -164,3 +172,45 @@ class EnforcementActionAdmin(ReadOnlyAdmin):
     def dismiss(self, request: HttpRequest, queryset: Any) -> None:
         for action in queryset:
             enforcement_dismiss(action=action, actor=request.user)  # type: ignore[arg-type]
+
+
+# --- Dynamic priority: set on /allocations/priorities/ (and the API), read here. ---
+
+
+@admin.register(PriorityPolicy)
+class PriorityPolicyAdmin(ReadOnlyAdmin):
+    list_display = ("cluster", "base_priority", "k1", "k2", "c0", "c1", "c2",
+                    "execution_enabled", "updated_at", "updated_by")  # fmt: skip
+
+
+@admin.register(ProfilingCoefficient)
+class ProfilingCoefficientAdmin(ReadOnlyAdmin):
+    list_display = ("posted_at", "cluster", "project", "job", "k_prof", "source", "posted_by")
+    list_filter = ("cluster", "source")
+    search_fields = ("project__code", "note")
+    raw_id_fields = ("job",)
+
+
+@admin.register(PriorityAction)
+class PriorityActionAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "cluster", "project", "k_prof", "priority", "status",
+                    "command", "exit_code")  # fmt: skip
+    list_filter = ("status", "cluster")
+    search_fields = ("project__code", "command")
+    actions = ["run", "dismiss"]
+
+    @admin.action(description="Run (where the cluster's priority policy enables execution)")
+    def run(self, request: HttpRequest, queryset: Any) -> None:
+        self._decide(request, queryset, priority_action_execute)
+
+    @admin.action(description="Dismiss")
+    def dismiss(self, request: HttpRequest, queryset: Any) -> None:
+        self._decide(request, queryset, priority_action_dismiss)
+
+    def _decide(self, request: HttpRequest, queryset: Any, decide: Any) -> None:
+        for action in queryset.filter(status=PriorityAction.Status.PROPOSED):
+            try:
+                decide(action=action, reviewed_by=request.user)
+            except PriorityError as error:
+                self.message_user(request, f"{action.command}: {error}", messages.ERROR)
+        self.message_user(request, "Done; see each action's status and output.", messages.INFO)

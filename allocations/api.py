@@ -31,7 +31,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
-from accounting.models import Cluster, Job, Partition, UsageDaily
+from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
 from accounting.quotes import QuoteRequest
 from allocations.api_serializers import (
     AdjustmentOutputSerializer,
@@ -155,6 +155,7 @@ class PoolBalances:
     partitions: list[str]
     current: Balance | None
     periods: list[Balance]
+    currency: str | None = None  # of the cluster's cost model; None without one
 
 
 @dataclass(frozen=True)
@@ -197,11 +198,15 @@ def _in(count: int) -> str:
 # The balance's two queries, from the models' table names; every value is a parameter.
 @cache
 def _periods_sql() -> str:
-    period, allocation, pool, cluster = _names(BudgetPeriod, Allocation, ResourcePool, Cluster)
+    period, allocation, pool, cluster, cost_model = _names(
+        BudgetPeriod, Allocation, ResourcePool, Cluster, CostModelVersion
+    )
     end = connection.ops.quote_name("end")
-    return (  # the budget periods of a project, with their pool and cluster
+    return (  # the budget periods of a project, with their pool, cluster and its currency
         f"SELECT bp.id, bp.start, bp.{end}, bp.budget_su, a.pool_id, a.period_start, "  # noqa: S608
-        "a.period_end, p.name, p.carry_over, c.name, c.timezone "
+        "a.period_end, p.name, p.carry_over, c.name, c.timezone, "
+        f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
+        " ORDER BY cm.effective_from DESC LIMIT 1) "
         f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
         f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
         "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
@@ -214,20 +219,21 @@ def _sums_sql(pools: int, current_pools: int, periods: int) -> str:
         PoolPartition, Partition, UsageDaily, Job, Adjustment
     )
     return (  # partitions of the pools; usage per day, running jobs and adjustments per pool
-        f"SELECT 'partition', pp.pool_id, pp.partition_id, NULL, NULL, pa.name FROM {member} pp "  # noqa: S608
+        f"SELECT 'partition', pp.pool_id, pp.partition_id, NULL, NULL, pa.name, NULL "  # noqa: S608
+        f"FROM {member} pp "
         f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {_in(pools)} "
         "UNION ALL "
-        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), NULL "
+        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), NULL, SUM(u.cost) "
         f"FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
         f"WHERE u.project_id = %s AND pp.pool_id IN {_in(current_pools)} "
         "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
         "UNION ALL "
-        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL "
+        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL, NULL "
         f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
         f"WHERE j.project_id = %s AND pp.pool_id IN {_in(current_pools)} "
         "AND j.charge_state = %s GROUP BY pp.pool_id "
         "UNION ALL "
-        "SELECT 'adjustment', ad.budget_period_id, NULL, NULL, SUM(ad.amount_su), NULL "
+        "SELECT 'adjustment', ad.budget_period_id, NULL, NULL, SUM(ad.amount_su), NULL, NULL "
         f"FROM {adjustment} ad WHERE ad.budget_period_id IN {_in(periods)} "
         "GROUP BY ad.budget_period_id"
     )
@@ -248,6 +254,7 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
         cursor.execute(_periods_sql(), [project.pk])
         periods = cursor.fetchall()
     pools: dict[int, tuple[str, str, bool]] = {}
+    currencies: dict[int, str | None] = {}
     days: dict[int, date] = {}
     current: dict[int, tuple[int, date, date, Decimal]] = {}
     grant: dict[int, list[int]] = defaultdict(list)
@@ -257,6 +264,7 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
         start, stop, grant_start, grant_end = map(_day, (start, stop, grant_start, grant_end))
         if pool_id not in pools:
             pools[pool_id] = (row[7], row[9], bool(row[8]))
+            currencies[pool_id] = row[11]
             days[pool_id] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
         day = days[pool_id]
         if start <= day < stop and pool_id not in current:
@@ -266,6 +274,7 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
 
     names: dict[int, list[str]] = defaultdict(list)
     used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
+    spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
     pending: dict[int, Decimal] = defaultdict(Decimal)
     adjusted: dict[int, Decimal] = defaultdict(Decimal)
     if pools:
@@ -287,11 +296,14 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
                 ],
             )  # fmt: skip
             rows = cursor.fetchall()
-        for kind, key, _, day, amount, name in sorted(rows, key=lambda row: str(row[5] or "")):
+        for kind, key, _, day, amount, name, cost in sorted(
+            rows, key=lambda row: str(row[5] or "")
+        ):
             if kind == "partition":
                 names[key].append(name)
             elif kind == "usage":
                 used[key].append((_day(day), _decimal(amount)))
+                spent[key].append((_day(day), _decimal(cost)))
             elif kind == "pending":
                 pending[key] = _decimal(amount)
             else:
@@ -318,6 +330,7 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
                     used_last_7_days_su=_between(daily, day - timedelta(days=7), day),
                     used_last_30_days_su=_between(daily, day - timedelta(days=30), day),
                     on=day,
+                    used_cost=_between(spent[pool_id], start, stop),
                 )
         if all_periods:
             history = [_balance_of(period_id, day) for period_id in grant[pool_id]]
@@ -326,7 +339,7 @@ def project_balances(*, project: Project, on: date | None, all_periods: bool) ->
         result.append(
             PoolBalances(
                 pool=pool_name, cluster=cluster_name, partitions=names[pool_id],
-                current=balance, periods=history,
+                current=balance, periods=history, currency=currencies[pool_id],
             )
         )  # fmt: skip
     return ProjectBalances(project=project, pools=result)

@@ -177,6 +177,10 @@ class BalanceSerializer(serializers.Serializer):
         allow_null=True, help_text="at the higher burn rate; null if not before the period ends"
     )
     on = serializers.DateField(help_text="the day this balance is for")
+    used_cost = _su_out(
+        help_text="money cost of the period's charged jobs under the cluster's cost model, in "
+        "the pool's currency (0 without a model)"
+    )
 
 
 class PoolBalanceSerializer(serializers.Serializer):
@@ -185,6 +189,9 @@ class PoolBalanceSerializer(serializers.Serializer):
     partitions = serializers.ListField(child=serializers.CharField())
     current = BalanceSerializer(allow_null=True, help_text="null: no budget period that day")
     periods = BalanceSerializer(many=True, help_text="the current one, or all with periods=all")
+    currency = serializers.CharField(
+        allow_null=True, help_text="of the cluster's cost model (used_cost); null without one"
+    )
 
 
 class ProjectBalanceOutputSerializer(serializers.Serializer):

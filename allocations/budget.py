@@ -67,6 +67,8 @@ class Balance:
     used_last_7_days_su: Decimal
     used_last_30_days_su: Decimal
     on: date
+    used_cost: Decimal = Decimal(0)
+    """Money cost of the period's charged jobs (the cluster's cost model), from the roll-ups."""
 
     @property
     def available_su(self) -> Decimal:

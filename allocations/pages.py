@@ -121,6 +121,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
             {
                 "pool": item.pool,
                 "balance": balance,
+                "currency": item.currency,
                 "burn": burn,
                 "alert": charts.alert_level(
                     balance.percent_used if balance else None, item.pool.thresholds

@@ -7,11 +7,11 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Avg, Count, DecimalField, Q, QuerySet, Sum, Value
+from django.db.models import Avg, Count, DecimalField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounting.models import Job, UsageDaily
+from accounting.models import CostModelVersion, Job, UsageDaily
 from allocations.budget import Balance
 from allocations.models import (
     Adjustment,
@@ -91,6 +91,7 @@ def balance_for_period(*, period: BudgetPeriod, on: date) -> Balance:
         used=_sum("service_units", day__gte=period.start, day__lt=period.end),
         last_7=_sum("service_units", day__gte=week_ago, day__lt=on),
         last_30=_sum("service_units", day__gte=month_ago, day__lt=on),
+        used_cost=_sum("cost", day__gte=period.start, day__lt=period.end),
     )  # fmt: skip
     adjustments = period.adjustments.aggregate(total=_sum("amount_su"))["total"]
     pending = ZERO
@@ -109,6 +110,7 @@ def balance_for_period(*, period: BudgetPeriod, on: date) -> Balance:
         used_last_7_days_su=Decimal(usage["last_7"]),
         used_last_30_days_su=Decimal(usage["last_30"]),
         on=on,
+        used_cost=Decimal(usage["used_cost"]),
     )
 
 
@@ -126,15 +128,34 @@ def balance_get(*, project: Project, pool: ResourcePool, on: date | None = None)
 class PoolBalance:
     pool: ResourcePool
     balance: Balance | None
+    currency: str | None = None
+    """The currency of the pool's cluster's cost model; None without one (no money shown)."""
 
 
 def balances_for_project(*, project: Project, on: date | None = None) -> list[PoolBalance]:
     """Every pool the project holds a grant on, with the current balance."""
-    pools = ResourcePool.objects.filter(allocations__project=project).select_related("cluster")
+    pools = (
+        ResourcePool.objects.filter(allocations__project=project)
+        .select_related("cluster")
+        .annotate(cost_currency=cost_currency_of(OuterRef("cluster_id")))
+    )
     return [
-        PoolBalance(pool=pool, balance=balance_get(project=project, pool=pool, on=on))
+        PoolBalance(
+            pool=pool,
+            balance=balance_get(project=project, pool=pool, on=on),
+            currency=pool.cost_currency,
+        )
         for pool in pools.distinct().order_by("name")
     ]
+
+
+def cost_currency_of(cluster: Any) -> Subquery:
+    """The currency of a cluster's newest cost model version, as a subquery (none: NULL)."""
+    return Subquery(
+        CostModelVersion.objects.filter(cluster_id=cluster)
+        .order_by("-effective_from")
+        .values("currency")[:1]
+    )
 
 
 def adjustments_for_project(*, project: Project) -> QuerySet[Adjustment]:

@@ -23,3 +23,16 @@ def thresholds_check_task() -> dict[str, int | str]:
         "proposed": len(report.actions),
         "executed": len(executed),
     }
+
+
+@shared_task(name="allocations.tasks.priority_proposals", soft_time_limit=300, time_limit=600)
+def priority_proposals_task() -> dict[str, dict[str, int] | str]:
+    """Propose the Slurm commands of dynamic priorities that changed, on every cluster with a
+    priority policy. Staff review and run them; beat runs this hourly, never overlapping."""
+    from allocations.priorities import priority_proposals_run
+
+    try:
+        with named_lock("priority proposals"):
+            return {"proposed": priority_proposals_run()}
+    except ImportLockBusy:
+        return {"skipped": "priority proposals are already running"}

@@ -1,12 +1,35 @@
 from django.urls import path
 
-from allocations import pages, views
+from allocations import pages, priority_pages, views
 
 app_name = "allocations"
 
 urlpatterns = [
     path("enforcement/", views.enforcement_list, name="enforcement-list"),
     path("enforcement/<int:pk>/", views.enforcement_decide, name="enforcement-decide"),
+    # Dynamic priority (staff)
+    path("priorities/", priority_pages.priorities, name="priorities"),
+    path("priorities/<slug:cluster>/policy/", priority_pages.policy_set, name="priority-policy"),
+    path(
+        "priorities/<slug:cluster>/coefficients/",
+        priority_pages.coefficient_post,
+        name="priority-coefficient",
+    ),
+    path(
+        "priorities/<slug:cluster>/coefficients/csv/",
+        priority_pages.coefficients_upload,
+        name="priority-upload",
+    ),
+    path(
+        "priorities/<slug:cluster>/propose/",
+        priority_pages.actions_propose,
+        name="priority-propose",
+    ),
+    path(
+        "priorities/actions/<int:pk>/",
+        priority_pages.action_decide,
+        name="priority-action-decide",
+    ),
     # Projects, requests and rounds
     path("projects/<str:code>/", pages.project_detail, name="project-detail"),
     path("projects/<str:code>/requests/new/", pages.request_new, name="request-new"),

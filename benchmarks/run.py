@@ -24,6 +24,7 @@ def benches(quick: bool) -> dict[str, list[str]]:
         "pages": [python, "benchmarks/bench_pages.py", "--jobs", size],
         "overhead": [python, "benchmarks/bench_overhead.py"],
         "coststats": [python, "benchmarks/bench_coststats.py"],
+        "utilisation": [python, "benchmarks/bench_utilisation.py"],
     }
 
 

@@ -9,9 +9,11 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from accounting import api as accounting_api
+from accounting import cost_api, overhead_api
 from allocations import api as allocations_api
+from allocations import priority_api
 from portal import api
-from portal.api import CODE_PATTERN, USERNAME_PATTERN
+from portal.api import CODE_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 
 router = SimpleRouter()
 router.register("clusters", accounting_api.ClusterViewSet, basename="cluster")
@@ -28,6 +30,11 @@ router.register("rounds", allocations_api.RoundViewSet, basename="round")
 router.register("requests", allocations_api.RequestViewSet, basename="request")
 router.register("reviews", allocations_api.ReviewViewSet, basename="review")
 router.register("adjustments", allocations_api.AdjustmentViewSet, basename="adjustment")
+router.register(
+    "profiling-coefficients",
+    priority_api.ProfilingCoefficientViewSet,
+    basename="profiling-coefficient",
+)
 
 members = allocations_api.ProjectMemberViewSet
 
@@ -53,8 +60,15 @@ urlpatterns = [
     ),
     path("quote/", accounting_api.QuoteView.as_view(), name="quote"),
     path("cost-ratio/", accounting_api.CostRatioView.as_view(), name="cost-ratio"),
-    # utilisation/: Q(T) and true overhead land here with the utilisation issue, as
-    # path("utilisation/", accounting_api.UtilisationView.as_view(), name="utilisation").
+    path("utilisation/", accounting_api.UtilisationView.as_view(), name="utilisation"),
+    path("cost-distribution/", cost_api.CostDistributionView.as_view(), name="cost-distribution"),
+    path("priorities/", priority_api.PrioritiesView.as_view(), name="priorities"),
+    re_path(
+        rf"^priority-policies/(?P<cluster>{NAME_PATTERN})/$",
+        priority_api.PriorityPolicyView.as_view(),
+        name="priority-policy",
+    ),
+    path("overhead/", overhead_api.OverheadView.as_view(), name="overhead"),
     path("", include(router.urls)),
     # Anything else under /api/v1/ is a JSON 404, like every other API error.
     re_path(r"^.*$", api.not_found, name="not-found"),

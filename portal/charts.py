@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -536,3 +536,307 @@ def round_pools(*, key: str, pools: Sequence[tuple[str, Decimal, Decimal, Decima
         rows=[(name, _su(a), _su(r), _su(g)) for name, a, r, g in pools],
         height=320,
     )
+
+
+# --- Dynamic priority ---------------------------------------------------------------------------
+
+
+def priority_curve(
+    *,
+    key: str,
+    curve: Sequence[tuple[Decimal, Decimal]],
+    k1: Decimal,
+    k2: Decimal,
+    projects: Sequence[tuple[str, Decimal, Decimal]],
+) -> Chart:
+    """Figure 2 of the Q(T) paper: Pr_dyn against the profiling coefficient K (eq 14), the
+    piecewise-linear curve with K1 and K2 marked and each project as a point on it."""
+    title = "Figure 2: dynamic priority against the profiling coefficient"
+    fig = _figure(
+        title,
+        400,
+        xaxis={"title": {"text": "profiling coefficient K"}},
+        yaxis={"title": {"text": "dynamic priority Pr_dyn"}, "rangemode": "normal"},
+        hovermode="closest",
+    )
+    for name, threshold in (("K1", k1), ("K2", k2)):
+        fig.shape(
+            type="line", xref="x", yref="paper", x0=float(threshold), x1=float(threshold),
+            y0=0, y1=1, line={"color": MUTED, "dash": "dot", "width": 1},
+        )  # fmt: skip
+        fig.annotate(
+            x=float(threshold), y=1, yref="paper", yanchor="bottom", showarrow=False,
+            text=f"{name} = {threshold.normalize():f}", font={"size": 11, "color": MUTED},
+        )  # fmt: skip
+    fig.add(
+        {
+            "type": "scatter", "mode": "lines", "name": "Pr_dyn (eq 14)",
+            "x": [float(k) for k, _ in curve], "y": [float(pr) for _, pr in curve],
+            "line": {"color": PALETTE[0], "width": 2.5},
+            "hovertemplate": "K = %{x:.4g}<br>Pr_dyn = %{y:,.6g}<extra></extra>",
+        }
+    )  # fmt: skip
+    if projects:
+        fig.add(
+            {
+                "type": "scatter", "mode": "markers+text", "name": "projects",
+                "x": [float(k) for _, k, _ in projects],
+                "y": [float(pr) for _, _, pr in projects],
+                "text": [code for code, _, _ in projects], "textposition": "top center",
+                "textfont": {"size": 11},
+                "marker": {"color": PALETTE[1], "size": 10, "line": {"color": "#fff", "width": 1}},
+                "hovertemplate": "%{text}<br>K = %{x:.6g}<br>Pr_dyn = %{y:,.6g}<extra></extra>",
+            }
+        )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("project", "K", "Pr_dyn"),
+        rows=[(code, k, pr) for code, k, pr in projects],
+        height=400,
+    )
+
+
+# --- Money cost distribution (PeCoH report ch. 6, Figures 6.1-6.5) ----------------------------
+
+
+def cost_quantile_curve(
+    *, key: str, title: str, axis_title: str, unit: str, points: Sequence[tuple[Decimal, Any]]
+) -> Chart:
+    """Quantile curve of one job property: x the quantile in %, y its value on a log axis
+    (the report's Figures 6.1-6.3). Zero values cannot sit on a log axis and are left out of
+    the curve (they stay in the data table)."""
+    fig = _figure(
+        title,
+        340,
+        xaxis={"title": {"text": "quantile (% of jobs)"}, "range": [0, 100], "ticksuffix": " %"},
+        yaxis={"title": {"text": axis_title}, "type": "log", "rangemode": "normal"},
+        showlegend=False,
+        margin={"l": 70, "r": 16, "t": 48, "b": 56},
+    )
+    shown = [(float(p), float(v)) for p, v in points if v is not None and v > 0]
+    fig.add(
+        {
+            "type": "scatter", "mode": "lines+markers",
+            "x": [p for p, _ in shown], "y": [v for _, v in shown],
+            "line": {"color": PALETTE[0], "width": 2}, "marker": {"size": 4},
+            "hovertemplate": "%{x:.0f} % of jobs: at most %{y:,.4g} " + unit + "<extra></extra>",
+        }
+    )  # fmt: skip
+    if not shown:
+        fig.annotate(
+            text="No jobs in this period", showarrow=False, font={"color": MUTED},
+            xref="paper", yref="paper", x=0.5, y=0.5,
+        )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("quantile %", unit),
+        rows=[(f"{p:f}", "" if v is None else f"{v:f}") for p, v in points],
+        height=340,
+    )
+
+
+def cost_share_curve(
+    *, key: str, points: Sequence[tuple[Decimal, int, Decimal | None]], currency: str
+) -> Chart:
+    """Cumulative share of the total cost held by the most expensive jobs (Figures 6.4-6.5):
+    x the top % of jobs by cost, y their % of the summed cost."""
+    title = "Share of the cost held by the most expensive jobs"
+    fig = _figure(
+        title,
+        380,
+        xaxis={"title": {"text": "most expensive jobs (% of jobs)"}, "range": [0, 100],
+               "ticksuffix": " %"},
+        yaxis={"title": {"text": f"share of the total cost ({currency}), %"},
+               "range": [0, 100.5], "ticksuffix": " %"},
+        showlegend=False,
+        margin={"l": 70, "r": 16, "t": 48, "b": 56},
+    )  # fmt: skip
+    shown = [(0.0, 0.0)] + [
+        (float(top), float(share)) for top, _, share in points if share is not None
+    ]
+    fig.add(
+        {
+            "type": "scatter", "mode": "lines", "x": [x for x, _ in shown],
+            "y": [y for _, y in shown], "line": {"color": PALETTE[1], "width": 2.5},
+            "hovertemplate": "the top %{x:.1f} % of jobs: %{y:.1f} % of the cost<extra></extra>",
+        }
+    )  # fmt: skip
+    fig.add(
+        {
+            "type": "scatter", "mode": "lines", "x": [0, 100], "y": [0, 100],
+            "line": {"color": MUTED, "width": 1, "dash": "dot"}, "hoverinfo": "skip",
+        }
+    )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("top % of jobs", "jobs", "% of cost"),
+        rows=[
+            (f"{top:f}", jobs, "" if share is None else f"{share:.4f}")
+            for top, jobs, share in points
+        ],
+        height=380,
+    )
+
+
+# --- Utilisation Q(T) -------------------------------------------------------------------------
+
+_BUCKET_FORMATS = {"hour": "%d %b %Y %H:%M", "day": "%d %b %Y", "week": "%d %b %Y",
+                   "month": "%b %Y"}  # fmt: skip
+_BUCKET_LABELS = {"hour": "hour starting", "day": "day", "week": "week starting",
+                  "month": "month"}  # fmt: skip
+
+
+def _bucket_axis(step: str) -> dict[str, Any]:
+    return {"title": {"text": f"{_BUCKET_LABELS.get(step, step)} (cluster time)"}, "type": "date"}
+
+
+def utilisation_quality(
+    *,
+    key: str,
+    starts: Sequence[datetime],
+    series: dict[str, list[float | None]],
+    step: str,
+    total: str | None,
+) -> Chart:
+    """Q(T) per bucket (eq 12): one line per partition and, named ``total``, the cluster's."""
+    title = "Load quality Q(T): share of peak FLOP the jobs reserved"
+    fig = _figure(
+        title,
+        380,
+        xaxis=_bucket_axis(step),
+        yaxis={"title": {"text": "Q(T), % of peak FLOP"}, "ticksuffix": " %"},
+        hovermode="x unified",
+    )
+    x_format = _BUCKET_FORMATS.get(step, "%d %b %Y")
+    for index, (name, values) in enumerate(series.items()):
+        is_total = name == total
+        fig.add(
+            {
+                "type": "scatter", "x": list(starts), "y": values, "name": name,
+                "mode": "lines" if len(starts) > 60 else "lines+markers",
+                "line": {"color": INK if is_total else PALETTE[index % len(PALETTE)],
+                         "width": 3 if is_total else 1.8, "dash": "solid"},
+                "hovertemplate": f"%{{x|{x_format}}}<br>{name}: Q = %{{y:.2f}} %<extra></extra>",
+            }
+        )  # fmt: skip
+    return Chart(key=key, title=title, figure_json=_embeddable(fig), columns=(), height=380)
+
+
+def utilisation_classical(
+    *,
+    key: str,
+    starts: Sequence[datetime],
+    series: dict[str, list[float | None]],
+    step: str,
+    scope: str,
+) -> Chart:
+    """Q(T) beside the classical core-hour and GPU-hour utilisation of ``scope``: reserved
+    resource-time over available, which weighs a core and a GPU alike by the hour, not by FLOP."""
+    title = f"Q(T) and core-/GPU-hour utilisation, {scope}"
+    fig = _figure(
+        title,
+        340,
+        xaxis=_bucket_axis(step),
+        yaxis={"title": {"text": "% of capacity"}, "ticksuffix": " %"},
+        hovermode="x unified",
+    )
+    x_format = _BUCKET_FORMATS.get(step, "%d %b %Y")
+    styles = {
+        "Q(T), peak FLOP": {"color": INK, "width": 2.5, "dash": "solid"},
+        "core-hours": {"color": PALETTE[0], "width": 1.8, "dash": "dash"},
+        "GPU-hours": {"color": PALETTE[1], "width": 1.8, "dash": "dot"},
+    }
+    for name, values in series.items():
+        fig.add(
+            {
+                "type": "scatter", "x": list(starts), "y": values, "name": name,
+                "mode": "lines" if len(starts) > 60 else "lines+markers",
+                "line": styles.get(name, {"color": MUTED, "width": 1.5}),
+                "hovertemplate": f"%{{x|{x_format}}}<br>{name}: %{{y:.2f}} %<extra></extra>",
+            }
+        )  # fmt: skip
+    return Chart(key=key, title=title, figure_json=_embeddable(fig), columns=(), height=340)
+
+
+# --- True overhead (canonical units) ---------------------------------------------------------
+
+
+def overhead_series(
+    *,
+    key: str,
+    partition: str,
+    unit: str,
+    buckets: Sequence[tuple[str, str, int]],
+) -> Chart:
+    """True overhead of a partition over time: mean canonical units per bucket (section 3)."""
+    title = f"{partition}: true overhead in canonical units of {unit}"
+    x, y, rows = [], [], []
+    for start, end, unit_seconds in buckets:
+        seconds = (_iso(end) - _iso(start)).total_seconds()
+        mean = round(unit_seconds / seconds, 3) if seconds else 0.0
+        x.append(start)
+        y.append(mean)
+        rows.append((start, end, mean, round(unit_seconds / 3600, 3)))
+    fig = _figure(
+        title,
+        320,
+        xaxis={"title": {"text": "time (UTC)"}, "type": "date"},
+        yaxis={"title": {"text": "canonical units free (mean)"}, "tickformat": ",.1f"},
+        showlegend=False,
+    )
+    fig.add(
+        {
+            "type": "scatter", "x": x, "y": y, "mode": "lines", "line": {"shape": "hv",
+            "color": PALETTE[1], "width": 2}, "fill": "tozeroy",
+            "fillcolor": "rgba(224,122,31,0.12)", "name": "true overhead",
+            "hovertemplate": "%{x}<br>%{y:,.2f} canonical units<extra></extra>",
+        }
+    )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("bucket start", "bucket end", "mean canonical units", "unit-hours"),
+        rows=rows,
+        height=320,
+    )
+
+
+def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -> Chart:
+    """Node-hours spent at each number of canonical units of true overhead (section 3.1)."""
+    title = f"{partition}: node-hours at each true overhead"
+    units = sorted(histogram)
+    hours = [round(histogram[count] / 3600, 3) for count in units]
+    fig = _figure(
+        title,
+        300,
+        xaxis={"title": {"text": "canonical units of true overhead"}},
+        yaxis={"title": {"text": "node-hours"}, "tickformat": ",.0f"},
+        showlegend=False,
+        bargap=0.1,
+    )
+    fig.add(
+        {
+            "type": "bar", "x": units, "y": hours,
+            "marker": {"color": [OK if count == 0 else PALETTE[0] for count in units]},
+            "hovertemplate": "%{x} units: %{y:,.1f} node-hours<extra></extra>",
+        }
+    )  # fmt: skip
+    return Chart(
+        key=key,
+        title=title,
+        figure_json=_embeddable(fig),
+        columns=("canonical units", "node-hours"),
+        rows=list(zip(units, hours, strict=True)),
+        height=300,
+    )
+
+
+def _iso(text: str) -> datetime:
+    return datetime.fromisoformat(text)

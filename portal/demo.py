@@ -13,13 +13,26 @@ from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounting.costs import cost_model_version_create
 from accounting.imports import jobs_import
-from accounting.models import Cluster, Job, Partition, UsageDaily
+from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
 from accounting.services import cluster_apply
 from accounting.specs import cluster_definition_load
 from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
-from allocations.models import Allocation, Membership, PoolPartition, Project, ResourcePool
+from allocations.models import (
+    Allocation,
+    Membership,
+    PoolPartition,
+    PriorityPolicy,
+    Project,
+    ResourcePool,
+)
+from allocations.priorities import (
+    priority_actions_propose,
+    priority_policy_set,
+    profiling_coefficient_post,
+)
 from allocations.services import allocation_grant, round_create, slurm_accounts_sync
 
 DEMO_CLUSTER = "slurm-testbed"
@@ -68,6 +81,7 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
     for path in sorted((examples / "clusters").glob("*.json")):
         result = cluster_apply(definition=cluster_definition_load(path), note="loaddemo")
         report(f"cluster {result.cluster.name}: {'loaded' if result.changed else 'unchanged'}")
+        _cost_model(result.cluster, examples / "costmodels" / f"{result.cluster.name}.cost", report)
     sample = examples / "sacct"
     slurm_accounts_sync(lines=(sample / "sacctmgr_assoc.psv").read_text().splitlines())
     for line in _accounts():
@@ -103,6 +117,19 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")
     _grants(cluster, report)
+    _priorities(cluster, report)
+
+
+def _cost_model(cluster: Cluster, path: Path, report: Callable[[str], None]) -> None:
+    """The cluster's demo money cost model (examples/costmodels/<cluster>.cost), once: attached
+    before the imports, it prices every demo job and money shows beside SU."""
+    if not path.exists() or CostModelVersion.objects.filter(cluster=cluster).exists():
+        return
+    version = cost_model_version_create(
+        cluster=cluster, name=path.stem, text=path.read_text(encoding="utf-8"),
+        change_note="loaddemo",
+    )  # fmt: skip
+    report(f"cost model of {cluster.name}: v{version.number} ({version.currency})")
 
 
 # How much of its current budget period each demo project has used: the dashboard then shows
@@ -149,3 +176,33 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
         chair=staff, committee=[get_user_model().objects.get(username="carol")], actor=staff,
     )  # fmt: skip
     report("an open allocation round: staff chairs it, carol reviews")
+
+
+# Profilers' coefficients K_prof of the demo projects: below K1, between, above K2, and one
+# project measured per job (its K is the SU-weighted mean of its jobs').
+DEMO_K_PROF = {"pawsey0001": "0.35", "pawsey0002": "0.55", "pawsey0003": "0.82"}
+
+
+def _priorities(cluster: Cluster, report: Callable[[str], None]) -> None:
+    """A dynamic priority policy (Figure 2's shape, Pr_base 1000) with a few K_prof and the
+    Slurm commands they propose; execution stays off. Once: skipped when a policy exists."""
+    if PriorityPolicy.objects.filter(cluster=cluster).exists():
+        return
+    staff = get_user_model().objects.get(username="staff")
+    priority_policy_set(
+        cluster=cluster, base_priority=1000, k1="0.4", k2="0.7", c0="0.5", c1="1", c2="3",
+        updated_by=staff,
+    )  # fmt: skip
+    for code, k_prof in DEMO_K_PROF.items():
+        profiling_coefficient_post(
+            cluster=cluster, project=Project.objects.get(code=code), k_prof=k_prof,
+            note="demo profiler run", posted_by=staff,
+        )  # fmt: skip
+    project = Project.objects.get(code="pawsey0004")
+    jobs = Job.objects.filter(cluster=cluster, project=project, run="", service_units__gt=0)
+    for job, k_prof in zip(jobs.order_by("-service_units")[:2], ("0.6", "0.75"), strict=False):
+        profiling_coefficient_post(
+            cluster=cluster, project=project, job=job, k_prof=k_prof, posted_by=staff
+        )
+    proposed = priority_actions_propose(cluster=cluster)
+    report(f"dynamic priority on {cluster.name}: a policy, {len(proposed)} proposed commands")

@@ -218,6 +218,9 @@ CELERY_TIMEZONE = "UTC"
 # Static entries; each cluster's sacct import is added by the portal (django-celery-beat).
 CELERY_BEAT_SCHEDULE = {
     "balances-thresholds": {"task": "allocations.tasks.thresholds_check", "schedule": 15 * 60},
+    "priority-proposals": {"task": "allocations.tasks.priority_proposals", "schedule": 60 * 60},
+    # Yesterday's true overhead of each cluster, once a day (the task skips days already done).
+    "overhead-daily": {"task": "accounting.tasks.overhead_compute_daily", "schedule": 60 * 60},
 }
 
 # --- E-mail (balances crossing thresholds notify PIs) --------------------------------------

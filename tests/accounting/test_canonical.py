@@ -7,10 +7,13 @@ node here has 8 cores and 16 GiB with the paper's unit of 1 core and 2 GB (2048 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
+import hostlist
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +23,7 @@ from accounting.canonical import (
     GPU_NODE_UNIT,
     CanonicalError,
     CanonicalUnit,
+    FairShare,
     NodeJob,
     NodeResources,
     OverheadPartition,
@@ -27,6 +31,7 @@ from accounting.canonical import (
     default_canonical_unit,
     fair_billing_rates,
     node_true_overhead,
+    overhead_reports_combine,
     true_overhead,
     true_overhead_report,
 )
@@ -375,3 +380,282 @@ def test_the_sweep_agrees_with_a_tick_by_tick_replay(case):
         assert partition.occupied_node_seconds == occupied
         assert partition.allocated == ResourceSeconds(*allocated)
         assert partition.billable == ResourceSeconds(*billable)
+
+
+# Fair shares per job (section 3.3 along the sweep) --------------------------------------------
+
+
+def shares_of(report) -> dict[str, FairShare]:
+    return {share.job_id: share for share in report.fair_shares}
+
+
+def exactly_rounded(billed: int, exact: Fraction) -> bool:
+    """Cumulative rounding gives each job its exact share rounded down or up."""
+    return math.floor(exact) <= billed <= math.ceil(exact)
+
+
+def test_all_cpus_used_bills_each_jobs_memory_at_143_percent():
+    node = NodeResources(cores=8, memory_mb=20 * GIB)
+    report = true_overhead_report(
+        jobs=[
+            node_job("A", 0, 1, cores=5, memory_gib=10),
+            node_job("B", 0, 1, cores=3, memory_gib=4),
+        ],
+        partitions=[OverheadPartition("cpu", "n1", node)],
+        start=at(0),
+        end=at(1),
+        fair_shares=True,
+    )
+    shares = shares_of(report)
+    for job_id, cores, memory_gib in (("A", 5, 10), ("B", 3, 4)):
+        share = shares[job_id]
+        assert share.allocated == ResourceSeconds(cores * HOUR, memory_gib * GIB * HOUR, 0)
+        assert share.billed_core_seconds == cores * HOUR  # 100 %
+        exact = Fraction(memory_gib * GIB * HOUR * 10, 7)
+        assert exactly_rounded(share.billed_memory_mb_seconds, exact)
+        cores_factor, memory_factor, gpus_factor = share.factors
+        assert (percent(cores_factor), percent(memory_factor), gpus_factor) == (100, 143, None)
+    assert sum(s.billed_memory_mb_seconds for s in shares.values()) == 20 * GIB * HOUR
+
+
+def test_half_the_cpus_free_bills_each_jobs_cpus_at_200_percent():
+    report = true_overhead_report(
+        jobs=[
+            node_job("A", 0, 1, cores=1, memory_gib=8),
+            node_job("B", 0, 1, cores=3, memory_gib=8),
+        ],
+        partitions=[OverheadPartition("cpu", "n1", NODE)],
+        start=at(0),
+        end=at(1),
+        fair_shares=True,
+    )
+    shares = shares_of(report)
+    assert shares["A"].billed == ResourceSeconds(2 * HOUR, 8 * GIB * HOUR, 0)
+    assert shares["B"].billed == ResourceSeconds(6 * HOUR, 8 * GIB * HOUR, 0)
+    assert [percent(rate) for rate in shares["B"].factors[:2]] == [200, 100]
+
+
+def test_three_units_of_overhead_are_not_billed_to_the_job_leaving_memory_at_111_percent():
+    report = true_overhead_report(
+        jobs=[node_job("A", 0, 1, cores=5, memory_gib=9)],
+        partitions=[OverheadPartition("cpu", "n1", NODE)],
+        start=at(0),
+        end=at(1),
+        fair_shares=True,
+    )
+    (share,) = report.fair_shares
+    assert share.billed == ResourceSeconds(5 * HOUR, 10 * GIB * HOUR, 0)  # minus 3 cores, 6 GB
+    assert share.factors == (1, Fraction(10, 9), None)
+    assert [percent(rate) for rate in share.factors[:2]] == [100, 111]
+
+
+def test_a_resource_no_job_holds_is_split_equally_among_the_jobs_on_the_node():
+    # Both jobs hold all the cores together and no memory: no true overhead, so the 16 GB are
+    # billable; nobody holds memory, so each pays half.
+    report = true_overhead_report(
+        jobs=[node_job("A", 0, 1, cores=6), node_job("B", 0, 1, cores=2)],
+        partitions=[OverheadPartition("cpu", "n1", NODE)],
+        start=at(0),
+        end=at(1),
+        fair_shares=True,
+    )
+    shares = shares_of(report)
+    assert shares["A"].billed_memory_mb_seconds == shares["B"].billed_memory_mb_seconds
+    assert shares["A"].billed_memory_mb_seconds == 8 * GIB * HOUR
+    assert shares["A"].factors[1] is None  # it held none: no factor
+
+
+def test_fair_shares_follow_the_node_as_jobs_come_and_go():
+    # 0-1 h: A alone (5 cores, 9 GB: 3 units) pays 5 cores and 10 GB; 1-2 h: A and B fill the
+    # cores (8 cores, 15 GB: no overhead) and share 16 GB 9:6; 2-3 h: B alone (3 cores, 6 GB:
+    # 5 units) pays 3 cores and 6 GB.
+    report = true_overhead_report(
+        jobs=[
+            node_job("A", 0, 2, cores=5, memory_gib=9),
+            node_job("B", 1, 3, cores=3, memory_gib=6),
+        ],
+        partitions=[OverheadPartition("cpu", "n1", NODE)],
+        start=at(0),
+        end=at(4),
+        fair_shares=True,
+    )
+    shares = shares_of(report)
+    assert shares["A"].billed_core_seconds == 10 * HOUR
+    assert shares["B"].billed_core_seconds == 6 * HOUR
+    assert exactly_rounded(
+        shares["A"].billed_memory_mb_seconds, 10 * GIB * HOUR + Fraction(9 * 16 * GIB * HOUR, 15)
+    )
+    cpu = report.partitions["cpu"]
+    assert (
+        sum(s.billed_memory_mb_seconds for s in shares.values()) == cpu.billable.memory_mb_seconds
+    )
+
+
+def test_asking_for_fair_shares_leaves_the_aggregates_alone():
+    jobs = [node_job("A", 0, 2, cores=5, memory_gib=9), node_job("B", 1, 3, cores=3, memory_gib=6)]
+    partitions = [OverheadPartition("cpu", "n1", NODE)]
+    plain = true_overhead_report(jobs=jobs, partitions=partitions, start=at(0), end=at(4))
+    with_shares = true_overhead_report(
+        jobs=jobs, partitions=partitions, start=at(0), end=at(4), fair_shares=True
+    )
+    assert plain.fair_shares == ()
+    assert plain.partitions == with_shares.partitions
+
+
+# Property: fair shares add up to what is billable and are exact to within rounding ------------
+
+
+@st.composite
+def packed_clusters(draw: st.DrawFn) -> tuple[list[OverheadPartition], list[NodeJob]]:
+    """Jobs in lanes (slices of nodes run one job at a time), so no node is ever over-full."""
+    partitions = [
+        OverheadPartition("cpu", "c[1-3]", NodeResources(cores=8, memory_mb=16 * GIB)),
+        OverheadPartition("gpu", "g[1-2]", NodeResources(cores=16, memory_mb=8 * GIB, gpus=4)),
+    ]
+    # (node list, node count, cores, MiB, GPUs per node of the lane)
+    lanes = [
+        *((f"c{n}", 1, 3, 6 * GIB, 0) for n in (1, 2, 3) for _ in range(2)),
+        ("c[1-3]", 3, 2, 4 * GIB, 0),
+        *((f"g{n}", 1, 8, 4 * GIB, 2) for n in (1, 2)),
+        ("g[1-2]", 2, 8, 4 * GIB, 2),
+    ]
+    jobs: list[NodeJob] = []
+    for nodelist, count, cores, memory_mb, gpus in lanes:
+        clock = draw(st.integers(-3, 10))
+        while clock < 30 and draw(st.booleans()):
+            length = draw(st.integers(1, 12))
+            jobs.append(
+                NodeJob(
+                    job_id=str(len(jobs)),
+                    start=START + timedelta(minutes=clock * TICK),
+                    end=START + timedelta(minutes=(clock + length) * TICK),
+                    nodelist=nodelist,
+                    cores=draw(st.integers(0, cores * count)),
+                    memory_mb=draw(
+                        st.one_of(
+                            st.sampled_from([0, memory_mb * count]),
+                            st.integers(0, memory_mb * count),
+                        )
+                    ),
+                    gpus=draw(st.integers(0, gpus * count)),
+                )
+            )
+            clock += length + draw(st.integers(0, 4))
+    return partitions, jobs
+
+
+def exact_shares(partitions, jobs, ticks) -> dict[str, list[Fraction]]:
+    """Each job's section 3.3 billing, tick by tick, in exact fractions."""
+    nodes = {}
+    for partition in partitions:
+        for host in hostlist.expand_hostlist(partition.nodelist):
+            nodes[host] = partition
+    exact = {job.job_id: [Fraction(0)] * 3 for job in jobs}
+    for tick in range(ticks):
+        now = START + timedelta(minutes=tick * TICK)
+        on_node: dict[str, list[tuple[str, list[int]]]] = {host: [] for host in nodes}
+        for job in jobs:
+            if job.start <= now < job.end:
+                hosts = hostlist.expand_hostlist(job.nodelist)
+                for index, host in enumerate(hosts):
+                    held = []
+                    for total in (job.cores, job.memory_mb, job.gpus):
+                        share, extra = divmod(total, len(hosts))
+                        held.append(share + (index < extra))
+                    on_node[host].append((job.job_id, held))
+        for host, running in on_node.items():
+            if not running:
+                continue
+            partition = nodes[host]
+            capacity = (partition.node.cores, partition.node.memory_mb, partition.node.gpus)
+            held_total = [sum(held[r] for _, held in running) for r in range(3)]
+            units = node_true_overhead(
+                capacity=partition.node, allocated=NodeResources(*held_total),
+                unit=partition.canonical_unit,
+            )  # fmt: skip
+            for r, threshold in enumerate(partition.canonical_unit.thresholds):
+                billable = (capacity[r] - units * threshold) * TICK * 60
+                for job_id, held in running:
+                    if held_total[r]:
+                        exact[job_id][r] += Fraction(billable * held[r], held_total[r])
+                    else:
+                        exact[job_id][r] += Fraction(billable, len(running))
+    return exact
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=packed_clusters())
+def test_fair_shares_add_up_to_the_billable_total_and_never_bill_less_than_held(case):
+    partitions, jobs = case
+    report = true_overhead_report(
+        jobs=jobs, partitions=partitions, start=START, end=START + timedelta(hours=5),
+        fair_shares=True,
+    )  # fmt: skip
+    shares = shares_of(report)
+    exact = exact_shares(partitions, jobs, 5 * 60 // TICK)
+    billed_total, allocated_total = [0, 0, 0], [0, 0, 0]
+    for job in jobs:
+        share = shares.get(job.job_id)
+        if share is None:  # it ran outside the window
+            assert exact[job.job_id] == [0, 0, 0]
+            continue
+        nodes = len(hostlist.expand_hostlist(job.nodelist))
+        for r, (billed, allocated) in enumerate(
+            zip(
+                dataclasses.astuple(share.billed), dataclasses.astuple(share.allocated), strict=True
+            )
+        ):
+            assert billed >= allocated
+            assert abs(billed - exact[job.job_id][r]) < nodes  # rounded once per node
+            billed_total[r] += billed
+            allocated_total[r] += allocated
+    billable = [0, 0, 0]
+    allocated = [0, 0, 0]
+    for partition in report.partitions.values():
+        for r in range(3):
+            billable[r] += dataclasses.astuple(partition.billable)[r]
+            allocated[r] += dataclasses.astuple(partition.allocated)[r]
+    assert billed_total == billable
+    assert allocated_total == allocated
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=packed_clusters(), cut=st.integers(1, 5 * 60 // TICK - 1))
+def test_a_window_cut_in_two_and_combined_gives_the_same_report(case, cut):
+    partitions, jobs = case
+    end = START + timedelta(hours=5)
+    middle = START + timedelta(minutes=cut * TICK)
+    whole = true_overhead_report(
+        jobs=jobs, partitions=partitions, start=START, end=end, fair_shares=True
+    )
+    combined = overhead_reports_combine(
+        reports=[
+            true_overhead_report(
+                jobs=jobs, partitions=partitions, start=START, end=middle, fair_shares=True
+            ),
+            true_overhead_report(
+                jobs=jobs, partitions=partitions, start=middle, end=end, fair_shares=True
+            ),
+        ]
+    )
+    assert combined.partitions == whole.partitions
+    assert sorted(s.job_id for s in combined.fair_shares) == sorted(
+        s.job_id for s in whole.fair_shares
+    )
+    whole_shares = shares_of(whole)
+    for share in combined.fair_shares:
+        assert share.allocated == whole_shares[share.job_id].allocated
+        for billed, once in zip(
+            dataclasses.astuple(share.billed),
+            dataclasses.astuple(whole_shares[share.job_id].billed),
+            strict=True,
+        ):
+            assert abs(billed - once) <= 2 * 3  # each side rounds once per node (3 at most)
+
+
+def test_combining_windows_that_do_not_meet_is_refused():
+    partitions = [OverheadPartition("cpu", "n1", NODE)]
+    first = true_overhead_report(jobs=[], partitions=partitions, start=at(0), end=at(1))
+    third = true_overhead_report(jobs=[], partitions=partitions, start=at(2), end=at(3))
+    with pytest.raises(CanonicalError, match="follow each other"):
+        overhead_reports_combine(reports=[first, third])

@@ -70,6 +70,43 @@ def test_a_version_cannot_be_slipped_in_before_an_existing_one():
         _apply(document, T0)
 
 
+def test_a_version_starts_on_the_hour_of_the_clusters_clock():
+    # Utilisation is kept per hour: an hour must be priced with one hardware.
+    document = json.loads((EXAMPLES / "setonix.json").read_text())
+    _apply(document, T0)
+    document["partitions"][0]["memory_mb"] = 256000
+    with pytest.raises(VersionConflict, match="starts on the hour"):
+        _apply(document, datetime(2026, 3, 1, 10, 30, tzinfo=UTC))
+    assert PartitionVersion.objects.count() == 3
+
+
+def test_an_hour_of_a_half_hour_zone_is_its_own_not_utcs():
+    document = json.loads((EXAMPLES / "setonix.json").read_text())
+    document["timezone"] = "Asia/Kolkata"  # UTC+05:30
+    with pytest.raises(VersionConflict, match="starts on the hour"):
+        _apply(document, T0)
+    _apply(document, datetime(2026, 1, 1, 0, 30, tzinfo=UTC))
+    document["partitions"][0]["memory_mb"] = 256000
+    with pytest.raises(VersionConflict, match="starts on the hour"):
+        _apply(document, datetime(2026, 3, 1, 10, 0, tzinfo=UTC))
+    assert _apply(document, datetime(2026, 3, 1, 10, 30, tzinfo=UTC)).versioned == ["work"]
+
+
+def test_without_a_date_a_new_version_starts_at_the_next_hour(monkeypatch):
+    document = json.loads((EXAMPLES / "setonix.json").read_text())
+    _apply(document, T0)
+    document["partitions"][0]["memory_mb"] = 256000
+    monkeypatch.setattr(
+        "accounting.services.timezone.now", lambda: datetime(2026, 3, 1, 10, 17, 5, tzinfo=UTC)
+    )
+    cluster_apply(definition=cluster_definition_parse(document))
+    newest = PartitionVersion.objects.filter(partition__name="work").latest()
+    zone = newest.partition.cluster.zoneinfo
+    assert newest.effective_from.astimezone(zone).minute == 0
+    assert datetime(2026, 3, 1, 10, 17, 5, tzinfo=UTC) < newest.effective_from
+    assert newest.effective_from <= datetime(2026, 3, 1, 11, 17, 5, tzinfo=UTC)
+
+
 def test_a_weight_override_is_recorded_with_its_reason_beside_the_derived_value():
     document = json.loads((EXAMPLES / "setonix.json").read_text())
     document["partitions"][2]["weight_override"] = 480

@@ -56,6 +56,7 @@ def test_the_balance_has_every_figure_of_the_budget_period_per_pool(world):
         "burn_rate_30_days": f"{expected.burn_rate_30_days:.6f}",
         "projected_exhaustion": None,
         "on": "2026-11-22",
+        "used_cost": f"{expected.used_cost:.6f}",
     }
     assert Decimal(current["used_su"]) > 0
     assert cpu["periods"] == [current]

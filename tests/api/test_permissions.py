@@ -59,6 +59,47 @@ def _url(text: str) -> Callable[[World], str]:
     return lambda w: text
 
 
+def _k_prof_csv(world: World) -> dict[str, Any]:
+    content = b"project,k_prof\npawsey0003,0.5\n"
+    return {"cluster": "slurm-testbed", "file": SimpleUploadedFile("k.csv", content)}
+
+
+def _with_priorities(text: str) -> Callable[[World], str]:
+    """The URL, after giving the testbed a priority policy and pawsey0003 a K_prof (inside
+    each role's rolled-back savepoint)."""
+
+    def build(world: World) -> str:
+        from allocations.priorities import priority_policy_set, profiling_coefficient_post
+
+        c = world.centre
+        priority_policy_set(
+            cluster=c.cluster, base_priority=1000, k1="0.4", k2="0.7", c0="0.5", c1="1", c2="3",
+            updated_by=c.staff,
+        )  # fmt: skip
+        profiling_coefficient_post(cluster=c.cluster, project=c.p3, k_prof="0.9", posted_by=c.staff)
+        return text
+
+    return build
+
+
+def _with_overhead_run(text: str) -> Callable[[World], str]:
+    """The URL, after computing the testbed's true overhead of the sample's day (inside each
+    role's rolled-back savepoint), so staff read a stored run."""
+
+    def build(world: World) -> str:
+        from datetime import UTC, datetime
+
+        from accounting.overhead import overhead_run_compute
+
+        overhead_run_compute(
+            cluster=world.centre.cluster, start=datetime(2026, 11, 22, tzinfo=UTC),
+            end=datetime(2026, 11, 23, tzinfo=UTC), step="hour",
+        )  # fmt: skip
+        return text
+
+    return build
+
+
 ALL_200 = "401 200 200 200 200 200 200"
 P3_READ = "401 200 404 200 404 404 200"  # pawsey0003: its member, its PI, staff
 STAFF_ONLY_HIDDEN = "401 404 404 404 404 404 200"
@@ -91,6 +132,20 @@ CASES = [
     Case("cost-ratio: read", "get", _url("/api/v1/cost-ratio/?cluster=slurm-testbed&model=energy"),
          ALL_200),
     Case("cost-ratio: write", "post", _url("/api/v1/cost-ratio/"), NOT_ALLOWED, body=lambda w: {}),
+    Case("utilisation: read (staff)", "get", _url("/api/v1/utilisation/?cluster=slurm-testbed"),
+         "401 403 403 403 403 403 200"),
+    # Staff only; the world's cluster has no cost model, so staff get a 400 that says so.
+    Case("cost-distribution: read (staff)", "get",
+         _url("/api/v1/cost-distribution/?cluster=slurm-testbed"), "401 403 403 403 403 403 400"),
+    Case("cost-distribution: write", "post", _url("/api/v1/cost-distribution/"),
+         STAFF_NOT_ALLOWED, body=lambda w: {}),
+    Case("utilisation: write", "post", _url("/api/v1/utilisation/"), STAFF_NOT_ALLOWED,
+         body=lambda w: {}),
+    Case("overhead: read (staff)", "get",
+         _with_overhead_run("/api/v1/overhead/?cluster=slurm-testbed&start=2026-11-22T00:00:00Z"
+                            "&end=2026-11-23T00:00:00Z"), STAFF_ONLY_HIDDEN),
+    Case("overhead: write", "post", _url("/api/v1/overhead/"), "401 404 404 404 404 404 405",
+         body=lambda w: {}),
     Case("imports: read", "get", _url("/api/v1/imports/"), STAFF_ONLY_HIDDEN),
     Case("imports: upload", "post", _url("/api/v1/imports/"), "401 404 404 404 404 404 202",
          body=_upload, multipart=True),
@@ -219,6 +274,27 @@ CASES = [
          P3_READ),
     Case("adjustment: write", "delete", lambda w: f"/api/v1/adjustments/{w.adjustment.pk}/",
          NOT_ALLOWED),
+    # --- dynamic priority (staff only) ---
+    Case("profiling coefficients: read", "get",
+         _url("/api/v1/profiling-coefficients/?cluster=slurm-testbed"), STAFF_ONLY_HIDDEN),
+    Case("profiling coefficients: post", "post", _url("/api/v1/profiling-coefficients/"),
+         "401 404 404 404 404 404 201",
+         body=lambda w: {"cluster": "slurm-testbed", "project": "pawsey0003", "k_prof": "0.5"}),
+    Case("profiling coefficients csv: upload", "post",
+         _url("/api/v1/profiling-coefficients/csv/"), "401 404 404 404 404 404 201",
+         body=_k_prof_csv, multipart=True),
+    Case("profiling coefficients csv: no read", "get",
+         _url("/api/v1/profiling-coefficients/csv/"), "401 404 404 404 404 404 405"),
+    Case("priorities: read", "get", _with_priorities("/api/v1/priorities/?cluster=slurm-testbed"),
+         STAFF_ONLY_HIDDEN),
+    Case("priorities: no write", "post", _url("/api/v1/priorities/"),
+         "401 404 404 404 404 404 405", body=lambda w: {}),
+    Case("priority policy: read", "get",
+         _with_priorities("/api/v1/priority-policies/slurm-testbed/"), STAFF_ONLY_HIDDEN),
+    Case("priority policy: set", "put", _url("/api/v1/priority-policies/slurm-testbed/"),
+         "401 404 404 404 404 404 201",
+         body=lambda w: {"base_priority": "1000", "k1": "0.4", "k2": "0.7", "c0": "0.5",
+                         "c1": "1", "c2": "3"}),
     # --- auth ---
     Case("token: obtain", "post", _url("/api/v1/auth/token/"), "200 200 200 200 200 200 200",
          body=lambda w: {"username": "carol", "password": "pw-for-tests"}),

@@ -1,0 +1,147 @@
+"""GET /api/v1/utilisation/: Q(T) for staff, as JSON or CSV, with its input refused by field.
+
+The world's sample jobs ran on 2026-11-22 around 02:00 UTC on the testbed cluster (UTC).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from accounting.models import Partition, UtilisationHourly
+from accounting.selectors import utilisation_series_get
+from accounting.utilisation import ROW_FIELDS
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/utilisation/"
+DAY = "cluster=slurm-testbed&start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("anonymous", 401), ("member", 403), ("pi", 403), ("chair", 403), ("staff", 200)],
+)
+def test_only_staff_read_utilisation(world, role, status):
+    response = world.client(role).get(f"{URL}?{DAY}")
+    assert response.status_code == status
+    if status != 200:
+        assert set(response.json()) == {"message", "errors"}
+        assert "pawsey" not in response.content.decode()
+
+
+def test_the_series_has_every_partition_the_total_and_the_peak_sources(world):
+    body = world.client("staff").get(f"{URL}?{DAY}&step=hour").json()
+    assert (body["cluster"], body["partition"], body["step"]) == ("slurm-testbed", None, "hour")
+    assert (body["start"], body["end"]) == ("2026-11-22T00:00:00Z", "2026-11-23T00:00:00Z")
+    assert body["timezone"] == "UTC"
+    assert len(body["buckets"]) == 24
+    sources = {item["name"]: item["now"] for item in body["partitions"]}
+    assert sources["work"]["cpu_peak_source"] == "formula"
+    assert sources["work"]["gpu_peak_source"] is None
+    assert sources["gpu"]["gpu_peak_source"] == "vendor"  # 23.95e12 per GPU in the spec
+    assert sources["work"]["peak_flops"] == "20070400000000"  # 4 nodes * 2 * 2.5088e12
+    busy = body["buckets"][2]  # 02:00-03:00, when the sample ran
+    assert set(busy["partitions"]) == {"gpu", "work"}
+    assert Decimal(busy["total"]["q_percent"]) > 0
+    assert busy["partitions"]["work"]["gpu_percent"] is None
+    assert body["buckets"][5]["total"]["q_percent"] == "0.000000"
+
+
+def test_the_figures_are_those_of_the_selector(world):
+    body = world.client("staff").get(f"{URL}?{DAY}&step=day&partition=work").json()
+    (bucket,) = body["buckets"]
+    work = Partition.objects.get(cluster=world.centre.cluster, name="work")
+    (window,) = utilisation_series_get(
+        cluster=world.centre.cluster, partition=work, step="day",
+        start=datetime(2026, 11, 22, tzinfo=UTC), end=datetime(2026, 11, 23, tzinfo=UTC),
+    )  # fmt: skip
+    figures = window.total
+    assert bucket["total"]["q_percent"] == str(figures.q_percent)
+    assert bucket["total"]["core_seconds"] == figures.core_seconds
+    assert bucket["total"]["used_flop"] == str(round(figures.used_flop))
+    assert bucket["total"]["capacity_flop"] == str(round(figures.capacity_flop))
+    assert bucket["partitions"] == {"work": bucket["total"]}
+    assert body["partition"] == "work"
+
+
+def test_the_csv_has_a_row_per_bucket_and_partition_and_the_total(world):
+    response = world.client("staff").get(f"{URL}?{DAY}&step=hour&format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert tuple(rows[0]) == ROW_FIELDS
+    assert len(rows) == 1 + 24 * 3
+    assert [row[2] for row in rows[1:4]] == ["gpu", "work", "total"]
+    json_body = world.client("staff").get(f"{URL}?{DAY}&step=hour").json()
+    busy = json_body["buckets"][2]["total"]
+    assert rows[9][3] == busy["q_percent"]  # 02:00, total
+
+
+def test_accept_text_csv_gives_the_csv_too(world):
+    response = world.client("staff").get(f"{URL}?{DAY}", HTTP_ACCEPT="text/csv")
+    assert response.status_code == 200
+    assert response.content.decode().startswith(",".join(ROW_FIELDS))
+
+
+def test_errors_are_json_even_when_csv_was_asked_for(world):
+    response = world.client("staff").get(f"{URL}?cluster=nowhere&format=csv")
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["errors"]["cluster"] == [
+        "unknown cluster 'nowhere' (known: slurm-testbed)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("", "cluster"),
+        ("cluster=nowhere", "cluster"),
+        ("cluster=slurm-testbed&partition=nope", "partition"),
+        ("cluster=slurm-testbed&step=year", "step"),
+        ("cluster=slurm-testbed&start=yesterday", "start"),
+        ("cluster=slurm-testbed&start=2026-11-23&end=2026-11-22", "end"),
+        ("cluster=slurm-testbed&start=2026-11-22&end=2026-11-22", "end"),
+        ("cluster=slurm-testbed&start=2020-01-01&end=2026-01-01&step=hour", "step"),
+        ("cluster=slurm-testbed&start=1800-01-01", "start"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(world, query, field):
+    response = world.client("staff").get(f"{URL}?{query}")
+    assert response.status_code == 400
+    body = response.json()
+    assert set(body) == {"message", "errors"}
+    assert field in body["errors"], body
+
+
+def test_times_off_the_hour_are_widened_and_naive_ones_are_the_clusters_clock(world):
+    query = "cluster=slurm-testbed&start=2026-11-22T01:30&end=2026-11-22T02:10&step=hour"
+    body = world.client("staff").get(f"{URL}?{query}").json()
+    assert (body["start"], body["end"]) == ("2026-11-22T01:00:00Z", "2026-11-22T03:00:00Z")
+    assert len(body["buckets"]) == 2
+
+
+def test_without_a_window_it_is_the_last_30_days_by_day(world):
+    body = world.client("staff").get(f"{URL}?cluster=slurm-testbed").json()
+    assert body["step"] == "day"
+    assert 30 <= len(body["buckets"]) <= 31
+
+
+def test_a_partition_without_a_peak_is_a_400_not_a_500(world):
+    work = Partition.objects.get(cluster=world.centre.cluster, name="work")
+    work.versions.update(cpu_peak_n_stream=None, cpu_peak_flops=None)
+    response = world.client("staff").get(f"{URL}?{DAY}")
+    assert response.status_code == 400
+    assert "cluster" in response.json()["errors"]
+    assert UtilisationHourly.objects.exists()
+
+
+def test_writes_are_not_allowed(world):
+    assert world.client("staff").post(URL, {}).status_code == 405
+    assert world.client("member").post(URL, {}).status_code == 403
