@@ -18,8 +18,13 @@ from rest_framework.response import Response
 from rest_framework.serializers import ValidationError
 from rest_framework.views import APIView
 
-from accounting.cost_pages import FIRST_DAY, LAST_DAY, distribution_period
-from accounting.costs import CostDistribution, cost_distribution_get, cost_model_versions
+from accounting.cost_pages import FIRST_DAY, LAST_DAY
+from accounting.costs import (
+    CostDistribution,
+    DistributionUnavailable,
+    cost_distribution_get,
+    cost_distribution_request,
+)
 from accounting.selectors import NotFound, cluster_get
 from portal.api import IsStaff
 
@@ -120,16 +125,13 @@ class CostDistributionView(APIView):
             cluster = cluster_get(name=options["cluster"])
         except NotFound as error:
             raise ValidationError({"cluster": [str(error)]}) from None
-        versions = cost_model_versions(cluster=cluster)
-        if not versions:
-            raise ValidationError({"cluster": [f"{cluster.name} has no cost model"]})
-        wanted = options.get("model_version")
-        version = next((v for v in versions if v.number == wanted), None) if wanted else versions[0]
-        if version is None:
-            raise ValidationError(
-                {"model_version": [f"{cluster.name} has no cost model version {wanted}"]}
-            )
-        start, end = distribution_period(cluster, options.get("start"), options.get("end"))
+        try:
+            version, start, end = cost_distribution_request(
+                cluster=cluster, version_number=options.get("model_version"),
+                start=options.get("start"), end=options.get("end"),
+            )  # fmt: skip
+        except DistributionUnavailable as error:
+            raise ValidationError({error.field: [str(error)]}) from None
         distribution: CostDistribution = cost_distribution_get(
             cluster=cluster, version=version, start=start, end=end
         )

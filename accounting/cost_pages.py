@@ -26,7 +26,9 @@ from accounting.costs import (
     CostDistribution,
     CostModelRejected,
     CostModelSummary,
+    DistributionUnavailable,
     cost_distribution_get,
+    cost_distribution_request,
     cost_model_check,
     cost_model_of,
     cost_model_summary,
@@ -37,7 +39,6 @@ from accounting.models import Cluster, CostModelVersion
 from portal import charts
 
 MAX_MODEL_BYTES = 1024 * 1024
-DEFAULT_PERIOD_DAYS = 90
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)  # periods the pickers accept
 
 
@@ -186,16 +187,6 @@ class CostDistributionForm(forms.Form):
         return data
 
 
-def distribution_period(
-    cluster: Cluster, start: date | None, end: date | None
-) -> tuple[date, date]:
-    """The period asked for; by default the last 90 days up to today (on the cluster)."""
-    today = timezone.localtime(timezone.now(), cluster.zoneinfo).date()
-    end = end or (start + timedelta(days=DEFAULT_PERIOD_DAYS) if start else today + timedelta(1))
-    start = start or end - timedelta(days=DEFAULT_PERIOD_DAYS)
-    return start, end
-
-
 def distribution_charts(distribution: CostDistribution) -> list[charts.Chart]:
     axis = {"size": "job size (nodes)", "runtime": "runtime (hours)"}
     result = []
@@ -237,12 +228,14 @@ def cost_distribution(request: HttpRequest) -> HttpResponse:
     if cluster is None:
         return render(request, "accounting/cost_distribution.html", context)
     versions = cost_model_versions(cluster=cluster)
-    wanted = data.get("model_version")
-    version = next((v for v in versions if v.number == wanted), None) if wanted else versions[0]
-    if version is None:
-        form.add_error("model_version", f"{cluster.name} has no cost model version {wanted}")
+    try:
+        version, start, end = cost_distribution_request(
+            cluster=cluster, version_number=data.get("model_version"),
+            start=data.get("start"), end=data.get("end"),
+        )  # fmt: skip
+    except DistributionUnavailable as error:
+        form.add_error(error.field if error.field in form.fields else None, str(error))
         return render(request, "accounting/cost_distribution.html", context)
-    start, end = distribution_period(cluster, data.get("start"), data.get("end"))
     distribution = cost_distribution_get(cluster=cluster, version=version, start=start, end=end)
     chart_list = distribution_charts(distribution)
     wanted_chart = charts.find_chart(chart_list, request.GET.get("csv", ""))

@@ -25,6 +25,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from accounting.costmodels import (
     JSON_QUANTUM,
@@ -166,6 +167,14 @@ COST_QUANTUM: Final = JSON_QUANTUM
 _PARSED_LIMIT: Final = 64
 
 
+# Job.cost and UsageDaily.cost are numeric(24, 6): 18 digits before the point.
+COST_LIMIT: Final = Decimal(10) ** 18
+
+
+class CostOutOfRange(ValueError):
+    """A job's money cost does not fit the ledger (a model with absurd rates)."""
+
+
 class CostModelRejected(ValueError):
     """A cost model version that cannot be saved; ``line_number`` is set for a parse error."""
 
@@ -254,9 +263,12 @@ def cost_model_version_create(
         change_note=change_note,
     )
     _parsed[version.pk] = model
+    from accounting.services import quarantine_retry_enqueue
     from accounting.tasks import cost_recompute_task
 
     transaction.on_commit(lambda: cost_recompute_task.delay(version.pk))
+    # Lines quarantined because a cost did not fit the ledger may fit under this version.
+    quarantine_retry_enqueue(cluster=cluster)
     return version
 
 
@@ -438,6 +450,11 @@ class JobPricer:
                 if cost is not None:
                     set_total += cost
             total += set_total
+        if total >= COST_LIMIT:  # checked before rounding, which fails past 28 digits
+            raise CostOutOfRange(
+                f"a money cost of {total:.6E} is beyond what the ledger keeps (below 1E+18): "
+                f"check the rates of cost model version id {pk}"
+            )
         return total.quantize(COST_QUANTUM, rounding=ROUND_HALF_UP), pk
 
 
@@ -497,9 +514,13 @@ def job_costs_recompute(
             for pk, end, nodelist, elapsed, energy, start, cost, version_id in rows:
                 priced = None
                 if pricer is not None and start is not None:
-                    priced = pricer.price(
-                        end=end, nodelist=nodelist, elapsed_seconds=elapsed, energy_joules=energy
-                    )
+                    try:
+                        priced = pricer.price(
+                            end=end, nodelist=nodelist, elapsed_seconds=elapsed,
+                            energy_joules=energy,
+                        )  # fmt: skip
+                    except CostOutOfRange as error:
+                        logger.warning("job id %s left unpriced: %s", pk, error)
                 new_cost, new_version = priced if priced is not None else (None, None)
                 if new_cost != cost or new_version != version_id:
                     updates.append((pk, new_cost, new_version))
@@ -624,6 +645,42 @@ def _period_bounds(cluster: Cluster, start: date, end: date) -> tuple[datetime, 
         datetime.combine(start, time.min, tzinfo=zone),
         datetime.combine(end, time.min, tzinfo=zone),
     )
+
+
+DISTRIBUTION_DEFAULT_DAYS: Final = 90
+
+
+class DistributionUnavailable(ValueError):
+    """No distribution for what was asked; ``field`` names the input at fault."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def cost_distribution_request(
+    *, cluster: Cluster, version_number: int | None, start: date | None, end: date | None
+) -> tuple[CostModelVersion, date, date]:
+    """What a request for a distribution means: the version (the newest unless a number is
+    given) and the period, [start, end) in the cluster's days (by default the last 90 days up
+    to today, or 90 days from or up to the one day given)."""
+    versions = cost_model_versions(cluster=cluster)
+    if not versions:
+        raise DistributionUnavailable(f"{cluster.name} has no cost model", field="cluster")
+    if version_number is None:
+        version = versions[0]
+    else:
+        found = [v for v in versions if v.number == version_number]
+        if not found:
+            raise DistributionUnavailable(
+                f"{cluster.name} has no cost model version {version_number}", field="model_version"
+            )
+        version = found[0]
+    today = timezone.localtime(timezone.now(), cluster.zoneinfo).date()
+    period = timedelta(days=DISTRIBUTION_DEFAULT_DAYS)
+    end = end or (start + period if start else today + timedelta(days=1))
+    start = start or end - period
+    return version, start, end
 
 
 def cost_distribution_get(

@@ -40,7 +40,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounting import charging
-from accounting.costs import JobPricer
+from accounting.costs import CostOutOfRange, JobPricer
 from accounting.locks import cluster_row_lock
 from accounting.models import (
     Cluster,
@@ -317,12 +317,15 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
     if lookups.pricer is not None and record.is_finished and record.end is not None:
         # Money under the cost model in force at the job's end; refunded jobs cost the centre
         # all the same.
-        priced = lookups.pricer.price(
-            end=record.end,
-            nodelist=record.nodelist,
-            elapsed_seconds=record.elapsed_seconds,
-            energy_joules=record.consumed_energy_joules,
-        )
+        try:
+            priced = lookups.pricer.price(
+                end=record.end,
+                nodelist=record.nodelist,
+                elapsed_seconds=record.elapsed_seconds,
+                energy_joules=record.consumed_energy_joules,
+            )
+        except CostOutOfRange as error:
+            return _quarantine_for(record, str(error), "")
         if priced is not None:
             row["cost"], row["cost_model_version_id"] = priced
     return row

@@ -86,7 +86,16 @@ class Partition(models.Model):
     class Meta:
         ordering = ["cluster__name", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "name"], name="partition_unique_per_cluster")
+            models.UniqueConstraint(
+                fields=["cluster", "name"], name="partition_unique_per_cluster"
+            ),
+            # A threshold of 0 would make every node hold infinitely many canonical units.
+            models.CheckConstraint(
+                condition=(Q(canonical_cores__isnull=True) | Q(canonical_cores__gte=1))
+                & (Q(canonical_memory_mb__isnull=True) | Q(canonical_memory_mb__gte=1))
+                & (Q(canonical_gpus__isnull=True) | Q(canonical_gpus__gte=1)),
+                name="partition_canonical_unit_positive",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -357,6 +366,9 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=Q(start__isnull=True) | Q(end__isnull=True) | Q(start__lte=F("end")),
                 name="job_start_before_end",
+            ),
+            models.CheckConstraint(
+                condition=Q(cost__isnull=True) | Q(cost__gte=0), name="job_cost_not_negative"
             ),
         ]
         indexes = [

@@ -264,7 +264,7 @@ def _money(job: Job) -> Money | None:
         cost=job.cost,
         version=version,
         breakdown=breakdown,
-        energy_not_recorded=model.has_energy_rates and breakdown.energy_joules is None,
+        energy_not_recorded=breakdown.missing_data,
     )
 
 

@@ -178,8 +178,8 @@ class BalanceSerializer(serializers.Serializer):
     )
     on = serializers.DateField(help_text="the day this balance is for")
     used_cost = _su_out(
-        help_text="money cost of the period's charged jobs under the cluster's cost model, in "
-        "the pool's currency (0 without a model)"
+        help_text="money cost of the period's booked jobs (charged and refunded) under the "
+        "cluster's cost model, in the pool's currency (0 without a model)"
     )
 
 

@@ -334,3 +334,27 @@ def test_a_recomputation_stopped_half_way_leaves_jobs_and_rollups_agreeing(testb
     for job in Job.objects.exclude(start=None).exclude(charge_state=Job.ChargeState.PENDING):
         assert job.cost == _fresh_cost(DEARER if job.end >= switch else MODEL, job)
     assert _rollup_costs() == _rollups_from_jobs(testbed)
+
+
+def test_a_cost_beyond_the_ledger_quarantines_the_line_and_a_sane_version_charges_it(
+    testbed, django_capture_on_commit_callbacks
+):
+    from accounting.models import QuarantinedRecord
+
+    absurd = MODEL.replace("rate Hardware 6 k/a", "rate Hardware 1000000000000000 M/s")
+    cost_model_version_create(cluster=testbed, name="absurd", text=absurd)
+    _, summary = jobs_import(cluster=testbed, lines=_history(lines=200), source="history")
+    held = QuarantinedRecord.objects.filter(cluster=testbed, resolved_at__isnull=True)
+    assert summary.quarantined == held.count() > 0
+    assert all("beyond what the ledger keeps" in record.reason for record in held)
+    assert not Job.objects.filter(cost__gte=Decimal(10) ** 18).exists()
+
+    with django_capture_on_commit_callbacks(execute=True):  # the retry runs after the commit
+        cost_model_version_create(
+            cluster=testbed, name="sane", text=MODEL,
+            effective_from=datetime(2025, 1, 1, tzinfo=UTC),
+        )  # fmt: skip
+    assert not QuarantinedRecord.objects.filter(cluster=testbed, resolved_at__isnull=True).exists()
+    for job in Job.objects.exclude(start=None).exclude(charge_state=Job.ChargeState.PENDING):
+        assert job.cost == _fresh_cost(MODEL, job)
+    assert _rollup_costs() == _rollups_from_jobs(testbed)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import pytest
 from django.urls import reverse
 
+from accounting.costmodels import expand_nodelist
 from accounting.costs import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.models import CostModelVersion, Job
 from tests.pages.conftest import client_for
@@ -89,6 +90,26 @@ def test_the_job_page_shows_money_beside_su_with_the_breakdown(site, priced):
     assert 'id="no-energy"' in html
 
 
+def test_no_energy_notice_only_when_the_jobs_own_node_sets_have_energy_rates(site):
+    # Energy rates on another node set (say, the GPU nodes) cannot go unpriced for this job.
+    nodes_of_job = set(expand_nodelist(site.job.nodelist))
+    other = "GPU" if nodes_of_job <= set(expand_nodelist("nid[1001-1004]")) else "CPU"
+    lines = MODEL.splitlines(keepends=True)
+    current, kept = "", []
+    for line in lines:
+        if line.startswith("nodes "):
+            current = line.split()[1]
+        if line.startswith("energy-rate") and current != other:
+            continue
+        kept.append(line)
+    cost_model_version_create(cluster=site.cluster, name="partial", text="".join(kept))
+    job_costs_recompute(cluster=site.cluster, since=BEGINNING)
+    page = client_for(site.users["pi"]).get(reverse("accounting:job-detail", args=[site.job.pk]))
+    html = page.content.decode()
+    assert 'id="money"' in html
+    assert 'id="no-energy"' not in html
+
+
 def test_a_job_without_a_model_shows_no_money(site):
     page = client_for(site.users["pi"]).get(reverse("accounting:job-detail", args=[site.job.pk]))
     assert 'id="money"' not in page.content.decode()
@@ -112,7 +133,7 @@ def test_the_project_page_shows_the_money_spent_in_the_period(site, priced):
         .content.decode()
     )
     assert f'id="money-{site.cpu.pk}"' in html
-    assert "Money cost of the jobs charged in this period" in html
+    assert "Money cost of this period's jobs" in html
     assert "Euro" in html
 
 
