@@ -370,18 +370,34 @@ class _Deltas:
     hourly: dict[tuple[int, datetime], list[int]] = field(default_factory=dict)
 
 
+def _held_until(values: dict[str, Any]) -> datetime | None:
+    """Until when a job held its allocation as far as its sacct line tells: its end, or for
+    a running job its start plus the Elapsed that sacct reported (so the hours a running job
+    has used count in Q(T) now, and follow from the stored row alone: the next line of the
+    job takes them back and adds its own, like any change)."""
+    start = values["start"]
+    if start is None or not (values["cpus"] or values["gpus"]):
+        return None
+    if values["end"] is not None:
+        return values["end"] if _is_booked(values) else None
+    if values["charge_state"] == Job.ChargeState.PENDING and values["elapsed_seconds"] > 0:
+        return start + timedelta(seconds=values["elapsed_seconds"])
+    return None
+
+
 def _add_rollup(deltas: _Deltas, values: dict[str, Any], lookups: _Lookups, sign: int) -> None:
-    """Add (``sign`` +1) or take back (-1) a booked job's share of the roll-ups."""
-    if not _is_booked(values):
-        return
-    key, amounts = _contribution(values, lookups)
-    current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
-    for index, amount in enumerate(amounts):
-        current[index] += sign * amount
-    if values["start"] is None or not (values["cpus"] or values["gpus"]):
+    """Add (``sign`` +1) or take back (-1) a job's share of the roll-ups: a booked job's
+    usage of its day, and the hours any job held its allocation (running ones so far)."""
+    if _is_booked(values):
+        key, amounts = _contribution(values, lookups)
+        current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
+        for index, amount in enumerate(amounts):
+            current[index] += sign * amount
+    held_until = _held_until(values)
+    if held_until is None:
         return
     job = AllocatedJob(
-        partition=str(values["partition_id"]), start=values["start"], end=values["end"],
+        partition=str(values["partition_id"]), start=values["start"], end=held_until,
         cores=values["cpus"], gpus=values["gpus"],
     )  # fmt: skip
     for hour in hourly_contributions(job, timezone=lookups.zone):

@@ -80,7 +80,18 @@ def test_a_re_import_changes_no_hourly_row(imported):
     assert after == before
 
 
-def test_running_jobs_count_once_they_finish(imported):
+def _held_core_seconds(jobs):
+    """Core-seconds held: finished jobs start to end, running ones start to start + Elapsed."""
+    total = 0
+    for job in jobs:
+        if job.end is not None:
+            total += job.cpus * int((job.end - job.start).total_seconds())
+        else:
+            total += job.cpus * job.elapsed_seconds
+    return total
+
+
+def test_running_jobs_count_up_to_their_elapsed_and_exactly_once_they_finish(imported):
     Job.objects.all().delete()
     UtilisationHourly.objects.all().delete()
     from accounting.models import UsageDaily
@@ -88,10 +99,36 @@ def test_running_jobs_count_once_they_finish(imported):
     UsageDaily.objects.all().delete()
     with (SAMPLE / "midrun/sacct_midrun_allocations.psv").open() as lines:
         jobs_import(cluster=imported, lines=lines, source="midrun")
+    running = Job.objects.filter(cluster=imported, start__isnull=False, end__isnull=True)
+    assert running.filter(elapsed_seconds__gt=0, cpus__gt=0).exists()  # the dump has some
     midway = UtilisationHourly.objects.aggregate(total=Sum("core_seconds"))["total"]
+    assert midway == _held_core_seconds(Job.objects.filter(cluster=imported, start__isnull=False))
+
     with (SAMPLE / "sacct_allocations.psv").open() as lines:
         jobs_import(cluster=imported, lines=lines, source="final")
     final = UtilisationHourly.objects.aggregate(total=Sum("core_seconds"))["total"]
     assert final > midway
     jobs = Job.objects.filter(cluster=imported, start__isnull=False)
-    assert final == sum(job.cpus * int((job.end - job.start).total_seconds()) for job in jobs)
+    assert not jobs.filter(end__isnull=True).exists()
+    assert final == _held_core_seconds(jobs)
+    assert not UtilisationHourly.objects.filter(core_seconds__lt=0).exists()
+
+
+def test_the_migration_adds_the_hours_of_running_jobs_imported_before_it(imported):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("accounting.migrations.0009_running_jobs_hours")
+    Job.objects.all().delete()
+    UtilisationHourly.objects.all().delete()
+    with (SAMPLE / "midrun/sacct_midrun_allocations.psv").open() as lines:
+        jobs_import(cluster=imported, lines=lines, source="midrun")
+    jobs = Job.objects.filter(cluster=imported, start__isnull=False)
+    finished = _held_core_seconds(jobs.filter(end__isnull=False))
+
+    migration.remove_running_hours(apps, None)  # the rows as an older import left them
+    assert UtilisationHourly.objects.aggregate(total=Sum("core_seconds"))["total"] == finished
+    migration.add_running_hours(apps, None)
+    held = UtilisationHourly.objects.aggregate(total=Sum("core_seconds"))["total"]
+    assert held == _held_core_seconds(jobs) > finished
