@@ -103,7 +103,9 @@ def _partition_panels(run: OverheadRun) -> list[dict[str, Any]]:
 
 
 def _initial(clusters: list[Cluster]) -> dict[str, Any]:
-    today = timezone.localdate()
+    # Days are the first cluster's (the form's default cluster), like the window it computes.
+    zone = clusters[0].zoneinfo if clusters else None
+    today = timezone.localdate(timezone=zone)
     return {
         "cluster": clusters[0] if clusters else None,
         "start": today - timedelta(days=DEFAULT_DAYS),

@@ -151,13 +151,25 @@ def test_a_running_job_holds_its_node_until_now(small):
     assert result.histogram == {"0": 4 * HOUR}
 
 
-def test_a_failure_is_recorded_on_the_run_with_nothing_stored(small):
-    small.partition.canonical_cores = 0  # not a usable threshold
-    small.partition.save()
+def test_a_threshold_of_zero_is_refused_by_the_database(small):
+    from django.db import IntegrityError
+
+    small.partition.canonical_cores = 0  # a node would hold infinitely many units
+    with pytest.raises(IntegrityError), transaction.atomic():
+        small.partition.save()
+
+
+def test_a_failure_is_recorded_on_the_run_with_nothing_stored(small, monkeypatch):
+    import accounting.overhead as overhead
+
+    def broken(**kwargs):
+        raise ValueError("threshold cores must be a positive integer")
+
+    monkeypatch.setattr(overhead, "overhead_report_get", broken)
     make_job(small, 0, 1, cores=1, memory_gib=1)
     run = compute(small)
     assert run.status == OverheadRun.Status.FAILED
-    assert "threshold cores must be a positive integer" in run.error
+    assert "ValueError: threshold cores must be a positive integer" in run.error
     assert run.finished_at is not None
     assert not OverheadPartitionResult.objects.filter(run=run).exists()
     assert not JobFairShare.objects.filter(run=run).exists()
@@ -204,6 +216,24 @@ def test_the_daily_computation_runs_yesterday_once(small):
     (run,) = overhead_compute_daily(now=now)
     assert (run.window_start, run.window_end) == (START, START + timedelta(days=1))
     assert overhead_compute_daily(now=now) == []
+
+
+def test_a_run_left_running_by_a_lost_worker_expires_and_its_day_is_computed_again(small):
+    cluster = small.partition.cluster
+    day = (START, START + timedelta(days=1))
+    lost = OverheadRun.objects.create(
+        cluster=cluster, window_start=day[0], window_end=day[1], step="hour"
+    )
+    now = START + timedelta(days=1, hours=5)
+    OverheadRun.objects.filter(pk=lost.pk).update(started_at=now - timedelta(minutes=30))
+    assert overhead_compute_daily(now=now) == []  # still within the task's time limit
+    OverheadRun.objects.filter(pk=lost.pk).update(started_at=now - timedelta(minutes=70))
+    (run,) = overhead_compute_daily(now=now)
+    lost.refresh_from_db()
+    assert lost.status == OverheadRun.Status.FAILED
+    assert "worker" in lost.error
+    assert run.status == OverheadRun.Status.DONE
+    assert (run.window_start, run.window_end) == day
 
 
 @pytest.mark.worker
