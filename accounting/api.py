@@ -18,8 +18,7 @@ from typing import Any, cast
 import django_filters  # type: ignore[import-untyped]
 from django.conf import settings
 from django.db import transaction
-from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
+from django.db.models import DecimalField, Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -68,7 +67,6 @@ from accounting.models import (
     Partition,
     PartitionVersion,
     QuarantinedRecord,
-    UsageDaily,
 )
 from accounting.peak import PeakError
 from accounting.quotes import QuoteRequest, quote_payload
@@ -78,6 +76,7 @@ from accounting.selectors import (
     cluster_get,
     partition_versions_current,
     quote_get,
+    usage_get,
     utilisation_report_get,
 )
 from accounting.services import cluster_apply, quarantine_retry_enqueue
@@ -124,74 +123,6 @@ def jobs_visible(*, user: Actor) -> QuerySet[Job]:
     if is_staff(user):
         return jobs
     return jobs.filter(project__in=projects_for_user(user=user))
-
-
-def usage_rollup(
-    *,
-    projects: QuerySet[Project],
-    granularity: str,
-    group_by: set[str],
-    filters: dict[str, Any],
-) -> list[dict[str, Any]] | QuerySet[Any]:
-    """Daily roll-ups (``UsageDaily``) of ``projects`` summed per day, ISO week, month or in
-    total, and per project, user and/or partition. Reads the roll-ups only, never jobs.
-
-    Rows hold ``period`` (the first day of the day/week/month) and the grouping keys asked
-    for; a total with no grouping is one row, zeros when nothing was used."""
-    rows = UsageDaily.objects.filter(project__in=projects)
-    lookups = {
-        "project": "project__code",
-        "pool": "partition__pool_membership__pool__name",
-        "cluster": "partition__cluster__name",
-        "partition": "partition__name",
-        "user": "username",
-    }
-    rows = rows.filter(
-        **{lookups[name]: value for name, value in filters.items() if name in lookups}
-    )
-    if filters.get("start"):
-        rows = rows.filter(day__gte=filters["start"])
-    if filters.get("end"):
-        rows = rows.filter(day__lt=filters["end"])
-    keys: dict[str, Any] = {}
-    if granularity != "total":
-        keys["period"] = {"day": F("day"), "week": TruncWeek("day"), "month": TruncMonth("day")}[
-            granularity
-        ]
-    if "project" in group_by:
-        keys["project"] = F("project__code")
-    if "user" in group_by:
-        keys["user"] = F("username")
-    if "partition" in group_by:
-        keys["cluster"] = F("partition__cluster__name")
-        keys["partition"] = F("partition__name")
-    sums = {
-        "service_units": Coalesce(Sum("service_units"), Value(0), output_field=_SU),
-        "core_hours": Coalesce(Sum("core_hours"), Value(0), output_field=_SU),
-        "gpu_hours": Coalesce(Sum("gpu_hours"), Value(0), output_field=_SU),
-        "energy_wh": Coalesce(Sum("energy_wh"), Value(0), output_field=_SU),
-        "cost": Coalesce(Sum("cost"), Value(0), output_field=_SU),
-        "jobs": Coalesce(Sum("jobs"), Value(0)),
-    }
-    if not keys:
-        return [rows.aggregate(**sums)]
-    # Annotation names must not clash with the model's fields: group under aliases.
-    aliases = {f"group_{name}": expression for name, expression in keys.items()}
-    return (
-        rows.values(**aliases)
-        .annotate(**{f"sum_{name}": expression for name, expression in sums.items()})
-        .order_by(*aliases)
-    )
-
-
-def _usage_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A row of ``usage_rollup`` with every key of ``UsageRowSerializer``."""
-    names = ("period", "project", "user", "cluster", "partition")
-    sums = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
-    return {
-        **{name: row.get(f"group_{name}") for name in names},
-        **{name: row.get(f"sum_{name}", row.get(name)) for name in sums},
-    }
 
 
 def cost_ratio_partitions(
@@ -433,21 +364,21 @@ class UsageViewSet(ApiViewSet):
 
     @extend_schema(parameters=[UsageQuerySerializer])
     def list(self, request: Request) -> Response:
-        """SU, core-hours, GPU-hours, energy and jobs of the caller's projects (any project
+        """SU, core-hours, GPU-hours, energy, money and jobs of the caller's projects (any project
         for staff) per day, ISO week, month or in total, grouped by project, user and/or
         partition. ``start`` and ``end`` are days; ``end`` is exclusive."""
         query = UsageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         options = dict(query.validated_data)
-        rows = usage_rollup(
+        usage = usage_get(
             projects=projects_for_user(user=request.user),
             granularity=options.pop("granularity"),
             group_by=set(options.pop("group_by", set())),
             filters=options,
         )
-        page = self.paginate_queryset(rows)
+        page = self.paginate_queryset(usage.rows)
         return self.get_paginated_response(
-            UsageRowSerializer([_usage_row(row) for row in page or []], many=True).data
+            UsageRowSerializer([usage.row(row) for row in page or []], many=True).data
         )
 
 

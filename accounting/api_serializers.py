@@ -15,7 +15,7 @@ from django.utils.datastructures import MultiValueDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounting.charging import MODELS
+from accounting.charging import MODELS, SU_QUANTUM
 from accounting.costmodels import job_cost_as_dict
 from accounting.costs import cost_model_of, job_cost_get
 from accounting.forms import SacctUploadForm
@@ -27,6 +27,7 @@ from accounting.models import (
     PartitionVersion,
     QuarantinedRecord,
 )
+from accounting.overhead import job_fair_share_get
 from accounting.quotes import weight_explanation
 from accounting.sacct import parse_memory_mb
 from accounting.selectors import NotFound, cluster_get, partition_get
@@ -395,6 +396,7 @@ class JobOutputSerializer(ApiModelSerializer):
 class JobDetailOutputSerializer(JobOutputSerializer):
     weight_explanation = serializers.SerializerMethodField()
     cost_breakdown = serializers.SerializerMethodField()
+    fair_share = serializers.SerializerMethodField()
 
     class Meta(JobOutputSerializer.Meta):
         fields = [
@@ -404,6 +406,7 @@ class JobDetailOutputSerializer(JobOutputSerializer):
             "consumed_energy_joules",
             "weight_explanation",
             "cost_breakdown",
+            "fair_share",
         ]
 
     def get_weight_explanation(self, job: Job) -> str | None:
@@ -430,6 +433,43 @@ class JobDetailOutputSerializer(JobOutputSerializer):
         if job.cost is None or version is None:
             return None
         return job_cost_as_dict(job_cost_get(model=cost_model_of(version), job=job))
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "description": (
+                "Section 3.3's fair billing beside the SU (docs/utilisation.md), from the "
+                "newest true-overhead run holding the job: run, window_start, window_end, "
+                "covers_job (false: the run's window holds only part of the job), resources "
+                "[{name, unit, allocated, billed (decimal strings, hours), factor (billed / "
+                "allocated, 6 places, or null)}]. Null when no run holds the job."
+            ),
+        }
+    )
+    def get_fair_share(self, job: Job) -> dict[str, Any] | None:
+        """What fair billing would charge the job, for comparison with its SU."""
+        view = job_fair_share_get(job=job)
+        if view is None:
+            return None
+        return {
+            "run": view.run.pk,
+            "window_start": UtcDateTimeField().to_representation(view.run.window_start),
+            "window_end": UtcDateTimeField().to_representation(view.run.window_end),
+            "covers_job": view.covers_job,
+            "resources": [
+                {
+                    "name": resource.name,
+                    "unit": resource.unit,
+                    "allocated": f"{resource.allocated.quantize(SU_QUANTUM)}",
+                    "billed": f"{resource.billed.quantize(SU_QUANTUM)}",
+                    "factor": None
+                    if resource.factor is None
+                    else f"{Decimal(resource.factor.numerator) / resource.factor.denominator:.6f}",
+                }
+                for resource in view.resources
+            ],
+        }
 
 
 # --- Usage ----------------------------------------------------------------------------------
@@ -467,7 +507,14 @@ class UsageRowSerializer(serializers.Serializer):
     core_hours = _su_field()
     gpu_hours = _su_field()
     energy_wh = _su_field()
-    cost = _su_field(help_text="money cost (cluster's cost model; sum of the jobs' costs)")
+    cost = _su_field(
+        help_text="money cost (sum of the jobs' costs under their clusters' cost models); null "
+        "when the row sums clusters billing in different currencies (group by partition)",
+        allow_null=True,
+    )
+    currency = serializers.CharField(
+        allow_null=True, help_text="the cost's currency (null without a cost model)"
+    )
     jobs = serializers.IntegerField()
 
 

@@ -9,17 +9,31 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection
-from django.db.models import BigIntegerField, Func, QuerySet
+from django.db.models import (
+    BigIntegerField,
+    DecimalField,
+    Exists,
+    F,
+    Func,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from django.utils import timezone
 
 from accounting.charging import Charge
 from accounting.models import (
     Cluster,
+    CostModelVersion,
     ImportRun,
     Job,
     Partition,
     PartitionVersion,
     QuarantinedRecord,
+    UsageDaily,
     UtilisationHourly,
 )
 from accounting.peak import PeakError, PeakPeriod, PeakTimeline, node_peak, peak_timeline
@@ -318,3 +332,113 @@ def utilisation_report_get(
         cluster=cluster, partition=partition, start=start, end=end, step=Step(step),
         windows=windows, peaks=peaks,
     )  # fmt: skip
+
+
+# --- Usage from the daily roll-ups --------------------------------------------------------------
+
+_SUM_FIELD = DecimalField(max_digits=24, decimal_places=6)
+_USAGE_KEYS = ("period", "project", "user", "cluster", "partition")
+_USAGE_SUMS = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Usage rows (a queryset to page through) and the currency of each cluster they cover."""
+
+    rows: QuerySet[Any] | list[dict[str, Any]]
+    currencies: Mapping[str, str | None]  # cluster name -> its newest cost model's currency
+
+    def row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A row with every key: grouping keys not asked for are None; ``currency`` is the
+        money's; ``cost`` is None when the row sums clusters billing in different currencies
+        (group by partition to get each cluster's money)."""
+        result = {
+            **{name: row.get(f"group_{name}") for name in _USAGE_KEYS},
+            **{name: row.get(f"sum_{name}", row.get(name)) for name in _USAGE_SUMS},
+        }
+        if result["cluster"] is not None:
+            result["currency"] = self.currencies.get(result["cluster"])
+            return result
+        billed = {currency for currency in self.currencies.values() if currency}
+        if len(billed) > 1:
+            result["cost"], result["currency"] = None, None
+        else:
+            result["currency"] = next(iter(billed), None)
+        return result
+
+
+def usage_get(
+    *,
+    projects: QuerySet[Any],
+    granularity: str,
+    group_by: set[str],
+    filters: Mapping[str, Any],
+) -> Usage:
+    """Daily roll-ups (``UsageDaily``) of ``projects`` summed per day, ISO week, month or in
+    total, and per project, user and/or partition. Reads the roll-ups only, never jobs.
+
+    Rows hold ``period`` (the first day of the day/week/month) and the grouping keys asked
+    for; a total with no grouping is one row, zeros when nothing was used. Money is summed per
+    cluster currency: :meth:`Usage.row` withholds a sum across currencies."""
+    rows = UsageDaily.objects.filter(project__in=projects)
+    lookups = {
+        "project": "project__code",
+        "pool": "partition__pool_membership__pool__name",
+        "cluster": "partition__cluster__name",
+        "partition": "partition__name",
+        "user": "username",
+    }
+    rows = rows.filter(
+        **{lookups[name]: value for name, value in filters.items() if name in lookups}
+    )
+    if filters.get("start"):
+        rows = rows.filter(day__gte=filters["start"])
+    if filters.get("end"):
+        rows = rows.filter(day__lt=filters["end"])
+    currencies = _usage_currencies(rows)
+    keys: dict[str, Any] = {}
+    if granularity != "total":
+        keys["period"] = {"day": F("day"), "week": TruncWeek("day"), "month": TruncMonth("day")}[
+            granularity
+        ]
+    if "project" in group_by:
+        keys["project"] = F("project__code")
+    if "user" in group_by:
+        keys["user"] = F("username")
+    if "partition" in group_by:
+        keys["cluster"] = F("partition__cluster__name")
+        keys["partition"] = F("partition__name")
+    sums = {
+        name: Coalesce(Sum(name), Value(0), output_field=_SUM_FIELD)
+        for name in _USAGE_SUMS
+        if name != "jobs"
+    }
+    sums["jobs"] = Coalesce(Sum("jobs"), Value(0))
+    if not keys:
+        return Usage(rows=[rows.aggregate(**sums)], currencies=currencies)
+    # Annotation names must not clash with the model's fields: group under aliases.
+    aliases = {f"group_{name}": expression for name, expression in keys.items()}
+    grouped = (
+        rows.values(**aliases)
+        .annotate(**{f"sum_{name}": expression for name, expression in sums.items()})
+        .order_by(*aliases)
+    )
+    return Usage(rows=grouped, currencies=currencies)
+
+
+def _usage_currencies(rows: QuerySet[UsageDaily]) -> dict[str, str | None]:
+    """Cluster name -> currency of its newest cost model version, for the clusters with rows
+    among ``rows`` (one query: an index probe per partition, not a scan of the roll-ups)."""
+    newest = (
+        CostModelVersion.objects.filter(cluster=OuterRef("pk"))
+        .order_by("-effective_from")
+        .values("currency")[:1]
+    )
+    used = Partition.objects.filter(Exists(rows.filter(partition=OuterRef("pk"))))
+    clusters = (
+        Cluster.objects.filter(partitions__in=used)
+        .distinct()
+        .annotate(currency=Subquery(newest))
+        .values_list("name", "currency")
+    )
+    return dict(clusters)

@@ -5,9 +5,10 @@
 (a) The pure part in memory: N synthetic Mistral jobs priced with the Full model (Listing 3)
     into a table, and the statistics at a 1 % increment (as in the report's chapter 6); the same
     again with an energy rate added to the model, which takes the decimal path.
-(b) When ``DATABASE_URL`` points at PostgreSQL: a throwaway database ``portal_bench_costs`` on
-    that server, migrated, N ``Job`` rows loaded with COPY, and ``manage.py coststats
-    --statistics --increment 1`` run as a child process and timed (target <= 10 s for 1M jobs).
+(b) On PostgreSQL (``DATABASE_URL``'s server, else ``BENCH_PG``'s, by default the local one):
+    a throwaway database ``portal_bench_costs`` on that server, migrated, N ``Job`` rows loaded
+    with COPY, and ``manage.py coststats --statistics --increment 1`` run as a child process and
+    timed (target <= 10 s for 1M jobs).
     The database is dropped afterwards.
 
 The jobs look like the report's Mistral day (ch. 6): two thirds on one node, a plateau at 16
@@ -252,12 +253,16 @@ def main() -> None:
         "--keep-database", action="store_true", help=f"leave {BENCH_DB} for profiling"
     )
     args = parser.parse_args()
+    # Like the other benchmarks: DATABASE_URL's server when it is PostgreSQL, else BENCH_PG's.
     database_url = os.environ.get("DATABASE_URL", "")
+    if not database_url.startswith(("postgres://", "postgresql://")):
+        server = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+        database_url = f"{server}/postgres"
     met = True
     # PostgreSQL first: the child's peak RSS must not include pages of this process's pure run,
     # which a fork would inherit.
     if args.skip_postgres or not database_url.startswith(("postgres://", "postgresql://")):
-        print("coststats (PostgreSQL): skipped (DATABASE_URL does not point at PostgreSQL)")
+        print("coststats (PostgreSQL): skipped (--skip-postgres)")
     else:
         met = bench_postgres(database_url, args.jobs, args.seed, keep=args.keep_database)
     if not args.skip_pure:

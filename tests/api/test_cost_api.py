@@ -71,6 +71,46 @@ def test_usage_rows_sum_the_money(world, priced):
         "total"
     ]
     assert Decimal(row["cost"]) == expected > 0
+    assert row["currency"] == "Euro"
+
+
+def test_usage_never_sums_money_across_currencies(world, priced):
+    from tests.factories import PartitionVersionFactory
+
+    other = PartitionVersionFactory(partition__name="cpu", partition__cluster__name="abroad")
+    cost_model_version_create(
+        cluster=other.partition.cluster, name="usd",
+        text="currency USD\nnodes all n[1-4]\nrate Hardware 1 k/a\n",
+    )  # fmt: skip
+    UsageDaily.objects.create(
+        project=world.centre.p3, partition=other.partition, username="carol", day=SAMPLE_DAY,
+        service_units=Decimal(1), cost=Decimal("5.5"), jobs=1,
+    )  # fmt: skip
+    client = world.client("staff")
+    (total,) = client.get(
+        "/api/v1/usage/", {"granularity": "total", "project": "pawsey0003"}
+    ).json()["results"]
+    assert (total["cost"], total["currency"]) == (None, None)  # Euro + USD: no sum
+    assert Decimal(total["service_units"]) > 1  # everything else still adds up
+
+    rows = client.get(
+        "/api/v1/usage/",
+        {"granularity": "total", "project": "pawsey0003", "group_by": "partition"},
+    ).json()["results"]
+    by_cluster = {}
+    for row in rows:
+        by_cluster.setdefault(row["cluster"], set()).add(row["currency"])
+    assert by_cluster["abroad"] == {"USD"}
+    assert by_cluster["slurm-testbed"] == {"Euro"}
+    abroad = next(row for row in rows if row["cluster"] == "abroad")
+    assert Decimal(abroad["cost"]) == Decimal("5.5")
+
+    (one,) = client.get(
+        "/api/v1/usage/",
+        {"granularity": "total", "project": "pawsey0003", "cluster": "slurm-testbed"},
+    ).json()["results"]
+    assert one["currency"] == "Euro"
+    assert Decimal(one["cost"]) > 0
 
 
 def test_the_balance_shows_the_money_spent_in_the_period(world, priced):

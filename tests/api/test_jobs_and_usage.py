@@ -159,7 +159,7 @@ def test_usage_never_reads_the_jobs(world):
 ZERO_TOTAL = {
     "period": None, "project": None, "user": None, "cluster": None, "partition": None,
     "service_units": "0.000000", "core_hours": "0.000000", "gpu_hours": "0.000000",
-    "energy_wh": "0.000000", "cost": "0.000000", "jobs": 0,
+    "energy_wh": "0.000000", "cost": "0.000000", "currency": None, "jobs": 0,
 }  # fmt: skip
 
 

@@ -96,3 +96,31 @@ def test_the_endpoint_is_in_the_openapi_schema(db):
     operation = schema["paths"][URL]["get"]
     assert {p["name"] for p in operation["parameters"]} >= {"cluster", "start", "end"}
     assert "200" in operation["responses"]
+
+
+def test_a_jobs_detail_carries_its_fair_share_beside_the_su(world, run):
+    from decimal import Decimal
+
+    from accounting.models import JobFairShare
+
+    share = JobFairShare.objects.filter(run=run, allocated_core_seconds__gt=0).first()
+    assert share is not None
+    body = world.client("staff").get(f"/api/v1/jobs/{share.job_id}/").json()
+    fair = body["fair_share"]
+    assert fair["run"] == run.pk
+    assert fair["window_start"] == "2026-11-22T00:00:00Z"
+    cores = next(r for r in fair["resources"] if r["name"] == "cores")
+    assert Decimal(cores["allocated"]) == (Decimal(share.allocated_core_seconds) / 3600).quantize(
+        Decimal("0.000001")
+    )
+    assert Decimal(cores["billed"]) >= Decimal(cores["allocated"])
+    exact = Fraction(share.billed_core_seconds, share.allocated_core_seconds)
+    assert cores["factor"] == f"{Decimal(exact.numerator) / exact.denominator:.6f}"
+
+
+def test_a_job_no_run_holds_has_no_fair_share(world):
+    from accounting.models import Job
+
+    job = Job.objects.filter(project__code="pawsey0003").first()
+    body = world.client("staff").get(f"/api/v1/jobs/{job.pk}/").json()
+    assert body["fair_share"] is None

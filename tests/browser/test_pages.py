@@ -57,3 +57,53 @@ def test_the_jobs_table_exports_the_filtered_selection_as_csv(live_server, scena
     assert len(rows) == expected.count() > 0
     assert {row["user"] for row in rows} == {"alice"}
     assert page.errors == []
+
+
+def test_staff_see_utilisation_overhead_costs_and_priorities_drawn(live_server, scenario, sign_in):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from accounting.costs import cost_model_version_create
+    from accounting.overhead import overhead_run_compute
+    from allocations.priorities import priority_policy_set, profiling_coefficient_post
+    from tests.browser.conftest import ROOT
+
+    cluster, staff = scenario.cluster, scenario.users["staff"]
+    model = (ROOT / "examples" / "costmodels" / "slurm-testbed.cost").read_text()
+    cost_model_version_create(cluster=cluster, name="demo", text=model)  # prices the jobs
+    today = timezone.localtime(timezone.now(), cluster.zoneinfo).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    run = overhead_run_compute(
+        cluster=cluster, start=today - timedelta(days=3), end=today, step="hour"
+    )
+    priority_policy_set(
+        cluster=cluster, base_priority=1000, k1="0.4", k2="0.7", c0="0.5", c1="1", c2="3",
+        updated_by=staff,
+    )  # fmt: skip
+    profiling_coefficient_post(
+        cluster=cluster, project=scenario.projects["pawsey0001"], k_prof="0.9", posted_by=staff
+    )
+    page = sign_in("staff")
+
+    page.goto(f"{live_server.url}/accounting/utilisation/?cluster={cluster.name}&step=day")
+    for chart in ("#chart-quality", "#chart-classical"):
+        page.locator(f"{chart} svg.main-svg").first.wait_for()
+    # one line per partition and the cluster total
+    partitions = cluster.partitions.count()
+    assert page.locator("#chart-quality .scatterlayer .trace").count() == partitions + 1
+
+    page.goto(f"{live_server.url}/accounting/costs/?cluster={cluster.name}")
+    for chart in ("#chart-quantiles-cost", "#chart-cost-share"):
+        page.locator(f"{chart} svg.main-svg").first.wait_for()
+    assert "most expensive 1" in page.locator("#concentration-sentence").inner_text()
+
+    page.goto(f"{live_server.url}/accounting/overhead/?cluster={cluster.name}&run={run.pk}")
+    page.locator("[id^=chart-series-] svg.main-svg").first.wait_for()
+    page.locator("[id^=chart-histogram-] svg.main-svg").first.wait_for()
+
+    page.goto(f"{live_server.url}/allocations/priorities/?cluster={cluster.name}")
+    page.locator("#chart-priority svg.main-svg").first.wait_for()
+    assert "pawsey0001" in page.locator("main").inner_text()
+    assert page.errors == []
