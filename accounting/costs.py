@@ -40,6 +40,7 @@ from accounting.costmodels import (
     job_cost,
     node_hour_cost_range,
     node_hour_costs,
+    nodelist_node_set_counts,
     rate_cost,
 )
 from accounting.coststats import (
@@ -400,22 +401,17 @@ class JobPricer:
         if signature is not False:
             return signature  # type: ignore[return-value]
         try:
-            nodes = expand_nodelist(nodelist)
+            size, counts, _ = nodelist_node_set_counts(model, nodelist)
         except NodelistError:
             signature = None
         else:
-            membership = model.membership
-            counts = [0] * len(model.node_sets)
-            for node in nodes:
-                for index in membership.get(node, ()):
-                    counts[index] += 1
             signature = (
                 tuple(
                     (node_set.rates, count)
                     for node_set, count in zip(model.node_sets, counts, strict=True)
                     if count
                 ),
-                len(nodes),
+                size,
             )
         if len(signatures) >= _SIGNATURE_LIMIT:
             signatures.clear()

@@ -54,8 +54,7 @@ from accounting.costmodels import (
     SECONDS_PER_HOUR,
     CostModel,
     NodelistError,
-    expand_nodelist,
-    node_set_counts,
+    nodelist_node_set_counts,
     rate_cost,
 )
 
@@ -234,11 +233,10 @@ def cost_table_build(
 
     def signature_number(job_id: str, nodelist: str) -> int:
         try:
-            nodes = expand_nodelist(nodelist)
+            size, counts, unknown = nodelist_node_set_counts(model, nodelist)
         except NodelistError as error:
             raise NodelistError(f"job {job_id}: {error}") from None
-        counts, unknown = node_set_counts(model, nodes)
-        signature = NodeSignature(len(nodes), counts, bool(unknown))
+        signature = NodeSignature(size, counts, unknown)
         number = numbers.setdefault(signature, len(numbers))
         if number == len(signatures):
             signatures.append(signature)
