@@ -10,8 +10,9 @@ from urllib.parse import urlencode
 
 import pytest
 
+from accounting.costs import cost_model_version_create
 from accounting.models import Partition
-from tests.browser.conftest import build_scenario
+from tests.browser.conftest import ROOT, build_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,6 +40,12 @@ def test_screenshots_of_the_main_pages(live_server, transactional_db, sign_in, t
                        "memory_per_node": "120G", "hours": 6})  # fmt: skip
     explorer = urlencode({"system": "paper", "cpu_node_hours": 100, "speedup": 9,
                           "grid_intensity": 500, "applications": "MyCode, 20"})  # fmt: skip
+    # The staff pages need money: the demo's cost model of the cluster, priced.
+    cost_model_version_create(
+        cluster=scenario.cluster, name="demo",
+        text=(ROOT / "examples" / "costmodels" / "slurm-testbed.cost").read_text(),
+    )  # fmt: skip
+    cluster = scenario.cluster.name
     shots = {
         "alice": [
             ("dashboard", "/", ("desktop", "phone")),
@@ -49,7 +56,11 @@ def test_screenshots_of_the_main_pages(live_server, transactional_db, sign_in, t
             ("cost-ratio-explorer", f"/accounting/cost-ratio/?{explorer}", ("desktop", "phone")),
         ],
         "dana": [("round-overview", f"/allocations/rounds/{scenario.round.pk}/", ("desktop",))],
-        "staff": [("imports", "/accounting/imports/", ("desktop",))],
+        "staff": [
+            ("imports", "/accounting/imports/", ("desktop",)),
+            ("utilisation", f"/accounting/utilisation/?cluster={cluster}&step=day", ("desktop",)),
+            ("cost-distribution", f"/accounting/costs/?cluster={cluster}", ("desktop",)),
+        ],
     }
     sizes = {"desktop": (1280, 800), "phone": (390, 844)}
     taken = []
@@ -64,4 +75,4 @@ def test_screenshots_of_the_main_pages(live_server, transactional_db, sign_in, t
                 _shoot(page, base + url, path)
                 taken.append(path.name)
             assert page.errors == [], f"console errors as {username} on {size}: {page.errors}"
-    assert len(taken) == 12
+    assert len(taken) == 14
