@@ -439,9 +439,10 @@ class JobDetailOutputSerializer(JobOutputSerializer):
             "type": "object",
             "nullable": True,
             "description": (
-                "Section 3.3's fair billing beside the SU (docs/utilisation.md), from the "
-                "newest true-overhead run holding the job: run, window_start, window_end, "
-                "covers_job (false: the run's window holds only part of the job), resources "
+                "Section 3.3's fair billing beside the SU (docs/utilisation.md), summed over "
+                "the true-overhead runs it comes from: runs [{run, window_start, window_end}] "
+                "(the newest run covering the job, else the newest with disjoint windows), "
+                "covers_job (false: they hold only part of the job), resources "
                 "[{name, unit, allocated, billed (decimal strings, hours), factor (billed / "
                 "allocated, 6 places, or null)}]. Null when no run holds the job."
             ),
@@ -452,10 +453,16 @@ class JobDetailOutputSerializer(JobOutputSerializer):
         view = job_fair_share_get(job=job)
         if view is None:
             return None
+        when = UtcDateTimeField()
         return {
-            "run": view.run.pk,
-            "window_start": UtcDateTimeField().to_representation(view.run.window_start),
-            "window_end": UtcDateTimeField().to_representation(view.run.window_end),
+            "runs": [
+                {
+                    "run": run.pk,
+                    "window_start": when.to_representation(run.window_start),
+                    "window_end": when.to_representation(run.window_end),
+                }
+                for run in view.runs
+            ],
             "covers_job": view.covers_job,
             "resources": [
                 {

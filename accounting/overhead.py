@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from django.db import connection, transaction
-from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounting.canonical import (
@@ -457,10 +457,10 @@ class ResourceFairShare:
 
 @dataclass(frozen=True)
 class JobFairShareView:
-    """A job's section 3.3 fair share from the run that covers it best."""
+    """A job's section 3.3 fair share, summed over the runs it comes from."""
 
-    run: OverheadRun
-    covers_job: bool  # False: the run's window holds only part of the job
+    runs: tuple[OverheadRun, ...]  # disjoint windows, in time order
+    covers_job: bool  # False: the runs' windows hold only part of the job's run
     resources: tuple[ResourceFairShare, ...]
 
 
@@ -468,44 +468,72 @@ def _hours(resource_seconds: int, per: int = 1) -> Decimal:
     return Decimal(resource_seconds) / Decimal(3600 * per)
 
 
+_SHARE_SUMS = (
+    "allocated_core_seconds", "billed_core_seconds", "allocated_memory_mb_seconds",
+    "billed_memory_mb_seconds", "allocated_gpu_seconds", "billed_gpu_seconds",
+)  # fmt: skip
+
+
+def _disjoint_newest_first(shares: list[JobFairShare]) -> list[JobFairShare]:
+    """The newest shares whose runs' windows do not overlap, in time order (overlapping runs
+    measured the same hours: counting both would bill them twice)."""
+    picked: list[JobFairShare] = []
+    for share in shares:
+        run = share.run
+        if all(
+            run.window_end <= other.run.window_start or other.run.window_end <= run.window_start
+            for other in picked
+        ):
+            picked.append(share)
+    return sorted(picked, key=lambda share: share.run.window_start)
+
+
 def job_fair_share_get(*, job: Job) -> JobFairShareView | None:
-    """The job's fair share from the newest done run containing it (one covering the job's
-    whole run preferred), or ``None`` when no run has it."""
+    """The job's fair share, or ``None`` when no done run holds it.
+
+    The newest run whose window covers the job's whole run, if any; otherwise the shares of
+    the newest runs with disjoint windows added up (the daily runs split a job that crosses
+    midnight), and ``covers_job`` says whether together they hold all of it. A job still
+    running is measured up to now.
+    """
     if job.start is None:
         return None
     end = job.end or timezone.now()
-    covering = Q(run__window_start__lte=job.start, run__window_end__gte=end)
-    share = (
+    shares = list(
         JobFairShare.objects.filter(job=job, run__status=OverheadRun.Status.DONE)
         .select_related("run")
-        .annotate(covers=Case(When(covering, then=Value(1)), default=Value(0),
-                              output_field=IntegerField()))
-        .order_by("-covers", "-run__finished_at", "-run__pk")
-        .first()
-    )  # fmt: skip
-    if share is None:
+        .order_by("-run__finished_at", "-run__pk")
+    )
+    if not shares:
         return None
+    covering = [
+        share
+        for share in shares
+        if share.run.window_start <= job.start and share.run.window_end >= end
+    ]
+    chosen = covering[:1] or _disjoint_newest_first(shares)
+    covered_until = job.start
+    for share in chosen:
+        if share.run.window_start > covered_until:
+            break
+        covered_until = max(covered_until, share.run.window_end)
+    totals = {name: sum(getattr(share, name) for share in chosen) for name in _SHARE_SUMS}
 
-    def resource(name: str, unit: str, allocated: int, billed: int, per: int = 1) -> Any:
+    def resource(name: str, unit: str, kind: str, per: int = 1) -> ResourceFairShare:
+        allocated, billed = totals[f"allocated_{kind}_seconds"], totals[f"billed_{kind}_seconds"]
         factor = Fraction(billed, allocated) if allocated else None
         return ResourceFairShare(name, unit, _hours(allocated, per), _hours(billed, per), factor)
 
     resources = [
-        resource("cores", "core-hours", share.allocated_core_seconds, share.billed_core_seconds),
-        resource(
-            "memory",
-            "GiB-hours",
-            share.allocated_memory_mb_seconds,
-            share.billed_memory_mb_seconds,
-            per=1024,
-        ),
+        resource("cores", "core-hours", "core"),
+        resource("memory", "GiB-hours", "memory_mb", per=1024),
     ]
-    if share.allocated_gpu_seconds or share.billed_gpu_seconds:
-        resources.append(
-            resource("GPUs", "GPU-hours", share.allocated_gpu_seconds, share.billed_gpu_seconds)
-        )
+    if totals["allocated_gpu_seconds"] or totals["billed_gpu_seconds"]:
+        resources.append(resource("GPUs", "GPU-hours", "gpu"))
     return JobFairShareView(
-        run=share.run, covers_job=bool(share.covers), resources=tuple(resources)
+        runs=tuple(share.run for share in chosen),
+        covers_job=covered_until >= end,
+        resources=tuple(resources),
     )
 
 

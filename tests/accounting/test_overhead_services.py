@@ -159,6 +159,45 @@ def test_a_threshold_of_zero_is_refused_by_the_database(small):
         small.partition.save()
 
 
+def test_a_job_split_by_two_runs_gets_the_sum_of_both_and_overlapping_runs_count_once(small):
+    # The daily runs cut a job that crosses midnight: its fair share is both halves together.
+    job = make_job(small, 20, 28, cores=5, memory_gib=9)  # 20:00 to 04:00 the next day
+    make_job(small, 22, 26, cores=3, memory_gib=6)
+    cluster = small.partition.cluster
+    day_one = overhead_run_compute(cluster=cluster, start=at(0), end=at(24), step="hour")
+    day_two = overhead_run_compute(cluster=cluster, start=at(24), end=at(48), step="hour")
+    view = job_fair_share_get(job=job)
+    assert view is not None
+    assert view.runs == (day_one, day_two)
+    assert view.covers_job
+    both = overhead_run_compute(cluster=cluster, start=at(0), end=at(48), step="hour")
+    whole = job_fair_share_get(job=job)
+    assert whole is not None
+    assert whole.runs == (both,)  # a run covering the job wins
+    for split, joined in zip(view.resources, whole.resources, strict=True):
+        assert split.allocated == joined.allocated
+        # each run rounds to whole resource-seconds on its own
+        assert (
+            abs(split.billed - joined.billed) * 3600 * (1024 if split.name == "memory" else 1) <= 2
+        )
+
+    # A newer run overlapping day two replaces it rather than adding to it.
+    both.delete()
+    late = overhead_run_compute(cluster=cluster, start=at(24), end=at(30), step="hour")
+    again = job_fair_share_get(job=job)
+    assert again is not None
+    assert again.runs == (day_one, late)
+    assert again.resources[0].allocated == view.resources[0].allocated
+
+    # Only day one: the view says it holds part of the job.
+    late.delete()
+    day_two.delete()
+    part = job_fair_share_get(job=job)
+    assert part is not None
+    assert part.runs == (day_one,)
+    assert not part.covers_job
+
+
 def test_a_failure_is_recorded_on_the_run_with_nothing_stored(small, monkeypatch):
     import accounting.overhead as overhead
 

@@ -107,8 +107,13 @@ def test_a_jobs_detail_carries_its_fair_share_beside_the_su(world, run):
     assert share is not None
     body = world.client("staff").get(f"/api/v1/jobs/{share.job_id}/").json()
     fair = body["fair_share"]
-    assert fair["run"] == run.pk
-    assert fair["window_start"] == "2026-11-22T00:00:00Z"
+    assert fair["runs"] == [
+        {
+            "run": run.pk,
+            "window_start": "2026-11-22T00:00:00Z",
+            "window_end": "2026-11-23T00:00:00Z",
+        }
+    ]
     cores = next(r for r in fair["resources"] if r["name"] == "cores")
     assert Decimal(cores["allocated"]) == (Decimal(share.allocated_core_seconds) / 3600).quantize(
         Decimal("0.000001")

@@ -128,8 +128,9 @@ def test_the_job_page_shows_the_fair_share_beside_the_su_once_a_run_covers_it(si
     url = reverse("accounting:job-detail", args=[site.job.pk])
     member = client_for(site.users["member"])
     assert "Fair share (canonical-unit billing)" not in member.get(url).content.decode()
-    done_run(site)
+    run = done_run(site)
     page = member.get(url).content.decode()
     assert "Fair share (canonical-unit billing)" in page
     assert "core-hours" in page
     assert "GiB-hours" in page
+    assert f"From true-overhead run {run.pk} (" in page
