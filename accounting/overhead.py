@@ -297,9 +297,11 @@ def _store(run: OverheadRun, cluster: Cluster, report: OverheadReport) -> None:
         for name, part in report.partitions.items()
     )
     _fair_shares_insert(run, report)
-    placed = len(report.fair_shares)
     run.jobs_unplaced = len(report.unplaced)
-    run.jobs_seen = placed + run.jobs_unplaced
+    # A job may be placed in one piece of a cut window and unplaced in another: count it once.
+    seen = {share.job_id for share in report.fair_shares}
+    seen.update(job.job_id for job in report.unplaced)
+    run.jobs_seen = len(seen)
     run.unplaced_sample = [
         [_job_label(job.job_id), job.reason] for job in report.unplaced[:UNPLACED_SAMPLE]
     ]

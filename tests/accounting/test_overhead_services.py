@@ -132,6 +132,11 @@ def test_a_version_change_inside_the_window_measures_each_part_against_its_nodes
     assert run.jobs_unplaced == 1
     assert run.unplaced_sample == [[early.job_id, "node 'n2' is in no partition"]]
     assert JobFairShare.objects.filter(run=run, job=late).exists()
+    # A job across the change is unplaced before it (n2 missing) and placed after: one job.
+    across = make_job(small, 1, 3, cores=4, memory_gib=4, nodelist="n2")
+    run = compute(small)
+    assert JobFairShare.objects.filter(run=run, job=across).exists()
+    assert (run.jobs_seen, run.jobs_unplaced) == (3, 2)
 
 
 def test_a_job_on_an_unknown_node_is_reported_not_dropped(small):
