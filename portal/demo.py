@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from accounting.costs import cost_model_version_create
 from accounting.imports import jobs_import
-from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
+from accounting.models import Cluster, CostModelVersion, Job, OverheadRun, Partition, UsageDaily
+from accounting.overhead import overhead_run_compute
 from accounting.services import cluster_apply
 from accounting.specs import cluster_definition_load
 from allocations.budget import add_months
@@ -118,6 +119,7 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         report(f"import generated history: {summary.as_dict()}")
     _grants(cluster, report)
     _priorities(cluster, report)
+    _overhead(cluster, report)
 
 
 def _cost_model(cluster: Cluster, path: Path, report: Callable[[str], None]) -> None:
@@ -181,6 +183,21 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
 # Profilers' coefficients K_prof of the demo projects: below K1, between, above K2, and one
 # project measured per job (its K is the SU-weighted mean of its jobs').
 DEMO_K_PROF = {"pawsey0001": "0.35", "pawsey0002": "0.55", "pawsey0003": "0.82"}
+
+
+def _overhead(cluster: Cluster, report: Callable[[str], None]) -> None:
+    """True overhead of the last seven whole days (the overhead page's default window), so the
+    page and the jobs' fair-share boxes show something. Once: skipped when a run exists."""
+    if OverheadRun.objects.filter(cluster=cluster).exists():
+        return
+    today = timezone.localtime(timezone.now(), cluster.zoneinfo).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    run = overhead_run_compute(
+        cluster=cluster, start=today - timedelta(days=7), end=today, step="hour"
+    )
+    report(f"true overhead of {cluster.name}, last 7 days: run {run.pk} {run.status}, "
+           f"{run.jobs_seen} jobs")  # fmt: skip
 
 
 def _priorities(cluster: Cluster, report: Callable[[str], None]) -> None:

@@ -11,6 +11,7 @@ from itertools import count
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from accounting.models import Job, JobFairShare, OverheadPartitionResult, OverheadRun
 from accounting.overhead import (
@@ -301,3 +302,18 @@ def test_a_real_worker_computes_a_started_run(celery_worker):
         run.refresh_from_db()
     assert run.status == OverheadRun.Status.DONE, run.error
     assert JobFairShare.objects.filter(run=run).count() == 1
+
+
+def test_the_demo_computes_the_last_seven_days_once(small):
+    from portal.demo import _overhead
+
+    cluster = small.partition.cluster
+    lines: list[str] = []
+    _overhead(cluster, lines.append)
+    (run,) = OverheadRun.objects.filter(cluster=cluster)
+    assert run.status == OverheadRun.Status.DONE, run.error
+    assert run.window_end - run.window_start == timedelta(days=7)
+    assert run.window_end <= timezone.now()
+    assert lines == [f"true overhead of mini, last 7 days: run {run.pk} done, 0 jobs"]
+    _overhead(cluster, lines.append)  # a second loaddemo changes nothing
+    assert OverheadRun.objects.filter(cluster=cluster).count() == 1
