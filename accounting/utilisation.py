@@ -263,20 +263,37 @@ class Utilisation:
 _set_figures = Utilisation.__dict__["_figures"].__set__  # the slot's own setter
 _NO_FIGURES: Final = (0, 0, 1, 0, 0, 0, 0)
 _PERCENT_FACTOR: Final = 100 * 10**PERCENT_PLACES
+_PERCENT_SCALE: Final = 10**PERCENT_PLACES
 
 
-def _percent(part: int, whole: int) -> Decimal | None:
-    """``part / whole`` in %, rounded half-even once to :data:`PERCENT_QUANTUM`; None if
-    ``whole`` is 0. Integer arithmetic: count whole quanta, then place the decimal point."""
-    if not whole:
-        return None
+def _percent_quanta(part: int, whole: int) -> int:
+    """``part / whole`` in % as a count of :data:`PERCENT_QUANTUM`, rounded half-even once
+    (``whole`` not 0). Integer arithmetic: count whole quanta, then place the decimal point."""
     if whole < 0:
         part, whole = -part, -whole
     quanta, remainder = divmod(part * _PERCENT_FACTOR, whole)
     twice = 2 * remainder
     if twice > whole or (twice == whole and quanta % 2):
         quanta += 1
-    return Decimal(quanta).scaleb(-PERCENT_PLACES)
+    return quanta
+
+
+def _percent(part: int, whole: int) -> Decimal | None:
+    """``part / whole`` in %, to :data:`PERCENT_QUANTUM`; None if ``whole`` is 0."""
+    if not whole:
+        return None
+    return Decimal(_percent_quanta(part, whole)).scaleb(-PERCENT_PLACES)
+
+
+def _percent_text(part: int, whole: int) -> str | None:
+    """``str(_percent(part, whole))`` without making the Decimal (a year of hours has 100,000
+    of them to print)."""
+    if not whole:
+        return None
+    quanta = _percent_quanta(part, whole)
+    sign = "-" if quanta < 0 else ""
+    whole_part, fraction = divmod(abs(quanta), _PERCENT_SCALE)
+    return f"{sign}{whole_part}.{fraction:0{PERCENT_PLACES}d}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -872,15 +889,10 @@ def utilisation_figures(utilisation: Utilisation) -> dict[str, str | int | None]
     capacity), FLOP as whole-number strings (rounded half-even; too large for a JSON number to
     keep exactly), seconds as integers. One code path for the API, the CSV and the page."""
     used, capacity, scale, cores, available_cores, gpus, available_gpus = utilisation._figures
-    q_percent, core_percent, gpu_percent = (
-        _percent(used, capacity),
-        _percent(cores, available_cores),
-        _percent(gpus, available_gpus),
-    )
     return {
-        "q_percent": None if q_percent is None else str(q_percent),
-        "core_percent": None if core_percent is None else str(core_percent),
-        "gpu_percent": None if gpu_percent is None else str(gpu_percent),
+        "q_percent": _percent_text(used, capacity),
+        "core_percent": _percent_text(cores, available_cores),
+        "gpu_percent": _percent_text(gpus, available_gpus),
         "used_flop": str(_rounded(used, scale)),
         "capacity_flop": str(_rounded(capacity, scale)),
         "core_seconds": cores,

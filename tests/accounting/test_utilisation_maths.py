@@ -473,3 +473,26 @@ def test_q_stays_within_0_and_100_percent_when_jobs_fit_the_machine(case, step):
         assert bucket.total.q is not None
         assert 0 <= bucket.total.q <= 1
         assert Decimal(0) <= bucket.total.q_percent <= Decimal(100)
+
+
+@given(
+    st.integers(min_value=-(10**30), max_value=10**30).filter(bool),
+    st.fractions(min_value=-1000, max_value=1000),
+)
+def test_percent_text_prints_exactly_the_rounded_percentage(whole, ratio):
+    from accounting.utilisation import _percent, _percent_text
+
+    # ratios up to 1000 (100,000 %): beyond that the Decimal's 28 digits would round
+    part = int(ratio * whole)
+    assert _percent_text(part, whole) == str(_percent(part, whole))
+    assert _percent_text(part, 0) is None
+
+
+def test_percent_text_rounds_half_to_even_at_the_sixth_place():
+    from accounting.utilisation import _percent_text
+
+    # 1/8 % = 0.125 %: exact; 1 / 16,000,000 = 0.00000625 %: half a quantum, rounds to even
+    assert _percent_text(1, 800) == "0.125000"
+    assert _percent_text(1, 16_000_000) == "0.000006"
+    assert _percent_text(3, 16_000_000) == "0.000019"
+    assert _percent_text(0, 5) == "0.000000"
