@@ -43,10 +43,8 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import gc
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from fractions import Fraction
@@ -57,7 +55,7 @@ import hostlist
 
 from accounting.peak import epoch_seconds, from_epoch_seconds
 from accounting.specs import PartitionDefinition
-from accounting.utilisation import Step, bucket_boundaries
+from accounting.utilisation import Step, bucket_boundaries, collector_paused
 
 MIB_PER_GIB: Final = 1024
 _UNBOUNDED: Final = 1 << 62
@@ -779,19 +777,6 @@ def _sweep(
     return swept
 
 
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: the sweep allocates millions of small objects with
-    no cycles (tuples, lists of ints), and each collection would walk all of them again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def true_overhead_report(
     *,
     jobs: Iterable[NodeJob],
@@ -819,7 +804,7 @@ def true_overhead_report(
         for edge in bucket_boundaries(start=start, end=end, step=step, timezone=timezone)
     ]
     nodes = _Nodes(partitions)
-    with _no_cyclic_gc():
+    with collector_paused():
         placed = _place(jobs, nodes, window_start, window_end)
         fair = _FairShares(nodes, len(placed.placements), window_start) if fair_shares else None
         swept = _sweep(nodes, placed, edges, window_start, window_end, fair)

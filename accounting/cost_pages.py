@@ -7,16 +7,12 @@ Thin views: forms check input, ``accounting.costs`` validates, saves and compute
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from functools import wraps
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -36,23 +32,11 @@ from accounting.costs import (
     cost_model_versions,
 )
 from accounting.models import Cluster, CostModelVersion
+from accounting.views import staff_only
 from portal import charts
 
 MAX_MODEL_BYTES = 1024 * 1024
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)  # periods the pickers accept
-
-
-def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Signed-in staff only; anyone else signed in gets 403."""
-
-    @wraps(view)
-    @login_required
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied
-        return view(request, *args, **kwargs)
-
-    return wrapped
 
 
 # --- A cluster's cost models -------------------------------------------------------------------
@@ -106,7 +90,7 @@ def _version_rows(versions: list[CostModelVersion]) -> list[dict[str, Any]]:
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@staff_only
 def cost_models(request: HttpRequest, name: str) -> HttpResponse:
     """Staff: the cluster's cost model versions, and a form to check and add the next one."""
     cluster = get_object_or_404(Cluster, name=name)
@@ -211,7 +195,7 @@ def distribution_charts(distribution: CostDistribution) -> list[charts.Chart]:
 
 
 @require_GET
-@staff_required
+@staff_only
 def cost_distribution(request: HttpRequest) -> HttpResponse:
     """Staff: quantiles of job size, runtime and cost, and how concentrated the cost is."""
     form = CostDistributionForm(request.GET or None)

@@ -427,7 +427,7 @@ def bucket_boundaries(
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause CPython's cyclic garbage collector while a series' objects are made.
 
     A one-year hourly series makes about 100,000 small objects that all live on (buckets,
@@ -570,7 +570,7 @@ def _tally_of(tallies: Mapping[str, _Tally], name: str) -> _Tally:
 def _windows(
     boundaries: list[int], tallies: Mapping[str, _Tally], scale: int
 ) -> tuple[UtilisationWindow, ...]:
-    with _collector_paused():
+    with collector_paused():
         return _windows_unpaused(boundaries, tallies, scale)
 
 
@@ -761,7 +761,7 @@ def utilisation_series_from_hour_rows(
                     f"the node hardware of partition {name!r} changes at "
                     f"{from_epoch_seconds(change).isoformat()}, inside an hour"
                 )
-    with _collector_paused():
+    with collector_paused():
         return _hour_rows_series(rows, partitions, boundaries, step, zone)
 
 
