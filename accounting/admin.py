@@ -307,7 +307,7 @@ class QuarantinedRecordAdmin(ReadOnlyAdmin):
 
 
 @admin.register(CostModelVersion)
-class CostModelVersionAdmin(admin.ModelAdmin):
+class CostModelVersionAdmin(ReadOnlyAdmin):
     """Read-only: versions are added on the cluster's cost model page or by ``cost_model_apply``
     (one place for the rules), and never edited, so costs keep the model they were made with."""
 
@@ -318,12 +318,3 @@ class CostModelVersionAdmin(admin.ModelAdmin):
         "created_at", "created_by",
     )  # fmt: skip
     readonly_fields = fields
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

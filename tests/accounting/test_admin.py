@@ -80,3 +80,21 @@ def test_the_ledger_is_visible_and_read_only(admin_client):
     assert page.status_code == 200
     assert b'name="service_units"' not in page.content
     assert admin_client.get(reverse("admin:accounting_job_add")).status_code == 403
+
+
+def test_cost_model_versions_are_listed_read_only(admin_client):
+    from accounting.costs import cost_model_version_create
+
+    cluster = Cluster.objects.get(name="setonix")
+    text = (ROOT / "examples/costmodels/setonix.cost").read_text()
+    version = cost_model_version_create(cluster=cluster, name="demo", text=text)
+    listing = admin_client.get(reverse("admin:accounting_costmodelversion_changelist"))
+    assert listing.status_code == 200
+    assert "demo" in listing.content.decode()
+    page = admin_client.get(reverse("admin:accounting_costmodelversion_change", args=[version.pk]))
+    assert page.status_code == 200
+    assert b'name="text"' not in page.content  # shown, not editable
+    assert admin_client.get(reverse("admin:accounting_costmodelversion_add")).status_code == 403
+    delete = reverse("admin:accounting_costmodelversion_delete", args=[version.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    version.refresh_from_db()
