@@ -37,10 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
-
 from benchmarks.bench_balance import FILL, PROJECTS  # noqa: E402 (the same ledger)
+from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
 
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 DB = "portal_bench_api"
 HOST = "127.0.0.1"
 PROJECT = "bench0042"
@@ -97,13 +96,6 @@ class Load:
             f"{self.per_second:.0f} req/s ({self.requests:,} requests, "
             f"{self.errors + self.bad_status} errors)"
         )
-
-
-def _psql(database: str, sql: str) -> None:
-    subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
-        check=True, capture_output=True,
-    )  # fmt: skip
 
 
 def _free_port() -> int:
@@ -206,22 +198,19 @@ def main() -> int:
     load = _python_load if args.python_client or not shutil.which("wrk") else _wrk
     generator = "python threads" if load is _python_load else "wrk"
 
-    _psql("postgres", f"DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB};")
     var_dir = tempfile.mkdtemp(prefix="bench-api-")
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB}", "PORTAL_VAR_DIR": var_dir}
-    env.pop("CELERY_BROKER_URL", None)
+    env = database_create(DB, PORTAL_VAR_DIR=var_dir)
     manage = [sys.executable, "manage.py"]
     server: subprocess.Popen[bytes] | None = None
     failed = False
     try:
-        subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run(
             [*manage, "cluster_apply", "examples/clusters/slurm-testbed.json"], cwd=ROOT, env=env,
             check=True, capture_output=True,
         )  # fmt: skip
         started = time.perf_counter()
-        _psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
-        _psql(DB, "VACUUM ANALYZE accounting_job;")  # what autovacuum does to a filled table
+        psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
+        psql(DB, "VACUUM ANALYZE accounting_job;")  # what autovacuum does to a filled table
         print(
             f"filled {args.jobs:,} jobs and their roll-ups in {time.perf_counter() - started:.0f} s"
         )
@@ -292,7 +281,7 @@ def main() -> int:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
         shutil.rmtree(var_dir, ignore_errors=True)
-        _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
+        database_drop(DB)
     return 1 if failed else 0
 
 

@@ -14,7 +14,6 @@ so their time does not grow with the jobs.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -22,7 +21,9 @@ from datetime import date, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+sys.path.insert(0, str(ROOT))  # run from any directory
+from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
+
 DB = "portal_bench_balance"
 PROJECTS = 200
 
@@ -103,29 +104,19 @@ print(f"SERIES {statistics.median(timings):.0f} {len(series)} {busy}")
 """
 
 
-def _psql(database: str, sql: str) -> None:
-    subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
-        check=True, capture_output=True,
-    )  # fmt: skip
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="balance_get benchmark")
     parser.add_argument("--jobs", type=int, default=10_000_000)
     args = parser.parse_args()
-    _psql("postgres", f"DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB};")
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB}"}
-    env.pop("CELERY_BROKER_URL", None)
+    env = database_create(DB)
     manage = [sys.executable, "manage.py"]
     try:
-        subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run(
             [*manage, "cluster_apply", "examples/clusters/slurm-testbed.json"], cwd=ROOT, env=env,
             check=True, capture_output=True,
         )  # fmt: skip
         started = time.perf_counter()
-        _psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
+        psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
         print(
             f"filled {args.jobs:,} jobs and their roll-ups in {time.perf_counter() - started:.0f} s"
         )
@@ -149,7 +140,7 @@ def main() -> None:
             f"buckets, median of 5 (target <= 300 ms); busiest hour Q = {busiest} %"
         )
     finally:
-        _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
+        database_drop(DB)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ alone with the same query. Target: 120 s.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import subprocess
 import sys
@@ -51,7 +50,9 @@ from accounting.peak import epoch_seconds, from_epoch_seconds
 TARGET_SECONDS = 30.0
 PORTAL_TARGET_SECONDS = 120.0
 ROOT = Path(__file__).resolve().parent.parent
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+sys.path.insert(0, str(ROOT))  # run from any directory
+from benchmarks.pg import database_create, database_drop  # noqa: E402
+
 DB = "portal_bench_overhead"
 MONTH_START = datetime(2024, 3, 1, tzinfo=UTC)
 MONTH_END = datetime(2024, 4, 1, tzinfo=UTC)
@@ -253,21 +254,11 @@ Project.objects.create(code="bench", title="bench", pi=User.objects.create(usern
 """
 
 
-def _psql(database: str, sql: str) -> None:
-    subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
-        check=True, capture_output=True,
-    )  # fmt: skip
-
-
 def portal_path(jobs: int, nodes: int, seed: int) -> tuple[float, float, str] | None:
     """(baseline read seconds, overhead_run_compute seconds, run summary) on PostgreSQL."""
-    _psql("postgres", f"DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB};")
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB}"}
-    env.pop("CELERY_BROKER_URL", None)
+    env = database_create(DB)
     manage = [sys.executable, "manage.py"]
     try:
-        subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run(
             [*manage, "shell", "-c", SETUP_SCRIPT.format(nodes=nodes)], cwd=ROOT, env=env,
             check=True, capture_output=True,
@@ -282,7 +273,7 @@ def portal_path(jobs: int, nodes: int, seed: int) -> tuple[float, float, str] | 
         read_seconds, run_seconds = float(lines["READ"][0]), float(lines["RUN"][0])
         return read_seconds, run_seconds, " ".join(lines["RUN"][1:])
     finally:
-        _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
+        database_drop(DB)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,14 +14,15 @@ Target: every page's median ≤ 200 ms.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+sys.path.insert(0, str(ROOT))  # run from any directory
+from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
+
 DB = "portal_bench_pages"
 PROJECTS = 200
 TARGET_MS = 200.0
@@ -149,33 +150,21 @@ for label, user, url in pages:
 """
 
 
-def _psql(database: str, sql: str) -> None:
-    done = subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
-        check=False, capture_output=True,
-    )  # fmt: skip
-    if done.returncode != 0:
-        sys.exit(f"psql failed on {database}: {done.stderr.strip()[-2000:]}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="server time of the browser pages")
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
-    _psql("postgres", f"DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB};")
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB}", "DJANGO_DEBUG": "0"}
-    env.pop("CELERY_BROKER_URL", None)
+    env = database_create(DB, DJANGO_DEBUG="0")
     manage = [sys.executable, "manage.py"]
     missed = []
     try:
-        subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run(
             [*manage, "cluster_apply", "examples/clusters/slurm-testbed.json"], cwd=ROOT, env=env,
             check=True, capture_output=True,
         )  # fmt: skip
         started = time.perf_counter()
-        _psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
+        psql(DB, FILL.format(jobs=args.jobs, projects=PROJECTS))
         print(
             f"filled {args.jobs:,} jobs and their roll-ups in {time.perf_counter() - started:.0f} s"
         )
@@ -200,7 +189,7 @@ def main() -> None:
             f"target: median <= {TARGET_MS:.0f} ms of server time per page, {args.repeat} requests"
         )
     finally:
-        _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
+        database_drop(DB)
     if missed:
         sys.exit(f"missed the target: {', '.join(missed)}")
 

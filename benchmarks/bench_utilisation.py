@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+sys.path.insert(0, str(ROOT))  # run from any directory
+from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
+
 DB = "portal_bench_utilisation"
 SPEC = ROOT / "examples" / "clusters" / "setonix.json"
 YEAR = 2026
@@ -113,25 +114,15 @@ for step in ("hour", "day", "month"):
 """
 
 
-def _psql(database: str, sql: str) -> None:
-    subprocess.run(
-        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
-        check=True, capture_output=True,
-    )  # fmt: skip
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="calls per figure (median)")
     parser.add_argument("--target-ms", type=float, default=TARGET_MS)
     parser.add_argument("--keep", action="store_true", help="keep the database (for profiling)")
     args = parser.parse_args()
-    _psql("postgres", f"DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB};")
-    env = {**os.environ, "DATABASE_URL": f"{PG}/{DB}"}
-    env.pop("CELERY_BROKER_URL", None)
+    env = database_create(DB)
     manage = [sys.executable, "manage.py"]
     try:
-        subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
         with tempfile.TemporaryDirectory() as folder:
             bigger = json.loads(SPEC.read_text())
             for partition in bigger["partitions"]:
@@ -146,7 +137,7 @@ def main() -> int:
                     check=True, capture_output=True,
                 )  # fmt: skip
         started = time.perf_counter()
-        _psql(DB, FILL.format(year=YEAR, next_year=YEAR + 1))
+        psql(DB, FILL.format(year=YEAR, next_year=YEAR + 1))
         seconds = time.perf_counter() - started
         print(f"filled one row per partition-hour of {YEAR} in {seconds:.1f} s")
         timing = TIMING.format(year=YEAR, next_year=YEAR + 1, runs=args.runs)
@@ -156,7 +147,7 @@ def main() -> int:
         )  # fmt: skip
     finally:
         if not args.keep:
-            _psql("postgres", f"DROP DATABASE IF EXISTS {DB};")
+            database_drop(DB)
     results: dict[str, tuple[float, int, str]] = {}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT"):

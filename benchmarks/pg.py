@@ -1,0 +1,45 @@
+"""A throwaway PostgreSQL database for a benchmark: created empty and migrated, dropped after.
+
+The server is ``BENCH_PG`` (default: the local one, trust auth). Benchmarks fill their
+database with SQL (``psql``) or through ``manage.py`` with the environment given back.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+
+
+def psql(database: str, sql: str) -> None:
+    """Run ``sql`` on ``database`` of the benchmark server; stop with psql's error if it fails."""
+    done = subprocess.run(
+        ["psql", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{database}"], input=sql, text=True,
+        check=False, capture_output=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(f"psql failed on {database}: {done.stderr.strip()[-2000:]}")
+
+
+def database_create(name: str, **environment: str) -> dict[str, str]:
+    """Make ``name`` anew and migrate it; the environment for ``manage.py`` on it (this
+    process's, with ``DATABASE_URL`` set, no Celery broker, and ``environment`` added)."""
+    psql("postgres", f"DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name};")
+    env = {**os.environ, "DATABASE_URL": f"{PG}/{name}", **environment}
+    env.pop("CELERY_BROKER_URL", None)
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+        )
+    except BaseException:
+        database_drop(name)
+        raise
+    return env
+
+
+def database_drop(name: str) -> None:
+    psql("postgres", f"DROP DATABASE IF EXISTS {name};")
