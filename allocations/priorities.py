@@ -31,7 +31,7 @@ import io
 import shlex
 import string
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
@@ -249,6 +249,29 @@ def profiling_coefficient_post(
         cluster=cluster, project=project, job=job, k_prof=value, source=source,
         note=note.strip(), posted_by=posted_by,
     )  # fmt: skip
+
+
+def profiling_coefficients_post(
+    *,
+    coefficients: Iterable[Mapping[str, Any]],
+    source: str = ProfilingCoefficient.Source.API,
+    posted_by: User,
+) -> list[ProfilingCoefficient]:
+    """Post several K_prof at once, all or none (the API's list body). Each item has the
+    arguments of :func:`profiling_coefficient_post`: cluster, project, k_prof, job, note."""
+    with transaction.atomic():
+        return [
+            profiling_coefficient_post(
+                cluster=item["cluster"],
+                project=item["project"],
+                k_prof=item["k_prof"],
+                job=item.get("job"),
+                note=item.get("note", ""),
+                source=source,
+                posted_by=posted_by,
+            )
+            for item in coefficients
+        ]
 
 
 def jobs_by_slurm_id(*, cluster: Cluster, job_ids: Iterable[str]) -> dict[str, list[Job]]:

@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any
 
 import django_filters  # type: ignore[import-untyped]
-from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend  # type: ignore[import-untyped]
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -32,9 +31,9 @@ from allocations.priorities import (
     priority_policy_get,
     priority_policy_set,
     profiled_job_get,
-    profiling_coefficient_post,
     profiling_coefficients_import_csv,
     profiling_coefficients_list,
+    profiling_coefficients_post,
     project_priorities_get,
 )
 from portal.api import (
@@ -303,20 +302,11 @@ class ProfilingCoefficientViewSet(ApiViewSet):
         if not data.is_valid():
             raise serializers.ValidationError(_item_errors(data.errors))
         items = data.validated_data if many else [data.validated_data]
-        user = acting_user(request)
-        with transaction.atomic():
-            made = [
-                profiling_coefficient_post(
-                    cluster=item["cluster"],
-                    project=item["project"],
-                    k_prof=item["k_prof"],
-                    job=item["job"],
-                    note=item.get("note", ""),
-                    source=ProfilingCoefficient.Source.API,
-                    posted_by=user,
-                )
-                for item in items
-            ]
+        made = profiling_coefficients_post(
+            coefficients=items,
+            source=ProfilingCoefficient.Source.API,
+            posted_by=acting_user(request),
+        )
         return Response(
             ProfilingCoefficientOutputSerializer(made, many=True).data,
             status=status.HTTP_201_CREATED,

@@ -494,3 +494,17 @@ def test_the_demo_sets_a_policy_posts_k_and_proposes_once(centre):
     assert lines == ["dynamic priority on slurm-testbed: a policy, 3 proposed commands"]
     _priorities(centre.cluster, lines.append)  # a second loaddemo changes nothing
     assert PriorityAction.objects.count() == 3
+
+
+def test_a_batch_of_coefficients_is_saved_whole_or_not_at_all(centre):
+    from allocations.priorities import profiling_coefficients_post
+
+    good = {"cluster": centre.cluster, "project": centre.p1, "k_prof": "0.5"}
+    bad = {"cluster": centre.cluster, "project": centre.p2, "k_prof": "-1"}
+    with pytest.raises(PriorityError):
+        profiling_coefficients_post(coefficients=[good, bad], posted_by=centre.staff)
+    assert not ProfilingCoefficient.objects.exists()
+    made = profiling_coefficients_post(coefficients=[good, {**bad, "k_prof": "2"}],
+                                       posted_by=centre.staff)  # fmt: skip
+    assert [c.k_prof for c in made] == [Decimal("0.5"), Decimal(2)]
+    assert {c.source for c in made} == {ProfilingCoefficient.Source.API}
