@@ -12,6 +12,13 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from accounting.clusters.quotes import weight_explanation
+from accounting.clusters.services import (
+    cluster_import_schedule_sync,
+    partition_version_create,
+    version_start_problem,
+)
+from accounting.clusters.specs import PartitionDefinition, SpecFileError, cluster_definition_parse
 from accounting.models import (
     Cluster,
     CostModelVersion,
@@ -22,14 +29,7 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
-from accounting.quotes import weight_explanation
-from accounting.services import (
-    cluster_import_schedule_sync,
-    partition_version_create,
-    quarantine_retry_enqueue,
-    version_start_problem,
-)
-from accounting.specs import PartitionDefinition, SpecFileError, cluster_definition_parse
+from accounting.quarantine import quarantine_retry_enqueue
 
 
 class PartitionInline(admin.TabularInline):

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from accounting import charging
+from accounting.clusters import charging
 
 DEFAULT_SACCT_ARGUMENTS = "--allusers --parsable2 --allocations --duplicates"
 
@@ -463,7 +463,7 @@ class UtilisationHourly(models.Model):
 
     Kept by the import in the same transaction as the charges, from each finished job's overlap
     with each hour; series of any step are summed from these rows and priced with the partition
-    versions' peak performance when they are asked for (accounting.utilisation).
+    versions' peak performance when they are asked for (accounting.utilisation.quality).
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="+")

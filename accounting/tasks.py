@@ -11,7 +11,12 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from accounting.imports import ImportSummary, jobs_import, quarantine_retry, sacct_window_import
+from accounting.ledger.imports import (
+    ImportSummary,
+    jobs_import,
+    quarantine_retry,
+    sacct_window_import,
+)
 from accounting.locks import ImportLockBusy, cluster_import_lock, named_lock
 from accounting.models import Cluster, ImportRun, OverheadRun
 
@@ -70,9 +75,9 @@ def quarantine_retry_task(cluster_id: int) -> dict[str, int]:
 @shared_task(name="accounting.tasks.cost_recompute", soft_time_limit=3300, time_limit=3600)
 def cost_recompute_task(version_id: int) -> dict[str, Any]:
     """Price again the jobs that ended since a new cost model version took effect, and fix
-    their days' roll-ups (``accounting.costs.job_costs_recompute``: idempotent, consistent at
-    every commit, safe beside running imports)."""
-    from accounting.costs import job_costs_recompute
+    their days' roll-ups (``accounting.costs.services.job_costs_recompute``: idempotent, consistent
+    at every commit, safe beside running imports)."""
+    from accounting.costs.services import job_costs_recompute
     from accounting.models import CostModelVersion
 
     version = CostModelVersion.objects.select_related("cluster").get(pk=version_id)
@@ -89,7 +94,7 @@ def overhead_compute(
     Two computations of the same cluster and window never overlap (the service's lock): the
     second stands down and its run is marked failed with the reason.
     """
-    from accounting.overhead import overhead_run_compute
+    from accounting.utilisation.overhead import overhead_run_compute
 
     cluster = Cluster.objects.get(pk=cluster_id)
     run = OverheadRun.objects.get(pk=run_id) if run_id is not None else None
@@ -106,7 +111,7 @@ def overhead_compute(
 @shared_task(name="accounting.tasks.overhead_compute_daily", soft_time_limit=3300, time_limit=3600)
 def overhead_compute_daily_task() -> dict[str, Any]:
     """Beat, hourly: yesterday's true overhead of each cluster, once (idempotent, no overlap)."""
-    from accounting.overhead import overhead_compute_daily
+    from accounting.utilisation.overhead import overhead_compute_daily
 
     try:
         with named_lock("overhead daily"):

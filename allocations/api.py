@@ -31,8 +31,8 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from accounting.clusters.quotes import QuoteRequest
 from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
-from accounting.quotes import QuoteRequest
 from allocations.api_serializers import (
     AdjustmentOutputSerializer,
     AllocationGrantInputSerializer,

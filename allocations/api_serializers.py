@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounting.api_serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
+from accounting.clusters.serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
 from allocations.models import (
     Adjustment,
     Allocation,

@@ -21,9 +21,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounting.clusters.quotes import QuoteRequest
+from accounting.ledger.selectors import top_jobs, usage_per_day, usage_series
 from accounting.models import Partition
-from accounting.page_selectors import top_jobs, usage_per_day, usage_series
-from accounting.quotes import QuoteRequest
+from allocations.forms import (
+    EstimateForm,
+    GrantForm,
+    RequestAmountsForm,
+    RequestCreateForm,
+    ReviewForm,
+    UsageStepForm,
+)
 from allocations.models import AllocationRequest, RequestAmount, RoundPool
 from allocations.page_selectors import (
     open_rounds,
@@ -54,14 +62,6 @@ from allocations.services import (
     review_submit,
 )
 from portal import charts
-from portal.forms import (
-    EstimateForm,
-    GrantForm,
-    RequestAmountsForm,
-    RequestCreateForm,
-    ReviewForm,
-    UsageStepForm,
-)
 
 # How far back the usage charts reach for each step.
 USAGE_WINDOWS = {"day": 60, "week": 26 * 7, "month": 365}

@@ -2,7 +2,7 @@
 the profilers' coefficients ``K_prof`` staff post, each project's effective K and Pr_dyn, and
 the reviewable Slurm commands that apply them (like ``allocations/enforcement.py``).
 
-The maths is ``accounting/priority.py``; here are the rules that need the database:
+The maths is ``accounting/utilisation/priority.py``; here are the rules that need the database:
 
 - **A project's effective K** (``project_k_prof_get``), per cluster. Coefficients are
   append-only and the newest counts. The newest *project-level* value P is the starting
@@ -42,8 +42,8 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from accounting import priority as maths
 from accounting.models import Cluster, Job
+from accounting.utilisation import priority as maths
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient, Project
 from allocations.permissions import is_staff, require
 from allocations.services import AllocationError
@@ -144,7 +144,7 @@ def command_template_check(template: str) -> str:
 
 
 def policy_maths(policy: PriorityPolicy) -> maths.PriorityPolicy:
-    """The pure policy of ``accounting.priority`` for a stored one."""
+    """The pure policy of ``accounting.utilisation.priority`` for a stored one."""
     return maths.PriorityPolicy(
         k1=policy.k1, k2=policy.k2, c0=policy.c0, c1=policy.c1, c2=policy.c2
     )

@@ -20,8 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.models import Cluster, Job
-from accounting.selectors import NotFound, cluster_get
 from allocations.models import PriorityPolicy, ProfilingCoefficient, Project
 from allocations.priorities import (
     CSV_MAX_LINES,

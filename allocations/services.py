@@ -15,9 +15,9 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounting.clusters.quotes import QuoteRequest
+from accounting.clusters.selectors import quote_get
 from accounting.models import Job, Partition
-from accounting.quotes import QuoteRequest
-from accounting.selectors import quote_get
 from allocations import budget
 from allocations.models import (
     Adjustment,
@@ -72,7 +72,7 @@ def _su(amount: Decimal | int | str, what: str = "amount") -> Decimal:
 def _retry_quarantine_everywhere() -> None:
     # A new project may be the missing account of quarantined jobs on any cluster.
     from accounting.models import Cluster
-    from accounting.services import quarantine_retry_enqueue
+    from accounting.quarantine import quarantine_retry_enqueue
 
     for cluster in Cluster.objects.all():
         quarantine_retry_enqueue(cluster=cluster)

@@ -92,7 +92,7 @@ for _ in range(100):
     timings.append((time.perf_counter() - started) * 1000)
 print(f"RESULT {statistics.median(timings):.2f} {max(timings):.2f} {balance.used_su}")
 from datetime import datetime, timezone as tz
-from accounting.selectors import utilisation_series_get
+from accounting.utilisation.selectors import utilisation_series_get
 timings = []
 for _ in range(5):
     started = time.perf_counter()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from any directory
 
-from accounting.charging import PartitionSpec, charge, energy_weight, split_evenly
+from accounting.clusters.charging import PartitionSpec, charge, energy_weight, split_evenly
 
 TARGET_RATIO = 3
 

@@ -36,8 +36,8 @@ from urllib.parse import urlparse, urlunparse
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
 
-from accounting.costmodels import cost_model_load, cost_model_parse  # noqa: E402
-from accounting.coststats import cost_statistics, cost_table_build  # noqa: E402
+from accounting.costs.costmodels import cost_model_load, cost_model_parse  # noqa: E402
+from accounting.costs.coststats import cost_statistics, cost_table_build  # noqa: E402
 
 MODEL = ROOT / "examples" / "costmodels" / "mistral-full.cost"
 BENCH_DB = "portal_bench_costs"

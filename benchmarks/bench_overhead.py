@@ -38,14 +38,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from any directory
 
-from accounting.canonical import (
+from accounting.utilisation.canonical import (
     NodeJob,
     NodeResources,
     OverheadPartition,
     OverheadReport,
     true_overhead_report,
 )
-from accounting.peak import epoch_seconds, from_epoch_seconds
+from accounting.utilisation.peak import epoch_seconds, from_epoch_seconds
 
 TARGET_SECONDS = 30.0
 PORTAL_TARGET_SECONDS = 120.0
@@ -188,7 +188,7 @@ PORTAL_SCRIPT = """
 import time
 from django.db import connection
 from accounting.models import Cluster, Partition
-from accounting.overhead import _jobs, overhead_run_compute
+from accounting.utilisation.overhead import _jobs, overhead_run_compute
 from allocations.models import Project
 from benchmarks.bench_overhead import MONTH_END, MONTH_START, make_jobs
 

@@ -70,8 +70,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 from django.db import connection
 from accounting.models import Cluster
-from accounting.selectors import utilisation_series_get
-from accounting.utilisation import Utilisation
+from accounting.utilisation.selectors import utilisation_series_get
+from accounting.utilisation.quality import Utilisation
 
 cluster = Cluster.objects.get(name="setonix")
 zone = ZoneInfo(cluster.timezone)

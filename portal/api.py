@@ -40,9 +40,9 @@ from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.viewsets import GenericViewSet
 
-from accounting.charging import ChargeError, SpecError
-from accounting.quotes import QuoteError
-from accounting.specs import SpecFileError
+from accounting.clusters.charging import ChargeError, SpecError
+from accounting.clusters.quotes import QuoteError
+from accounting.clusters.specs import SpecFileError
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 @cache
 def domain_errors() -> tuple[type[Exception], ...]:
     """Rules of the domain that refuse a request: 400 with the service's own message."""
-    from accounting.services import VersionConflict
+    from accounting.clusters.services import VersionConflict
     from allocations.services import AllocationError
 
     return (AllocationError, QuoteError, ChargeError, SpecError, SpecFileError, VersionConflict)

@@ -8,22 +8,23 @@ from __future__ import annotations
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
-from accounting import api as accounting_api
-from accounting import cost_api, overhead_api
+from accounting.clusters import api as clusters_api
+from accounting.costs import api as cost_api
+from accounting.ledger import api as ledger_api
+from accounting.utilisation import api as utilisation_api
+from accounting.utilisation import overhead_api
 from allocations import api as allocations_api
 from allocations import priority_api
 from portal import api
 from portal.api import CODE_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 
 router = SimpleRouter()
-router.register("clusters", accounting_api.ClusterViewSet, basename="cluster")
-router.register("partitions", accounting_api.PartitionViewSet, basename="partition")
-router.register("jobs", accounting_api.JobViewSet, basename="job")
-router.register("usage", accounting_api.UsageViewSet, basename="usage")
-router.register("imports", accounting_api.ImportRunViewSet, basename="import")
-router.register(
-    "quarantined-lines", accounting_api.QuarantinedLineViewSet, basename="quarantined-line"
-)
+router.register("clusters", clusters_api.ClusterViewSet, basename="cluster")
+router.register("partitions", clusters_api.PartitionViewSet, basename="partition")
+router.register("jobs", ledger_api.JobViewSet, basename="job")
+router.register("usage", ledger_api.UsageViewSet, basename="usage")
+router.register("imports", ledger_api.ImportRunViewSet, basename="import")
+router.register("quarantined-lines", ledger_api.QuarantinedLineViewSet, basename="quarantined-line")
 router.register("projects", allocations_api.ProjectViewSet, basename="project")
 router.register("allocations", allocations_api.AllocationViewSet, basename="allocation")
 router.register("rounds", allocations_api.RoundViewSet, basename="round")
@@ -58,9 +59,9 @@ urlpatterns = [
         allocations_api.ProjectBalanceView.as_view(),
         name="project-balance",
     ),
-    path("quote/", accounting_api.QuoteView.as_view(), name="quote"),
-    path("cost-ratio/", accounting_api.CostRatioView.as_view(), name="cost-ratio"),
-    path("utilisation/", accounting_api.UtilisationView.as_view(), name="utilisation"),
+    path("quote/", clusters_api.QuoteView.as_view(), name="quote"),
+    path("cost-ratio/", clusters_api.CostRatioView.as_view(), name="cost-ratio"),
+    path("utilisation/", utilisation_api.UtilisationView.as_view(), name="utilisation"),
     path("cost-distribution/", cost_api.CostDistributionView.as_view(), name="cost-distribution"),
     path("priorities/", priority_api.PrioritiesView.as_view(), name="priorities"),
     re_path(

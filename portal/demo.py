@@ -13,12 +13,12 @@ from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounting.costs import cost_model_version_create
-from accounting.imports import jobs_import
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.costs.services import cost_model_version_create
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, CostModelVersion, Job, OverheadRun, Partition, UsageDaily
-from accounting.overhead import overhead_run_compute
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
+from accounting.utilisation.overhead import overhead_run_compute
 from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
 from allocations.models import (

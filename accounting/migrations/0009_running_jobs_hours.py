@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from django.db import migrations
 from django.db.models import F, Q
 
-from accounting.utilisation import AllocatedJob, hourly_contributions
+from accounting.utilisation.quality import AllocatedJob, hourly_contributions
 
 
 def _running_hours(apps):

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from accounting.imports import jobs_import
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, Job, Partition, PartitionVersion
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from allocations.models import Project
 from tests.factories import UserFactory
 
@@ -83,7 +83,7 @@ def test_the_ledger_is_visible_and_read_only(admin_client):
 
 
 def test_cost_model_versions_are_listed_read_only(admin_client):
-    from accounting.costs import cost_model_version_create
+    from accounting.costs.services import cost_model_version_create
 
     cluster = Cluster.objects.get(name="setonix")
     text = (ROOT / "examples/costmodels/setonix.cost").read_text()

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.canonical import (
+from accounting.utilisation.canonical import (
     CPU_NODE_UNIT,
     GPU_NODE_UNIT,
     CanonicalError,

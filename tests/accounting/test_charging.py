@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.charging import (
+from accounting.clusters.charging import (
     MODELS,
     SU_QUANTUM,
     ChargeError,

@@ -11,7 +11,7 @@ from fractions import Fraction
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from accounting.charging import SU_QUANTUM, NodeUsage, PartitionSpec, charge, energy_weight
+from accounting.clusters.charging import SU_QUANTUM, NodeUsage, PartitionSpec, charge, energy_weight
 
 NVME = "nvme_gb"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounting.clusters.selectors import partition_version_at
+from accounting.clusters.services import VersionConflict, cluster_apply
+from accounting.clusters.specs import cluster_definition_load, cluster_definition_parse
 from accounting.models import Cluster, Partition, PartitionVersion
-from accounting.selectors import partition_version_at
-from accounting.services import VersionConflict, cluster_apply
-from accounting.specs import cluster_definition_load, cluster_definition_parse
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "clusters"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -97,7 +97,8 @@ def test_without_a_date_a_new_version_starts_at_the_next_hour(monkeypatch):
     _apply(document, T0)
     document["partitions"][0]["memory_mb"] = 256000
     monkeypatch.setattr(
-        "accounting.services.timezone.now", lambda: datetime(2026, 3, 1, 10, 17, 5, tzinfo=UTC)
+        "accounting.clusters.services.timezone.now",
+        lambda: datetime(2026, 3, 1, 10, 17, 5, tzinfo=UTC),
     )
     cluster_apply(definition=cluster_definition_parse(document))
     newest = PartitionVersion.objects.filter(partition__name="work").latest()

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection, connections, transaction
 
-from accounting.costs import cost_model_version_create
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.costs.services import cost_model_version_create
 from accounting.locks import cluster_row_lock
 from accounting.models import Cluster, CostModelVersion
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from tests.accounting.test_cost_services import MODEL, SPEC
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

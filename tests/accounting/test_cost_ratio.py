@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.charging import PartitionSpec, SpecError
-from accounting.cost_ratio import (
+from accounting.clusters.charging import PartitionSpec, SpecError
+from accounting.clusters.cost_ratio import (
     Benchmark,
     cheaper_partition,
     chosen_energy_wh,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_parse
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_parse
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "clusters"
 

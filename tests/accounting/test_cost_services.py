@@ -1,5 +1,6 @@
 """Cost models attached to clusters: versions, money per job in the import, the roll-ups'
-money, and the recomputation after a new version (accounting/costs.py, DESIGN section 6)."""
+money, and the recomputation after a new version (accounting/costs/services.py, DESIGN section
+6)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Sum
 
-from accounting.costmodels import cost_model_parse, expand_nodelist, job_cost
-from accounting.costs import (
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.costs.costmodels import cost_model_parse, expand_nodelist, job_cost
+from accounting.costs.services import (
     BEGINNING,
     CostModelRejected,
     JobPricer,
@@ -21,10 +24,8 @@ from accounting.costs import (
     job_costs_recompute,
     stored_cost,
 )
-from accounting.imports import jobs_import
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, CostModelVersion, Job, UsageDaily
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from allocations.models import Project
 from benchmarks.sacct_generator import sacct_lines
 
@@ -284,7 +285,7 @@ def test_a_pricer_is_built_even_when_the_parsed_model_cache_fills_while_loading(
 ):
     # The cache of parsed models is bounded; it used to be emptied while JobPricer was loading
     # a cluster's versions, which then raised KeyError and broke every import of the cluster.
-    import accounting.costs as costs
+    import accounting.costs.services as costs
 
     monkeypatch.setattr(costs, "_PARSED_LIMIT", 2)
     monkeypatch.setattr(costs, "_parsed", {})
@@ -303,7 +304,7 @@ def test_a_pricer_is_built_even_when_the_parsed_model_cache_fills_while_loading(
 
 
 def test_a_recomputation_stopped_half_way_leaves_jobs_and_rollups_agreeing(testbed, monkeypatch):
-    import accounting.costs as costs
+    import accounting.costs.services as costs
 
     cost_model_version_create(cluster=testbed, name="a", text=MODEL)
     jobs_import(cluster=testbed, lines=_history(lines=800), source="history")

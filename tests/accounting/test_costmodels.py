@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.costmodels import (
+from accounting.costs.costmodels import (
     DEFAULT_CURRENCY,
     SECONDS_PER_YEAR,
     CostModelError,

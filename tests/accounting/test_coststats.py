@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting import coststats
-from accounting.costmodels import cost_model_load, cost_model_parse, expand_nodelist, job_cost
-from accounting.coststats import (
+from accounting.costs import coststats
+from accounting.costs.costmodels import cost_model_load, cost_model_parse, expand_nodelist, job_cost
+from accounting.costs.coststats import (
     Column,
     JobRecord,
     column_statistics,

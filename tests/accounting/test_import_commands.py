@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
 from accounting.models import Job
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from allocations.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]

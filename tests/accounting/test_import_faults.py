@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from django.db import connection, connections
 
-from accounting.imports import jobs_import
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, ImportRun, Job, UsageDaily
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from accounting.tasks import import_sacct_file
 from allocations.models import Project
 from benchmarks.sacct_generator import write_sacct_file

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from django.db.models import Count, Sum
 
-from accounting.imports import ImportFatal, jobs_import, quarantine_retry
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load, cluster_definition_parse
+from accounting.ledger.imports import ImportFatal, jobs_import, quarantine_retry
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord, UsageDaily
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load, cluster_definition_parse
 from allocations.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """Counting a node list's nodes per node set without expanding it equals expanding it
-(accounting.costmodels.nodelist_node_set_counts against expand_nodelist + node_set_counts)."""
+(accounting.costs.costmodels.nodelist_node_set_counts against expand_nodelist + node_set_counts)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.costmodels import (
+from accounting.costs.costmodels import (
     NodelistError,
     cost_model_parse,
     expand_nodelist,

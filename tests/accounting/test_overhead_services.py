@@ -1,6 +1,7 @@
-"""True overhead over the ledger (accounting/overhead.py): jobs built by hand on a small partition
-reproduce the pure sweep's Figure 2 numbers, version changes cut the window, unplaced jobs are
-reported, failures are recorded, and the task runs through Celery (eager or a real worker)."""
+"""True overhead over the ledger (accounting/utilisation/overhead.py): jobs built by hand on a
+small partition reproduce the pure sweep's Figure 2 numbers, version changes cut the window,
+unplaced jobs are reported, failures are recorded, and the task runs through Celery (eager or a
+real worker)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.models import Job, JobFairShare, OverheadPartitionResult, OverheadRun
-from accounting.overhead import (
+from accounting.tasks import overhead_compute
+from accounting.utilisation.overhead import (
     OverheadError,
     canonical_unit_of,
     fair_rates,
@@ -26,7 +28,6 @@ from accounting.overhead import (
     overhead_run_start,
     unit_label,
 )
-from accounting.tasks import overhead_compute
 from allocations.models import Project
 from tests.factories import PartitionVersionFactory, UserFactory
 
@@ -205,7 +206,7 @@ def test_a_job_split_by_two_runs_gets_the_sum_of_both_and_overlapping_runs_count
 
 
 def test_a_failure_is_recorded_on_the_run_with_nothing_stored(small, monkeypatch):
-    import accounting.overhead as overhead
+    import accounting.utilisation.overhead as overhead
 
     def broken(**kwargs):
         raise ValueError("threshold cores must be a positive integer")

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from accounting.peak import (
+from accounting.clusters.specs import (
+    CpuPeak,
+    GpuPeak,
+    cluster_definition_load,
+    cluster_definition_parse,
+)
+from accounting.utilisation.peak import (
     DevicePeak,
     NodePeak,
     PeakError,
@@ -26,7 +32,6 @@ from accounting.peak import (
     node_peak_from_definition,
     peak_timeline,
 )
-from accounting.specs import CpuPeak, GpuPeak, cluster_definition_load, cluster_definition_parse
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "clusters"
 MILAN = CpuPeak(n_stream=1, n_unit=16, frequency_hz=Decimal("2.45e9"))

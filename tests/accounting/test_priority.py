@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.priority import PriorityError, PriorityPolicy, dynamic_priority, priority_curve
+from accounting.utilisation.priority import (
+    PriorityError,
+    PriorityPolicy,
+    dynamic_priority,
+    priority_curve,
+)
 
 # Figure 2's shape: priority falls below K1, rises from K1, rises faster from K2.
 POLICY = PriorityPolicy(

@@ -17,7 +17,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from accounting.sacct import (
+from accounting.clusters.units import parse_memory_mb
+from accounting.ledger.sacct import (
     EMPTY_LINE_REASON,
     MAX_REASON_LENGTH,
     REPEATED_HEADER_REASON,
@@ -27,7 +28,6 @@ from accounting.sacct import (
     SacctRecord,
     SacctStep,
     parse_elapsed,
-    parse_memory_mb,
     parse_sacct,
     parse_tres,
 )

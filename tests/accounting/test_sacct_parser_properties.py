@@ -11,11 +11,11 @@ from zoneinfo import ZoneInfo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.sacct import (
+from accounting.clusters.units import parse_memory_mb
+from accounting.ledger.sacct import (
     SacctLineError,
     SacctRecord,
     parse_elapsed,
-    parse_memory_mb,
     parse_sacct,
     parse_sacct_time,
     parse_tres,

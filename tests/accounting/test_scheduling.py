@@ -11,10 +11,10 @@ import pytest
 from django.db import connection, connections
 from django_celery_beat.models import PeriodicTask
 
+from accounting.clusters.services import cluster_apply, cluster_import_schedule_sync
+from accounting.clusters.specs import cluster_definition_load
 from accounting.locks import ImportLockBusy, cluster_import_lock
 from accounting.models import Cluster, ImportRun
-from accounting.services import cluster_apply, cluster_import_schedule_sync
-from accounting.specs import cluster_definition_load
 from accounting.tasks import import_sacct_window
 from allocations.models import Project
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from accounting.services import cluster_apply
-from accounting.slurmconf import tres_billing_weights
-from accounting.specs import cluster_definition_load
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.slurmconf import tres_billing_weights
+from accounting.clusters.specs import cluster_definition_load
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from accounting.specs import SpecFileError, cluster_definition_load, cluster_definition_parse
+from accounting.clusters.specs import (
+    SpecFileError,
+    cluster_definition_load,
+    cluster_definition_parse,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "clusters"
 

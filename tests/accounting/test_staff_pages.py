@@ -8,9 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from allocations.models import Project
 from tests.factories import UserFactory
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from django.db.models import Sum
 
-from accounting.imports import jobs_import
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, Job, UtilisationHourly
-from accounting.selectors import partition_peak_timeline, utilisation_series_get
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
-from accounting.utilisation import AllocatedJob, utilisation_series
+from accounting.utilisation.quality import AllocatedJob, utilisation_series
+from accounting.utilisation.selectors import partition_peak_timeline, utilisation_series_get
 from allocations.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.peak import (
+from accounting.utilisation.peak import (
     DevicePeak,
     NodePeak,
     PeakPeriod,
@@ -22,7 +22,7 @@ from accounting.peak import (
     epoch_seconds,
     peak_timeline,
 )
-from accounting.utilisation import (
+from accounting.utilisation.quality import (
     AllocatedJob,
     HourlyContribution,
     Step,
@@ -480,7 +480,7 @@ def test_q_stays_within_0_and_100_percent_when_jobs_fit_the_machine(case, step):
     st.fractions(min_value=-1000, max_value=1000),
 )
 def test_percent_text_prints_exactly_the_rounded_percentage(whole, ratio):
-    from accounting.utilisation import _percent, _percent_text
+    from accounting.utilisation.quality import _percent, _percent_text
 
     # ratios up to 1000 (100,000 %): beyond that the Decimal's 28 digits would round
     part = int(ratio * whole)
@@ -489,7 +489,7 @@ def test_percent_text_prints_exactly_the_rounded_percentage(whole, ratio):
 
 
 def test_percent_text_rounds_half_to_even_at_the_sixth_place():
-    from accounting.utilisation import _percent_text
+    from accounting.utilisation.quality import _percent_text
 
     # 1/8 % = 0.125 %: exact; 1 / 16,000,000 = 0.00000625 %: half a quantum, rounds to even
     assert _percent_text(1, 800) == "0.125000"

@@ -15,18 +15,18 @@ from fractions import Fraction
 
 import pytest
 
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_parse
 from accounting.models import Cluster, Partition, UtilisationHourly
-from accounting.peak import PeakError, PeakSource
-from accounting.selectors import utilisation_report_get, utilisation_series_get
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_parse
-from accounting.utilisation import (
+from accounting.utilisation.peak import PeakError, PeakSource
+from accounting.utilisation.quality import (
     AllocatedJob,
     UtilisationError,
     WindowError,
     hourly_contributions,
     requested_window,
 )
+from accounting.utilisation.selectors import utilisation_report_get, utilisation_series_get
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
 from accounting.models import Cluster, Partition
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from allocations.models import Membership, PoolPartition, Project, ResourcePool
 from tests.factories import UserFactory
 

@@ -13,10 +13,10 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from accounting.imports import jobs_import
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, Job
-from accounting.priority import PriorityPolicy as MathsPolicy
-from accounting.priority import dynamic_priority
+from accounting.utilisation.priority import PriorityPolicy as MathsPolicy
+from accounting.utilisation.priority import dynamic_priority
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
 from allocations.priorities import (
     PriorityError,

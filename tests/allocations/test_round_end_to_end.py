@@ -9,9 +9,9 @@ import pytest
 from django.core import mail
 from django.core.exceptions import PermissionDenied
 
-from accounting.imports import jobs_import
+from accounting.clusters.quotes import QuoteRequest
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, Partition
-from accounting.quotes import QuoteRequest
 from allocations.enforcement import enforcement_run_proposed, thresholds_check
 from allocations.models import (
     AllocationRequest,

@@ -25,9 +25,9 @@ from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from accounting.imports import jobs_import
+from accounting.clusters.quotes import QuoteRequest
+from accounting.ledger.imports import jobs_import
 from accounting.models import ImportRun, Job, Partition, QuarantinedRecord
-from accounting.quotes import QuoteRequest
 from allocations.models import Adjustment, Allocation, AllocationRequest, AllocationRound, Review
 from allocations.services import (
     adjustment_refund,

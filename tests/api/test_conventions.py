@@ -116,11 +116,19 @@ def test_a_path_that_names_nothing_is_a_json_404(world):
 
 
 def _model_serializers():
-    from accounting import api_serializers as accounting_serializers
+    from accounting.clusters import serializers as cluster_serializers
+    from accounting.ledger import serializers as ledger_serializers
+    from accounting.utilisation import serializers as utilisation_serializers
     from allocations import api_serializers as allocations_serializers
     from portal.api import ApiModelSerializer
 
-    for module in (accounting_serializers, allocations_serializers):
+    modules = (
+        cluster_serializers,
+        ledger_serializers,
+        utilisation_serializers,
+        allocations_serializers,
+    )
+    for module in modules:
         for value in vars(module).values():
             if (
                 isinstance(value, type)
@@ -134,7 +142,7 @@ def _model_serializers():
 def test_the_quicker_rendering_is_exactly_drfs_for_every_serializer_and_object(world):
     from rest_framework import serializers
 
-    from accounting.api import jobs_visible
+    from accounting.ledger.api import jobs_visible
     from accounting.models import Job
     from allocations.models import Membership
 
@@ -161,8 +169,8 @@ def test_the_quicker_rendering_is_exactly_drfs_for_every_serializer_and_object(w
 
 
 def test_a_page_of_jobs_rendered_from_rows_is_exactly_the_jobs_rendered_from_objects(world):
-    from accounting.api import jobs_visible
-    from accounting.api_serializers import JobOutputSerializer
+    from accounting.ledger.api import jobs_visible
+    from accounting.ledger.serializers import JobOutputSerializer
     from accounting.models import Job
 
     Job.objects.filter(pk=world.job.pk).update(partition_version=None)

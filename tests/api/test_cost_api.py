@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from django.db.models import Sum
 
-from accounting.costs import BEGINNING, cost_model_version_create, job_costs_recompute
+from accounting.costs.services import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.models import Job, UsageDaily
 from tests.allocations.conftest import PERIOD, SAMPLE_DAY
 

@@ -10,7 +10,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from accounting.models import OverheadRun
-from accounting.overhead import overhead_results, overhead_run_compute
+from accounting.utilisation.overhead import overhead_results, overhead_run_compute
 
 URL = "/api/v1/overhead/"
 DAY_START = datetime(2026, 11, 22, tzinfo=UTC)  # the sample's jobs ran that day

@@ -89,7 +89,7 @@ def _with_overhead_run(text: str) -> Callable[[World], str]:
     def build(world: World) -> str:
         from datetime import UTC, datetime
 
-        from accounting.overhead import overhead_run_compute
+        from accounting.utilisation.overhead import overhead_run_compute
 
         overhead_run_compute(
             cluster=world.centre.cluster, start=datetime(2026, 11, 22, tzinfo=UTC),

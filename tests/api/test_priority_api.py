@@ -10,8 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework import serializers
 
 from accounting.models import Job
-from accounting.priority import PriorityPolicy as MathsPolicy
-from accounting.priority import dynamic_priority
+from accounting.utilisation.priority import PriorityPolicy as MathsPolicy
+from accounting.utilisation.priority import dynamic_priority
 from allocations.models import PriorityPolicy, ProfilingCoefficient
 from allocations.priorities import priority_policy_set, profiling_coefficient_post
 

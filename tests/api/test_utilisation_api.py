@@ -13,8 +13,8 @@ from decimal import Decimal
 import pytest
 
 from accounting.models import Partition, UtilisationHourly
-from accounting.selectors import utilisation_series_get
-from accounting.utilisation import ROW_FIELDS
+from accounting.utilisation.quality import ROW_FIELDS
+from accounting.utilisation.selectors import utilisation_series_get
 
 pytestmark = pytest.mark.django_db
 

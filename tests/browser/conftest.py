@@ -22,11 +22,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from accounting.imports import jobs_import
+from accounting.clusters.quotes import QuoteRequest
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.imports import jobs_import
 from accounting.models import Cluster, Job, Partition
-from accounting.quotes import QuoteRequest
-from accounting.services import cluster_apply
-from accounting.specs import cluster_definition_load
 from allocations.enforcement import thresholds_check
 from allocations.models import (
     AllocationRequest,

@@ -64,8 +64,8 @@ def test_staff_see_utilisation_overhead_costs_and_priorities_drawn(live_server, 
 
     from django.utils import timezone
 
-    from accounting.costs import cost_model_version_create
-    from accounting.overhead import overhead_run_compute
+    from accounting.costs.services import cost_model_version_create
+    from accounting.utilisation.overhead import overhead_run_compute
     from allocations.priorities import priority_policy_set, profiling_coefficient_post
     from tests.browser.conftest import ROOT
 

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from accounting.costs import cost_model_version_create
+from accounting.costs.services import cost_model_version_create
 from accounting.models import Partition
 from tests.browser.conftest import ROOT, build_scenario
 

@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import pytest
 from django.urls import reverse
 
-from accounting.costmodels import expand_nodelist
-from accounting.costs import BEGINNING, cost_model_version_create, job_costs_recompute
+from accounting.costs.costmodels import expand_nodelist
+from accounting.costs.services import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.models import CostModelVersion, Job
 from tests.pages.conftest import client_for
 

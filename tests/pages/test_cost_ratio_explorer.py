@@ -12,8 +12,8 @@ from fractions import Fraction
 import pytest
 from django.urls import reverse
 
-from accounting import cost_ratio
-from accounting.explorer import my_application, only_energy_model_regions, usable_models
+from accounting.clusters import cost_ratio
+from accounting.clusters.explorer import my_application, only_energy_model_regions, usable_models
 from tests.pages.conftest import client_for
 
 PAPER = {"system": "paper", "cpu_node_hours": "1", "speedup": "8", "grid_intensity": "500"}

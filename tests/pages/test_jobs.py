@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from accounting import charging
+from accounting.clusters import charging
+from accounting.ledger.pages import JOBS_PER_PAGE
 from accounting.models import Job
-from accounting.pages import JOBS_PER_PAGE
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db

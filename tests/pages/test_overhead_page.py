@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 
 from accounting.models import OverheadRun
-from accounting.overhead import overhead_run_compute
+from accounting.utilisation.overhead import overhead_run_compute
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from accounting.clusters.quotes import QuoteRequest, quote_compute
+from accounting.clusters.selectors import partition_version_at
 from accounting.models import Partition
-from accounting.quotes import QuoteRequest, quote_compute
-from accounting.selectors import partition_version_at
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from accounting.utilisation import ROW_FIELDS
+from accounting.utilisation.quality import ROW_FIELDS
 from tests.pages.conftest import ROLES, client_for
 
 pytestmark = pytest.mark.django_db

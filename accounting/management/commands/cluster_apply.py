@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
-from accounting.services import ClusterApplyResult, VersionConflict, cluster_apply
-from accounting.specs import SpecFileError, cluster_definition_load
+from accounting.clusters.services import ClusterApplyResult, VersionConflict, cluster_apply
+from accounting.clusters.specs import SpecFileError, cluster_definition_load
 
 
 class _DryRun(Exception):

@@ -15,13 +15,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.costs import (
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.costs.services import (
     CostModelRejected,
     cost_model_of,
     cost_model_summary,
     cost_model_version_create,
 )
-from accounting.selectors import NotFound, cluster_get
 
 
 def _moment(text: str | None) -> datetime | None:

@@ -12,9 +12,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.charging import SpecError
-from accounting.cost_ratio import cost_ratio_report, load_benchmarks
-from accounting.selectors import NotFound, cluster_get, partition_versions_current
+from accounting.clusters.charging import SpecError
+from accounting.clusters.cost_ratio import cost_ratio_report, load_benchmarks
+from accounting.clusters.selectors import NotFound, cluster_get, partition_versions_current
 
 _TITLES = {
     "sm": "SM-based accounting (Titan, eq 17)",

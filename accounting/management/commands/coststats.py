@@ -15,9 +15,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.costmodels import SECONDS_PER_HOUR, CostModelError, NodelistError, cost_model_load
-from accounting.costs import cost_table_get
-from accounting.coststats import (
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.costs.costmodels import (
+    SECONDS_PER_HOUR,
+    CostModelError,
+    NodelistError,
+    cost_model_load,
+)
+from accounting.costs.coststats import (
     DEFAULT_INCREMENT,
     Column,
     CostRow,
@@ -32,8 +37,8 @@ from accounting.coststats import (
     statistics_table,
     table_columns,
 )
+from accounting.costs.services import cost_table_get
 from accounting.management.options import moment_option
-from accounting.selectors import NotFound, cluster_get
 
 # Widths of the details table, which is printed while the jobs stream in.
 _DETAIL_WIDTHS = {"size": 9, "runtime": 11, "energy": 12, "node_set": 9, "rate": 9, "total": 10}

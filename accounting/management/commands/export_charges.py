@@ -11,8 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.ledger.selectors import charges_for_export
 from accounting.management.options import moment_option
-from accounting.selectors import NotFound, charges_for_export, cluster_get
 
 COLUMNS = (
     "job_id_raw", "job_id", "project", "user", "partition", "state", "start", "end",

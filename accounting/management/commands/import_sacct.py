@@ -18,8 +18,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
-from accounting.imports import BUCKETS, ImportFatal, ImportSummary, jobs_import, sacct_lines
-from accounting.selectors import NotFound, cluster_get
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.ledger.imports import BUCKETS, ImportFatal, ImportSummary, jobs_import, sacct_lines
 
 
 def _lines_with_progress(stream: IO[str], total_bytes: int | None, enabled: bool) -> Iterator[str]:

@@ -13,7 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.costmodels import (
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.costs.costmodels import (
     CostModel,
     CostModelError,
     JobCost,
@@ -26,8 +27,7 @@ from accounting.costmodels import (
     job_cost_short,
     job_cost_verbose,
 )
-from accounting.costs import JobNotFinished, cost_job_get, job_cost_get
-from accounting.selectors import NotFound, cluster_get
+from accounting.costs.services import JobNotFinished, cost_job_get, job_cost_get
 
 FORMS = {
     "verbose": job_cost_verbose,

@@ -9,10 +9,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.dateparse import parse_datetime
 
-from accounting.charging import MODELS, ChargeError, SpecError
-from accounting.quotes import QuoteError, QuoteRequest, quote_payload, weight_explanation
-from accounting.sacct import parse_memory_mb
-from accounting.selectors import NotFound, cluster_get, partition_get, quote_get
+from accounting.clusters.charging import MODELS, ChargeError, SpecError
+from accounting.clusters.quotes import QuoteError, QuoteRequest, quote_payload, weight_explanation
+from accounting.clusters.selectors import NotFound, cluster_get, partition_get, quote_get
+from accounting.clusters.units import parse_memory_mb
 
 
 def _decimal(text: str) -> Decimal:

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.selectors import NotFound, cluster_get, partition_versions_current
-from accounting.slurmconf import slurm_conf_lines
+from accounting.clusters.selectors import NotFound, cluster_get, partition_versions_current
+from accounting.clusters.slurmconf import slurm_conf_lines
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.selectors import NotFound, cluster_get
+from accounting.clusters.selectors import NotFound, cluster_get
 from allocations.priorities import (
     PriorityError,
     priority_actions_execute_proposed,

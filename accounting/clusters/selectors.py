@@ -1,0 +1,110 @@
+"""Read-side queries of clusters, partitions and their rate versions, and quotes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import (
+    QuerySet,
+)
+from django.utils import timezone
+
+from accounting.clusters.charging import Charge
+from accounting.clusters.quotes import QuoteRequest, quote_compute
+from accounting.models import (
+    Cluster,
+    Partition,
+    PartitionVersion,
+)
+
+
+class NotFound(LookupError):
+    """A named cluster, partition or version does not exist; the message says which."""
+
+
+def cluster_get(*, name: str) -> Cluster:
+    try:
+        return Cluster.objects.get(name=name)
+    except Cluster.DoesNotExist:
+        known = ", ".join(Cluster.objects.values_list("name", flat=True)) or "none"
+        raise NotFound(f"unknown cluster {name!r} (known: {known})") from None
+
+
+def partition_get(*, cluster: Cluster, name: str) -> Partition:
+    try:
+        return Partition.objects.select_related("cluster").get(cluster=cluster, name=name)
+    except Partition.DoesNotExist:
+        known = ", ".join(cluster.partitions.values_list("name", flat=True)) or "none"
+        raise NotFound(
+            f"unknown partition {name!r} on cluster {cluster.name!r} (known: {known})"
+        ) from None
+
+
+def partition_version_at(*, partition: Partition, at: datetime) -> PartitionVersion:
+    """The version in effect at ``at``: the latest one that started at or before it."""
+    version = (
+        PartitionVersion.objects.select_related("partition__cluster")
+        .filter(partition=partition, effective_from__lte=at)
+        .order_by("-effective_from")
+        .first()
+    )
+    if version is None:
+        raise NotFound(
+            f"partition {partition} has no specification in effect at {at:%Y-%m-%d %H:%M}"
+        )
+    return version
+
+
+def partition_version_current(*, partition: Partition) -> PartitionVersion:
+    """The newest version (it may start in the future when staff scheduled a change)."""
+    version = (
+        PartitionVersion.objects.select_related("partition__cluster")
+        .filter(partition=partition)
+        .order_by("-effective_from")
+        .first()
+    )
+    if version is None:
+        raise NotFound(f"partition {partition} has no specification")
+    return version
+
+
+def partition_versions_current(*, cluster: Cluster | None = None) -> list[PartitionVersion]:
+    """The newest version of every partition (of one cluster), in name order."""
+    versions: QuerySet[PartitionVersion] = PartitionVersion.objects.select_related(
+        "partition__cluster"
+    ).order_by("partition__cluster__name", "partition__name", "-effective_from")
+    if cluster is not None:
+        versions = versions.filter(partition__cluster=cluster)
+    newest: dict[int, PartitionVersion] = {}
+    for version in versions:
+        newest.setdefault(version.partition_id, version)
+    return list(newest.values())
+
+
+def quote_get(
+    *, partition: Partition, request: QuoteRequest, at: datetime | None = None
+) -> tuple[PartitionVersion, Charge]:
+    """Price a planned job on ``partition`` with the rate version in effect ``at`` (now)."""
+    when = at or timezone.now()
+    version = partition_version_at(partition=partition, at=when)
+    return version, quote_compute(version.spec, request)
+
+
+def partition_versions_in_effect(
+    *, at: datetime, cluster: Cluster | None = None
+) -> list[PartitionVersion]:
+    """The version of every partition (of one cluster) in effect at ``at``, in name order.
+
+    One query: the same version ``accounting.clusters.selectors.quote_get`` prices with.
+    """
+    versions = (
+        PartitionVersion.objects.select_related("partition__cluster")
+        .filter(effective_from__lte=at)
+        .order_by("partition__cluster__name", "partition__name", "-effective_from")
+    )
+    if cluster is not None:
+        versions = versions.filter(partition__cluster=cluster)
+    newest: dict[int, PartitionVersion] = {}
+    for version in versions:
+        newest.setdefault(version.partition_id, version)
+    return list(newest.values())

@@ -1,0 +1,420 @@
+"""Input and output serializers of the clusters, partitions, quote and cost ratio API
+(accounting/clusters/api.py, docs/api.md). They check the shape of a request; rules stay in
+services.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from accounting.clusters.charging import MODELS
+from accounting.clusters.quotes import weight_explanation
+from accounting.clusters.selectors import NotFound, cluster_get, partition_get
+from accounting.clusters.specs import SpecFileError, cluster_definition_parse
+from accounting.clusters.units import parse_memory_mb
+from accounting.models import (
+    Cluster,
+    Partition,
+    PartitionVersion,
+)
+from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
+
+SU_DIGITS = 24
+
+
+SU_PLACES = 6
+
+
+# Sanity bounds of hardware in a spec sent over the API: generous for any real machine, and
+# small enough that every derived value (eq 15's weight) fits its column.
+_MAX_SOCKETS = 16
+
+
+_MAX_CORES_PER_SOCKET = 4096
+
+
+_MAX_GPUS = 1024
+
+
+_MAX_MEMORY_MB = 2**40
+
+
+_MAX_WATTS = Decimal(100_000)
+
+
+def su_field(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=SU_DIGITS, decimal_places=SU_PLACES, **kwargs)
+
+
+class ClusterOutputSerializer(ApiModelSerializer):
+    partitions = slug_of("name", many=True)
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "name",
+            "description",
+            "timezone",
+            "partitions",
+            "imports_enabled",
+            "import_interval_minutes",
+            "import_overlap_minutes",
+            "last_imported_until",
+            "refund_node_failures",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class CpuPeakSerializer(serializers.Serializer):
+    n_stream = serializers.IntegerField(min_value=1, max_value=1024)
+    n_unit = serializers.IntegerField(min_value=1, max_value=1024)
+    frequency_hz = serializers.DecimalField(
+        max_digits=26, decimal_places=3, min_value=Decimal(1), coerce_to_string=False
+    )
+
+
+class GpuPeakSerializer(serializers.Serializer):
+    n_cuda = serializers.IntegerField(min_value=0, max_value=10**6)
+    n_tensor = serializers.IntegerField(min_value=0, max_value=10**6, default=0)
+    matrix_order = serializers.IntegerField(min_value=0, max_value=64, default=0)
+    frequency_hz = serializers.DecimalField(
+        max_digits=26, decimal_places=3, min_value=Decimal(1), coerce_to_string=False
+    )
+
+
+class PartitionSpecSerializer(serializers.Serializer):
+    """One partition of a spec file (docs/cluster-specs.md)."""
+
+    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    nodelist = serializers.CharField(max_length=4096, help_text="Slurm hostlist")
+    sockets = serializers.IntegerField(min_value=1, max_value=_MAX_SOCKETS)
+    cores_per_socket = serializers.IntegerField(min_value=1, max_value=_MAX_CORES_PER_SOCKET)
+    memory_mb = serializers.IntegerField(min_value=1, max_value=_MAX_MEMORY_MB)
+    gpus = serializers.IntegerField(min_value=0, max_value=_MAX_GPUS, default=0)
+    cpu_tdp_watts = serializers.DecimalField(
+        max_digits=10, decimal_places=3, min_value=Decimal(1), max_value=_MAX_WATTS
+    )
+    gpu_tdp_watts = serializers.DecimalField(
+        max_digits=10, decimal_places=3, min_value=Decimal(1), max_value=_MAX_WATTS,
+        required=False,
+    )  # fmt: skip
+    gpu_streaming_multiprocessors = serializers.IntegerField(
+        min_value=0, max_value=10**6, required=False
+    )
+    cpu_peak_flops = serializers.DecimalField(
+        max_digits=26, decimal_places=3, min_value=Decimal(1), required=False
+    )
+    gpu_peak_flops = serializers.DecimalField(
+        max_digits=26, decimal_places=3, min_value=Decimal(1), required=False
+    )
+    cpu_peak = CpuPeakSerializer(required=False)
+    gpu_peak = GpuPeakSerializer(required=False)
+    node_local = serializers.DictField(
+        child=serializers.DecimalField(
+            max_digits=20, decimal_places=6, min_value=Decimal("0.000001")
+        ),
+        required=False,
+        help_text='capacity per node of further resources, e.g. {"nvme_gb": "3500"}',
+    )
+    weight_override = serializers.DecimalField(
+        max_digits=20, decimal_places=6, min_value=Decimal("0.000001"), required=False
+    )
+    weight_override_reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=2000
+    )
+
+    def validate_node_local(self, value: dict[str, Decimal]) -> dict[str, Decimal]:
+        for name in value:
+            if not isinstance(name, str) or not name.isidentifier() or len(name) > 32:
+                raise serializers.ValidationError(f"{name!r} is not a resource name")
+        return value
+
+
+def _plain(value: Any) -> Any:
+    """Validated data back to the JSON values a spec file holds (decimals as strings)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+class ClusterApplyInputSerializer(serializers.Serializer):
+    """A whole cluster spec file, applied as ``cluster_apply`` does (idempotent, versioned)."""
+
+    name = serializers.SlugField(max_length=64)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    timezone = serializers.CharField(max_length=64, default="UTC")
+    partitions = PartitionSpecSerializer(many=True, allow_empty=False)
+    effective_from = UtcDateTimeField(
+        required=False, help_text="new versions start then (default: now)"
+    )
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    def validate_partitions(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(value) > 256:
+            raise serializers.ValidationError("at most 256 partitions")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        document = {
+            key: _plain(attrs[key])
+            for key in ("name", "description", "timezone", "partitions")
+            if key in attrs
+        }
+        try:
+            attrs["definition"] = cluster_definition_parse(document, source="request")
+        except SpecFileError as error:
+            raise serializers.ValidationError(str(error)) from None
+        return attrs
+
+
+class PartitionApplyInputSerializer(PartitionSpecSerializer):
+    """One partition's spec on an existing cluster: a new partition, or a new rate version
+    when the spec differs from its newest one (nothing when it is the same)."""
+
+    cluster = serializers.SlugField(max_length=64)
+    effective_from = UtcDateTimeField(
+        required=False, help_text="the new version starts then (default: now)"
+    )
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            cluster = cluster_get(name=attrs["cluster"])
+        except NotFound as error:
+            raise serializers.ValidationError({"cluster": [str(error)]}) from None
+        partition = {
+            key: _plain(value)
+            for key, value in attrs.items()
+            if key not in {"cluster", "effective_from", "note"}
+        }
+        document = {
+            "name": cluster.name,
+            "description": cluster.description,
+            "timezone": cluster.timezone,
+            "partitions": [partition],
+        }
+        try:
+            attrs["definition"] = cluster_definition_parse(document, source="request")
+        except SpecFileError as error:
+            raise serializers.ValidationError(str(error)) from None
+        attrs["cluster_object"] = cluster
+        return attrs
+
+
+class ClusterApplyOutputSerializer(serializers.Serializer):
+    cluster = ClusterOutputSerializer()
+    cluster_created = serializers.BooleanField()
+    cluster_updated = serializers.BooleanField()
+    created = serializers.ListField(child=serializers.CharField(), help_text="new partitions")
+    versioned = serializers.ListField(
+        child=serializers.CharField(), help_text="partitions that got a new rate version"
+    )
+    unchanged = serializers.ListField(child=serializers.CharField())
+    not_in_file = serializers.ListField(
+        child=serializers.CharField(), help_text="partitions kept although not in the request"
+    )
+
+
+class PartitionVersionOutputSerializer(ApiModelSerializer):
+    weight = serializers.DecimalField(max_digits=20, decimal_places=6, read_only=True)
+    cores_per_node = serializers.IntegerField(read_only=True)
+    memory_per_core_mb = serializers.DecimalField(
+        max_digits=30, decimal_places=6, read_only=True, help_text="M / C (eq 8)"
+    )
+    weight_explanation = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PartitionVersion
+        fields = [
+            "number",
+            "effective_from",
+            "nodelist",
+            "node_count",
+            "sockets",
+            "cores_per_socket",
+            "cores_per_node",
+            "memory_mb",
+            "memory_per_core_mb",
+            "gpus",
+            "cpu_tdp_watts",
+            "gpu_tdp_watts",
+            "gpu_streaming_multiprocessors",
+            "cpu_peak_flops",
+            "gpu_peak_flops",
+            "node_local",
+            "derived_weight",
+            "weight_override",
+            "weight_override_reason",
+            "weight",
+            "weight_explanation",
+            "change_note",
+            "created_at",
+        ]
+
+    def get_weight_explanation(self, version: PartitionVersion) -> str:
+        """Why the weight is what it is (eq 15 for GPUs, C for CPUs, or the override)."""
+        return weight_explanation(version.spec)
+
+
+class PartitionOutputSerializer(ApiModelSerializer):
+    cluster = slug_of("name")
+    current = serializers.SerializerMethodField(
+        help_text="the newest rate version (it may start in the future)"
+    )
+
+    class Meta:
+        model = Partition
+        fields = ["id", "cluster", "name", "description", "current", "created_at"]
+
+    def _newest(self, partition: Partition) -> PartitionVersion | None:
+        versions = list(partition.versions.all())  # prefetched newest first
+        return versions[0] if versions else None
+
+    @extend_schema_field(PartitionVersionOutputSerializer(allow_null=True))
+    def get_current(self, partition: Partition) -> dict[str, Any] | None:
+        version = self._newest(partition)
+        if version is None:
+            return None
+        version.partition = partition  # the spec names its partition; no extra query
+        return dict(PartitionVersionOutputSerializer(version).data)
+
+
+class PartitionDetailOutputSerializer(PartitionOutputSerializer):
+    versions = PartitionVersionOutputSerializer(many=True, read_only=True)
+
+    class Meta(PartitionOutputSerializer.Meta):
+        fields = [*PartitionOutputSerializer.Meta.fields, "versions"]
+
+
+class PlannedJobSerializer(serializers.Serializer):
+    """A planned job as the ``quote`` command takes it; what is left out takes Slurm's
+    shared-node defaults (a whole node, the GPUs' share of cores, the cores' share of memory)."""
+
+    cluster = serializers.CharField(max_length=64)
+    partition = serializers.CharField(max_length=64)
+    nodes = serializers.IntegerField(min_value=1, max_value=10_000, default=1)
+    hours = serializers.DecimalField(
+        max_digits=16, decimal_places=6, min_value=Decimal("0.000001"), max_value=Decimal(10**6),
+        help_text="wall-clock hours, e.g. 1.5",
+    )  # fmt: skip
+    cores_per_node = serializers.DecimalField(
+        max_digits=16, decimal_places=6, min_value=Decimal(0), max_value=Decimal(10**6),
+        required=False, allow_null=True, help_text="default: whole node, or the GPUs' share",
+    )  # fmt: skip
+    gpus_per_node = serializers.IntegerField(
+        min_value=0, max_value=_MAX_GPUS, required=False, allow_null=True
+    )
+    memory_per_node = serializers.CharField(
+        max_length=32, required=False, allow_null=True,
+        help_text='Slurm units, e.g. "60G", "1914M" (default: the cores\' share)',
+    )  # fmt: skip
+
+    def validate_memory_per_node(self, value: str | None) -> Decimal | None:
+        if value is None or value == "":
+            return None
+        try:
+            memory = parse_memory_mb(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from None
+        if memory > _MAX_MEMORY_MB:
+            raise serializers.ValidationError("more memory than any node has")
+        return memory
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            cluster = cluster_get(name=attrs["cluster"])
+        except NotFound as error:
+            raise serializers.ValidationError({"cluster": [str(error)]}) from None
+        try:
+            attrs["partition_object"] = partition_get(cluster=cluster, name=attrs["partition"])
+        except NotFound as error:
+            raise serializers.ValidationError({"partition": [str(error)]}) from None
+        return attrs
+
+
+class QuoteInputSerializer(PlannedJobSerializer):
+    """The ``quote`` command's options, with the same names."""
+
+    model = serializers.ChoiceField(choices=sorted(MODELS), default="energy")
+    at = UtcDateTimeField(required=False, help_text="price with the rates in effect then")
+
+
+class QuoteNodeSerializer(serializers.Serializer):
+    """Fractions of one node; node-local resources appear as further keys."""
+
+    cores = serializers.CharField()
+    memory = serializers.CharField()
+    gpus = serializers.CharField()
+
+
+class QuoteOutputSerializer(serializers.Serializer):
+    """Exactly the object ``python manage.py quote ... --json`` prints."""
+
+    cluster = serializers.CharField()
+    partition = serializers.CharField()
+    partition_version = serializers.IntegerField()
+    model = serializers.CharField()
+    service_units = serializers.CharField(help_text="decimal string")
+    weight = serializers.CharField(help_text="SU per node-hour, decimal string")
+    hours = serializers.CharField()
+    dominant_resource = serializers.CharField(help_text="cores, memory or gpus")
+    energy_wh = serializers.CharField()
+    nodes = QuoteNodeSerializer(many=True)
+    nodes_requested = serializers.IntegerField()
+
+
+class CostRatioQuerySerializer(serializers.Serializer):
+    cluster = serializers.CharField(max_length=64)
+    model = serializers.ChoiceField(choices=["all", "energy", "sm", "peak"], default="all")
+    cpu_partition = serializers.CharField(
+        required=False, max_length=64, help_text="default: the first partition without GPUs"
+    )
+    gpu_partition = serializers.CharField(
+        required=False, max_length=64, help_text="default: the first partition with GPUs"
+    )
+
+
+class CostRatioRowSerializer(serializers.Serializer):
+    application = serializers.CharField()
+    perf_ratio = serializers.FloatField()
+    cpu_charge = serializers.FloatField()
+    gpu_charge = serializers.FloatField()
+    cost_ratio = serializers.FloatField()
+
+
+class CostRatioTableSerializer(serializers.Serializer):
+    cpu_node_weight = serializers.FloatField()
+    gpu_node_weight = serializers.FloatField()
+    gpu_node_weight_exact = serializers.CharField()
+    switch_speedup = serializers.FloatField()
+    rows = CostRatioRowSerializer(many=True)
+
+
+class Figure1PointSerializer(serializers.Serializer):
+    speedup = serializers.IntegerField()
+    energy_wh = serializers.DictField(child=serializers.FloatField())
+
+
+class CostRatioOutputSerializer(serializers.Serializer):
+    """``cost_ratio --json`` (Tables II-IV, Figure 1) and the partitions compared."""
+
+    cluster = serializers.CharField()
+    cpu_partition = serializers.CharField()
+    gpu_partition = serializers.CharField()
+    models = serializers.DictField(child=CostRatioTableSerializer())
+    energy_optimal_switch_speedup = serializers.FloatField()
+    figure1 = Figure1PointSerializer(many=True)
+
+
+class MessageOutputSerializer(serializers.Serializer):
+    message = serializers.CharField()

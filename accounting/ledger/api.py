@@ -1,0 +1,291 @@
+"""REST API of the ledger (docs/api.md): jobs, usage, import runs and quarantined lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import django_filters  # type: ignore[import-untyped]
+from django.conf import settings
+from django.db import transaction
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.filters import OrderingFilter
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from accounting.clusters.serializers import (
+    MessageOutputSerializer,
+)
+from accounting.ledger.imports import import_upload_start
+from accounting.ledger.selectors import usage_get
+from accounting.ledger.serializers import (
+    ImportRunOutputSerializer,
+    ImportUploadInputSerializer,
+    JobDetailOutputSerializer,
+    JobOutputSerializer,
+    QuarantinedLineOutputSerializer,
+    QuarantineRetryInputSerializer,
+    UsageQuerySerializer,
+    UsageRowSerializer,
+)
+from accounting.models import (
+    ImportRun,
+    Job,
+    QuarantinedRecord,
+)
+from accounting.quarantine import quarantine_retry_enqueue
+from allocations.models import Project
+from allocations.permissions import Actor, is_staff
+from allocations.selectors import projects_for_user
+from portal.api import (
+    ID_PATTERN,
+    ApiViewSet,
+    IdFilter,
+    StaffOnlyHidden,
+    UtcIsoDateTimeFilter,
+    acting_user,
+)
+
+
+def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]) -> Response:
+    page = view.paginate_queryset(queryset)
+    return view.get_paginated_response(serializer(page, many=True).data)
+
+
+def jobs_visible(*, user: Actor) -> QuerySet[Job]:
+    """Jobs of the projects ``user`` may see (every job for staff), with the rows their names
+    come from (cluster, project, partition, rate version)."""
+    jobs = Job.objects.select_related("cluster", "project", "partition", "partition_version")
+    if is_staff(user):
+        return jobs
+    return jobs.filter(project__in=projects_for_user(user=user))
+
+
+class JobFilter(django_filters.FilterSet):
+    project = django_filters.CharFilter(method="filter_project", help_text="project code")
+    user = django_filters.CharFilter(field_name="username", help_text="Slurm user name")
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    partition = django_filters.CharFilter(field_name="partition__name", help_text="name")
+    state = django_filters.CharFilter(
+        field_name="state", lookup_expr="iexact", help_text="e.g. COMPLETED, FAILED, RUNNING"
+    )
+    charge_state = django_filters.ChoiceFilter(choices=Job.ChargeState.choices)
+    start = UtcIsoDateTimeFilter(
+        field_name="end", lookup_expr="gte", help_text="jobs that ended at or after (ISO 8601)"
+    )
+    end = UtcIsoDateTimeFilter(
+        field_name="end", lookup_expr="lt", help_text="jobs that ended before (ISO 8601)"
+    )
+
+    class Meta:
+        model = Job
+        fields: list[str] = []
+
+    def filter_project(self, queryset: QuerySet[Job], name: str, value: str) -> QuerySet[Job]:
+        # By the project's id, not a join on its code: PostgreSQL then reads the newest jobs
+        # straight from the (project, end) index instead of sorting all of the project's jobs.
+        project_id = Project.objects.filter(code=value).values_list("pk", flat=True).first()
+        return queryset.filter(project_id=project_id) if project_id else queryset.none()
+
+
+class QuarantinedLineFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    import_run = IdFilter(field_name="import_run_id")
+    resolved = django_filters.BooleanFilter(
+        field_name="resolved_at", lookup_expr="isnull", exclude=True,
+        help_text="false (the default on the page): lines still waiting to be charged",
+    )  # fmt: skip
+
+    class Meta:
+        model = QuarantinedRecord
+        fields: list[str] = []
+
+
+# A page of jobs is rendered from ``values()`` rows: no model objects to build.
+_JOB_ROWS = JobOutputSerializer()
+
+
+_JOB_COLUMNS = _JOB_ROWS.row_columns()
+
+
+class _CountedRows:
+    """Rows to page through, counted on the plain jobs: the rows join the names of related
+    objects, and a count with those joins would read every one of a project's jobs from the
+    table instead of their entries in the (project, end) index."""
+
+    ordered = True  # the paginator asks
+
+    def __init__(self, *, rows: QuerySet[Any], plain: QuerySet[Job]) -> None:
+        self.rows = rows
+        self.plain = plain
+
+    def count(self) -> int:
+        return self.plain.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]:
+        return list(self.rows[index])
+
+
+@extend_schema(tags=["jobs"])
+class JobViewSet(ApiViewSet):
+    """The ledger: jobs of the caller's projects (every job for staff) with their charges."""
+
+    serializer_class = JobOutputSerializer
+    lookup_value_regex = ID_PATTERN
+    filterset_class = JobFilter
+    ordering_fields = ["end", "start", "submit", "service_units", "elapsed_seconds", "id"]
+    ordering = ["-end", "-id"]
+
+    def get_queryset(self) -> QuerySet[Job]:
+        return jobs_visible(user=self.request.user)
+
+    def list(self, request: Request) -> Response:
+        """Jobs, newest end first (running jobs, with no end yet, first on PostgreSQL), each
+        with its charge: SU, weight, dominant resource, per-node fractions, energy."""
+        jobs = self.filter_queryset(self.get_queryset())
+        rows = _CountedRows(rows=jobs.values(*_JOB_COLUMNS), plain=jobs)
+        # Django's paginator needs count(), len() and slices, all of which _CountedRows has.
+        page = self.paginate_queryset(cast("Sequence[dict[str, Any]]", rows))
+        return self.get_paginated_response([_JOB_ROWS.render_row(row) for row in page or []])
+
+    @extend_schema(responses=JobDetailOutputSerializer)
+    def retrieve(self, request: Request, pk: str) -> Response:
+        """One job with its charge breakdown and why the weight is what it is."""
+        jobs = self.get_queryset().select_related(
+            "partition_version__partition", "cost_model_version"
+        )
+        return Response(JobDetailOutputSerializer(get_object_or_404(jobs, pk=pk)).data)
+
+
+@extend_schema(tags=["usage"])
+class UsageViewSet(ApiViewSet):
+    """Usage from the daily roll-ups, never a scan of jobs."""
+
+    serializer_class = UsageRowSerializer
+    filter_backends: list[Any] = []
+
+    @extend_schema(parameters=[UsageQuerySerializer])
+    def list(self, request: Request) -> Response:
+        """SU, core-hours, GPU-hours, energy, money and jobs of the caller's projects (any project
+        for staff) per day, ISO week, month or in total, grouped by project, user and/or
+        partition. ``start`` and ``end`` are days; ``end`` is exclusive."""
+        query = UsageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        options = dict(query.validated_data)
+        usage = usage_get(
+            projects=projects_for_user(user=request.user),
+            granularity=options.pop("granularity"),
+            group_by=set(options.pop("group_by", set())),
+            filters=options,
+        )
+        page = self.paginate_queryset(usage.rows)
+        return self.get_paginated_response(
+            UsageRowSerializer([usage.row(row) for row in page or []], many=True).data
+        )
+
+
+@extend_schema(tags=["imports"])
+@extend_schema_view(quarantined_lines=extend_schema(filters=False))
+class ImportRunViewSet(ApiViewSet):
+    """Staff: sacct imports (uploads, files and scheduled windows) with their summaries."""
+
+    permission_classes = [StaffOnlyHidden]
+    parser_classes = [MultiPartParser, FormParser]  # uploads are files
+    serializer_class = ImportRunOutputSerializer
+    lookup_value_regex = ID_PATTERN
+    filter_backends = [OrderingFilter]
+    ordering_fields = ["started_at", "id"]
+    ordering = ["-started_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[ImportRun]:
+        return ImportRun.objects.select_related("cluster", "started_by")
+
+    def list(self, request: Request) -> Response:
+        """Recent imports, newest first."""
+        queryset = self.filter_queryset(self.get_queryset())
+        return _paginated(self, queryset, ImportRunOutputSerializer)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        """One import and its summary (the buckets add up to ``lines``)."""
+        return Response(ImportRunOutputSerializer(self.get_object()).data)
+
+    @extend_schema(
+        request={"multipart/form-data": ImportUploadInputSerializer},
+        responses={202: ImportRunOutputSerializer},
+    )
+    def create(self, request: Request) -> Response:
+        """Upload a sacct --parsable2 file; it is kept and imported by a worker (202). Follow
+        the run with GET /api/v1/imports/{id}/."""
+        data = ImportUploadInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        with transaction.atomic():
+            run = import_upload_start(
+                cluster=data.validated_data["cluster_object"],
+                name=upload.name or "upload",
+                chunks=upload.chunks(),
+                started_by=acting_user(request),
+                create_projects=data.validated_data["create_projects"],
+                upload_dir=Path(settings.VAR_DIR) / "uploads",
+            )
+        return Response(ImportRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=QuarantinedLineOutputSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="quarantined-lines")
+    def quarantined_lines(self, request: Request, pk: str) -> Response:
+        """The lines of this import that could not be charged, in file order."""
+        run = self.get_object()
+        lines = run.quarantined_records.select_related("cluster").order_by("line_number", "pk")
+        return _paginated(self, lines, QuarantinedLineOutputSerializer)
+
+
+@extend_schema(tags=["imports"])
+class QuarantinedLineViewSet(ApiViewSet):
+    """Staff: sacct lines that could not be parsed or charged, kept whole with the reason."""
+
+    permission_classes = [StaffOnlyHidden]
+    serializer_class = QuarantinedLineOutputSerializer
+    lookup_value_regex = ID_PATTERN
+    filterset_class = QuarantinedLineFilter
+    ordering_fields = ["created_at", "line_number", "id"]
+    ordering = ["-created_at", "line_number", "id"]
+
+    def get_queryset(self) -> QuerySet[QuarantinedRecord]:
+        return QuarantinedRecord.objects.select_related("cluster")
+
+    def list(self, request: Request) -> Response:
+        """Quarantined lines of every import (``resolved=false`` for the open ones)."""
+        queryset = self.filter_queryset(self.get_queryset())
+        return _paginated(self, queryset, QuarantinedLineOutputSerializer)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(QuarantinedLineOutputSerializer(self.get_object()).data)
+
+    @extend_schema(
+        request=QuarantineRetryInputSerializer,
+        responses={202: MessageOutputSerializer},
+        filters=False,
+    )
+    @action(detail=False, methods=["post"])
+    def retry(self, request: Request) -> Response:
+        """Read a cluster's open quarantined lines again (after fixing their cause)."""
+        data = QuarantineRetryInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        cluster = data.validated_data["cluster"]
+        with transaction.atomic():
+            quarantine_retry_enqueue(cluster=cluster)
+        open_lines = QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True)
+        return Response(
+            {"message": f"{open_lines.count()} open line(s) of {cluster.name} are read again"},
+            status=status.HTTP_202_ACCEPTED,
+        )

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from accounting.ledger.sacct import ACTIVE_STATES, FINISHED_STATES
+from accounting.models import Cluster, Partition
+
+MAX_UPLOAD_BYTES = 2 * 1024**3
+
+
+class SacctUploadForm(forms.Form):
+    cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), empty_label=None)
+    file = forms.FileField(help_text="sacct --parsable2 output with its header line")
+    create_projects = forms.BooleanField(
+        required=False, help_text="create missing projects from accounts instead of quarantining"
+    )
+
+    def clean_file(self) -> object:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                "the file is larger than 2 GiB; import it with import_sacct"
+            )
+        head = upload.read(4096)
+        upload.seek(0)
+        if b"|" not in head or b"JobID" not in head:
+            raise forms.ValidationError(
+                "this does not look like sacct --parsable2 output (no header with JobID)"
+            )
+        return upload
+
+
+COMMON_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL",
+                 "PREEMPTED", "RUNNING", "PENDING")  # fmt: skip
+
+
+class JobFilterForm(forms.Form):
+    """The jobs table's filters: all optional, all in the query string."""
+
+    user = forms.ChoiceField(required=False)
+    partition = forms.ModelChoiceField(
+        queryset=Partition.objects.none(), required=False, empty_label="any partition"
+    )
+    state = forms.ChoiceField(required=False)
+    ended_from = forms.DateField(
+        required=False, label="Ended from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    ended_to = forms.DateField(
+        required=False,
+        label="Ended to (inclusive)",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+
+    def __init__(self, *args: Any, usernames: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        user_field = self.fields["user"]
+        assert isinstance(user_field, forms.ChoiceField)
+        user_field.choices = [("", "any user"), *((name, name) for name in usernames)]
+        partition_field = self.fields["partition"]
+        assert isinstance(partition_field, forms.ModelChoiceField)
+        partition_field.queryset = Partition.objects.select_related("cluster").order_by(
+            "cluster__name", "name"
+        )
+        others = sorted((ACTIVE_STATES | FINISHED_STATES) - set(COMMON_STATES))
+        state_field = self.fields["state"]
+        assert isinstance(state_field, forms.ChoiceField)
+        state_field.choices = [("", "any state"), *((s, s) for s in (*COMMON_STATES, *others))]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("ended_from"), data.get("ended_to")
+        if start and end and start > end:
+            raise forms.ValidationError("“Ended from” must not be after “ended to”.")
+        return data

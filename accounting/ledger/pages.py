@@ -1,0 +1,367 @@
+"""Researchers' ledger pages: a project's jobs table (with CSV) and a job's charge, explained;
+and the staff pages of imports and quarantined lines. Thin: forms check, selectors read.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count, F
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounting.clusters import charging
+from accounting.clusters.quotes import weight_explanation
+from accounting.costs.costmodels import JobCost
+from accounting.costs.services import cost_model_of, job_cost_get
+from accounting.ledger.forms import JobFilterForm, SacctUploadForm
+from accounting.ledger.imports import import_upload_start
+from accounting.ledger.selectors import (
+    JOB_SORTS,
+    JobFilters,
+    import_runs_recent,
+    job_get,
+    job_usernames,
+    jobs_of_project,
+    quarantine_open,
+)
+from accounting.models import Cluster, CostModelVersion, ImportRun, Job, PartitionVersion
+from accounting.quarantine import quarantine_retry_enqueue
+from accounting.utilisation.overhead import job_fair_share_get
+from accounting.views import staff_only
+from allocations.page_selectors import project_for_user, role_in_project
+from allocations.selectors import projects_for_user
+from portal import charts
+
+JOBS_PER_PAGE = 50
+
+
+CSV_COLUMNS = (
+    "job_id", "job_name", "user", "cluster", "partition", "state", "submit", "start", "end",
+    "elapsed_seconds", "nodes", "cores", "memory_mb", "gpus", "charge_state", "service_units",
+    "pending_service_units", "dominant_resource", "energy_wh", "cost", "currency",
+)  # fmt: skip
+
+
+def _day_start(day: Any) -> datetime | None:
+    return datetime.combine(day, time.min, tzinfo=UTC) if day else None
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_rows(jobs: Any) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_COLUMNS)
+    for job in jobs.iterator(chunk_size=2000):
+        yield writer.writerow(
+            (
+                job.job_id, job.job_name, job.username, job.partition.cluster.name,
+                job.partition.name, job.state, _iso(job.submit), _iso(job.start), _iso(job.end),
+                job.elapsed_seconds, job.nnodes, job.cpus, job.memory_mb, job.gpus,
+                job.charge_state, job.service_units, job.pending_service_units,
+                job.dominant_resource, job.energy_wh, "" if job.cost is None else job.cost,
+                job.cost_currency or "",
+            )
+        )  # fmt: skip
+
+
+def elapsed_text(seconds: int) -> str:
+    """Slurm's elapsed format: [D-]HH:MM:SS."""
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat() if moment else ""
+
+
+@require_GET
+@login_required
+def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHttpResponse:
+    """The project's jobs with filters, sorting, pagination and CSV export of the selection."""
+    project = project_for_user(user=request.user, code=code)
+    if project is None:
+        raise Http404
+    form = JobFilterForm(
+        request.GET or None,
+        usernames=job_usernames(project=project),
+    )
+    filters = JobFilters()
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        ended_to = data.get("ended_to")
+        filters = JobFilters(
+            username=data.get("user") or None,
+            partition=data.get("partition"),
+            state=data.get("state") or None,
+            ended_from=_day_start(data.get("ended_from")),
+            ended_before=_day_start(ended_to + timedelta(days=1)) if ended_to else None,
+        )
+    sort = request.GET.get("sort", "-end")
+    if sort not in JOB_SORTS:
+        sort = "-end"
+    jobs = jobs_of_project(project=project, filters=filters, sort=sort)
+    # The money cost's currency, joined (no query per job): shown beside the SU.
+    jobs = jobs.annotate(cost_currency=F("cost_model_version__currency"))
+    if request.GET.get("format") == "csv":
+        response = StreamingHttpResponse(_csv_rows(jobs), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{project.code}-jobs.csv"'
+        return response
+    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    columns = [
+        ("user", "User"), ("partition", "Partition"), ("state", "State"), ("end", "Ended"),
+        ("elapsed", "Elapsed"), ("su", "SU"),
+    ]  # fmt: skip
+    headers = [
+        {
+            "label": label,
+            "key": key,
+            "active": sort.lstrip("-") == key,
+            "descending": sort == f"-{key}",
+            "next": key if sort == f"-{key}" else f"-{key}",
+        }
+        for key, label in columns
+    ]
+    rows = [(job, elapsed_text(job.elapsed_seconds)) for job in page.object_list]
+    return render(
+        request,
+        "accounting/project_jobs.html",
+        {
+            "project": project, "form": form, "page": page, "rows": rows, "headers": headers,
+            "sort": sort, "role": role_in_project(user=request.user, project=project),
+        },
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CheaperRequest:
+    """What the same job would have cost with a different request, priced by the engine."""
+
+    what: str
+    advice: str
+    service_units: Decimal
+    saving: Decimal
+    percent: Decimal
+
+
+def _cheaper_request(job: Job, version: PartitionVersion) -> CheaperRequest | None:
+    """When memory dominated (or cores beyond the GPUs' share on a GPU partition): the same job
+    with only the dominating resource's fair share, priced by the engine."""
+    if job.charge_state != Job.ChargeState.CHARGED or not job.nnodes or job.service_units <= 0:
+        return None
+    spec = version.spec
+    cores, gpus = Decimal(job.cpus), Decimal(job.gpus)
+    if job.dominant_resource == "memory":
+        # The cores' share of memory (on a GPU node the GPUs' share when that is larger).
+        per_core = spec.memory_mb // spec.cores
+        memory = Decimal(per_core) * cores
+        if spec.is_gpu and gpus:
+            memory = max(memory, Decimal(spec.memory_mb // spec.gpus) * gpus)
+        whose = "cores' or GPUs'" if spec.is_gpu else "cores'"
+        what = (
+            f"with only the {whose} share of memory "
+            f"({memory / job.nnodes:,.0f} MiB per node instead of "
+            f"{job.memory_mb / job.nnodes:,.0f} MiB)"
+        )
+        advice = "Ask for the memory the job needs (e.g. --mem-per-cpu), and no more."
+    elif job.dominant_resource == "cores" and spec.is_gpu and gpus:
+        # On a GPU partition the GPUs' share of cores comes with each GPU (eq 15's weight).
+        share = (gpus * spec.cores / spec.gpus).to_integral_value()
+        if share >= cores:
+            return None
+        cores = share
+        memory = min(job.memory_mb, Decimal(spec.memory_mb // spec.cores) * cores)
+        what = (
+            f"with only the GPUs' share of cores ({share / job.nnodes:,.0f} per node instead of "
+            f"{job.cpus / job.nnodes:,.0f})"
+        )
+        advice = "Each GPU comes with its share of the node's cores; more cores cost extra."
+    else:
+        return None
+    try:
+        usage = charging.split_evenly(nodes=job.nnodes, cores=cores, memory_mb=memory, gpus=gpus)
+        alternative = charging.charge(spec, usage, elapsed_seconds=job.elapsed_seconds)
+    except (charging.ChargeError, charging.SpecError):
+        return None
+    saving = job.service_units - alternative.service_units
+    if saving <= 0:
+        return None
+    return CheaperRequest(
+        what=what,
+        advice=advice,
+        service_units=alternative.service_units,
+        saving=saving,
+        percent=(saving * 100 / job.service_units).quantize(Decimal("0.1")),
+    )
+
+
+def _fraction_groups(job: Job) -> list[dict[str, Any]]:
+    groups, first = [], 1
+    for entry in job.node_fractions or []:
+        count = int(entry.get("nodes", 1))
+        label = f"node {first}" if count == 1 else f"nodes {first}\u2013{first + count - 1}"
+        fractions = {name: Decimal(entry.get(name, "0")) for name in ("cores", "memory", "gpus")}
+        groups.append(
+            {
+                "label": label,
+                "count": count,
+                **fractions,
+                **{
+                    f"{name}_percent": (value * 100).quantize(Decimal("0.01"))
+                    for name, value in fractions.items()
+                },
+                "share": max(fractions.values()),
+            }
+        )
+        first += count
+    return groups
+
+
+@dataclass(frozen=True)
+class Money:
+    """A job's money cost beside its SU: the total and its breakdown by node set and rate."""
+
+    cost: Decimal
+    version: CostModelVersion
+    breakdown: JobCost
+    energy_not_recorded: bool
+
+
+def _money(job: Job) -> Money | None:
+    """The job's stored cost, explained by the model version it was priced with."""
+    version = job.cost_model_version
+    if job.cost is None or version is None:
+        return None
+    model = cost_model_of(version)
+    breakdown = job_cost_get(model=model, job=job)
+    return Money(
+        cost=job.cost,
+        version=version,
+        breakdown=breakdown,
+        energy_not_recorded=breakdown.missing_data,
+    )
+
+
+@require_GET
+@login_required
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One job's charge explained: fractions per node, what dominated, weight and why."""
+    job = job_get(pk=pk, projects=projects_for_user(user=request.user))
+    if job is None:
+        raise Http404
+    version = job.partition_version
+    groups = _fraction_groups(job)
+    chart = (
+        charts.node_fractions(key="fractions", groups=groups, dominant=job.dominant_resource)
+        if groups
+        else None
+    )
+    if chart is not None and request.GET.get("csv") == chart.key:
+        return chart.csv_response(f"job-{job.job_id}")
+    hours = Decimal(job.elapsed_seconds) / 3600
+    total_share = sum((group["share"] * group["count"] for group in groups), Decimal(0))
+    context = {
+        "job": job,
+        "project": job.project,
+        "version": version,
+        "why": weight_explanation(version.spec) if version else "",
+        "groups": groups,
+        "chart": chart,
+        "hours": hours,
+        "total_share": total_share,
+        "cheaper": _cheaper_request(job, version) if version else None,
+        "consumed_wh": (
+            Decimal(job.consumed_energy_joules) / 3600 if job.consumed_energy_joules else None
+        ),
+        "money": _money(job),
+        "fair_share": job_fair_share_get(job=job),
+    }
+    return render(request, "accounting/job_detail.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@staff_only
+def import_list(request: HttpRequest) -> HttpResponse:
+    """Staff: recent imports with their summaries, an upload form, open quarantine counts."""
+    form = SacctUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        with transaction.atomic():
+            run = import_upload_start(
+                cluster=form.cleaned_data["cluster"],
+                name=upload.name,
+                chunks=upload.chunks(),
+                started_by=request.user,
+                create_projects=form.cleaned_data["create_projects"],
+                upload_dir=Path(settings.VAR_DIR) / "uploads",
+            )
+        messages.success(request, f"Import {run.pk} of {upload.name} started.")
+        return redirect("accounting:import-detail", pk=run.pk)
+    runs = list(import_runs_recent())
+    open_records = quarantine_open()
+    return render(
+        request,
+        "accounting/import_list.html",
+        {
+            "form": form,
+            "runs": runs,
+            "quarantined": open_records.count(),
+            "any_running": any(run.status == ImportRun.Status.RUNNING for run in runs),
+        },
+    )
+
+
+@require_GET
+@staff_only
+def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(ImportRun.objects.select_related("cluster", "started_by"), pk=pk)
+    records = run.quarantined_records.order_by("line_number")[:200]
+    return render(request, "accounting/import_detail.html", {"run": run, "records": records})
+
+
+@require_GET
+@staff_only
+def quarantine_list(request: HttpRequest) -> HttpResponse:
+    records = quarantine_open()
+    reasons = (
+        records.order_by()
+        .values("cluster__name", "field")
+        .annotate(lines=Count("pk"))
+        .order_by("cluster__name", "-lines")
+    )
+    return render(
+        request,
+        "accounting/quarantine_list.html",
+        {
+            "records": records[:500],
+            "total": records.count(),
+            "reasons": list(reasons),
+            "clusters": Cluster.objects.all(),
+        },
+    )
+
+
+@require_POST
+@staff_only
+def quarantine_retry(request: HttpRequest) -> HttpResponse:
+    cluster = get_object_or_404(Cluster, pk=request.POST.get("cluster"))
+    with transaction.atomic():
+        quarantine_retry_enqueue(cluster=cluster)
+    messages.success(request, f"Quarantined lines of {cluster.name} are being read again.")
+    return redirect("accounting:quarantine-list")

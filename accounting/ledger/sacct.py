@@ -1,0 +1,924 @@
+"""Streaming parser for ``sacct --parsable2`` output (Slurm 22.05).
+
+Pure module: no Django, no settings, no database. :func:`parse_sacct` reads one line at a
+time and yields, for every data line, exactly one :class:`SacctRecord` or
+:class:`SacctLineError`; nothing is accumulated, so memory does not grow with the input.
+
+Decisions an importer relies on:
+
+* **Header.** The first non-blank line is the header; columns may come in any order and
+  unknown columns are ignored. It is read when :func:`parse_sacct` is called, which raises
+  :class:`SacctHeaderError` at once for missing required columns or an input without one.
+* **Blank lines.** A blank line after the header is still a line of input, so it yields a
+  :class:`SacctLineError` whose reason is :data:`EMPTY_LINE_REASON`. The invariant is simple:
+  lines after the header == records + errors. An importer may choose not to show those.
+  Blank lines *before* the header are skipped (they are counted in line numbers).
+* **A repeated header line** (two dumps concatenated) yields an error with
+  :data:`REPEATED_HEADER_REASON`; a header with another column order is not re-read.
+* **Line numbers** are 1-based over the whole input: the header is line 1 when it is first.
+* **States** are normalised by dropping the ``by <uid>`` suffix of ``CANCELLED by <uid>``
+  (the uid goes to ``cancelled_by_uid``). A state outside :data:`KNOWN_STATES` is a line
+  error rather than a guess, so a record's ``is_finished`` is always well defined.
+* **Times** are sacct's naive local times, read in ``tz`` and converted to UTC. In a DST
+  fold (the repeated hour) the first occurrence is taken (``fold=0``); a time in a DST gap
+  is read with the offset in force before the gap (zoneinfo's ``fold=0`` rule).
+* **run_key** tells apart the incarnations of a requeued job, which share ``JobIDRaw``:
+  ``"<JobIDRaw>@<start, ISO 8601 UTC>"``, or ``"<JobIDRaw>@submit:<submit>"`` for a run that
+  never started (that key is provisional: it changes once the run starts).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, tzinfo
+from decimal import Decimal
+from operator import itemgetter
+from types import MappingProxyType
+from typing import Literal, overload
+
+import hostlist
+
+from accounting.clusters.units import is_ascii_digits, parse_decimal, parse_memory_mb
+
+__all__ = [
+    "ACTIVE_STATES",
+    "ELAPSED_FIELDS",
+    "EMPTY_LINE_REASON",
+    "FINISHED_STATES",
+    "KNOWN_STATES",
+    "MAX_REASON_LENGTH",
+    "OPTIONAL_FIELDS",
+    "REPEATED_HEADER_REASON",
+    "REQUIRED_FIELDS",
+    "SacctHeaderError",
+    "SacctLineError",
+    "SacctRecord",
+    "parse_elapsed",
+    "parse_sacct",
+    "parse_sacct_time",
+    "parse_tres",
+]
+
+REQUIRED_FIELDS = (
+    "JobID",
+    "JobIDRaw",
+    "User",
+    "Account",
+    "Partition",
+    "State",
+    "Submit",
+    "Start",
+    "End",
+    "NNodes",
+    "NodeList",
+    "AllocTRES",
+)
+# At least one of these is required too; ElapsedRaw wins when both are present.
+ELAPSED_FIELDS = ("ElapsedRaw", "Elapsed")
+OPTIONAL_FIELDS = (
+    "Cluster",
+    "JobName",
+    "QOS",
+    "ExitCode",
+    "NCPUS",
+    "ReqTRES",
+    "ReqMem",
+    "ConsumedEnergyRaw",
+    "TimelimitRaw",
+)
+
+EMPTY_LINE_REASON = "empty line"
+# SacctLineError.reason never exceeds this, whatever the line holds.
+MAX_REASON_LENGTH = 300
+REPEATED_HEADER_REASON = "repeated header line"
+
+# Slurm's base states plus the state flags that sacct prints instead of the base state
+# (https://slurm.schedmd.com/job_state_codes.html). A job in one of ACTIVE_STATES may still
+# change; FINISHED_STATES are final for that record (a requeued run's REQUEUED row included).
+ACTIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETING",
+        "CONFIGURING",
+        "STAGE_OUT",
+        "SIGNALING",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+        "POWER_UP_NODE",
+        "UPDATE_DB",
+        "EXPEDITING",
+        # Not printed by Slurm 22.05; accepted because the portal's design names it.
+        "REQUEUING",
+    }
+)
+FINISHED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "SPECIAL_EXIT",
+        "REVOKED",
+        "RESIZING",
+        "LAUNCH_FAILED",
+        "RECONFIG_FAIL",
+    }
+)
+KNOWN_STATES = ACTIVE_STATES | FINISHED_STATES
+
+_NO_TIME = frozenset({"", "Unknown", "None"})
+_NO_NODES = frozenset({"", "None assigned", "(null)"})
+_NO_TIMELIMIT = frozenset({"", "UNLIMITED", "Partition_Limit"})
+_EMPTY_MAPPING: Mapping[str, str] = MappingProxyType({})
+# Bounds of the per-parse caches: they hold repeated values (times shared by a job and its
+# steps, a few TRES strings), and are simply emptied when full so memory stays flat.
+_CACHE_LIMIT = 4096
+
+
+class SacctHeaderError(ValueError):
+    """The header line is missing or lacks required columns: the whole input is unusable."""
+
+    def __init__(self, message: str, missing_fields: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.missing_fields = tuple(missing_fields)
+
+
+@dataclass(frozen=True, slots=True)
+class SacctRecord:
+    """One job allocation or job step, as printed by sacct, with typed fields.
+
+    Times are timezone-aware UTC. Memory is in MiB (Slurm's "MB"). ``alloc_tres`` and
+    ``req_tres`` are read-only mappings of the raw ``name=value`` TRES strings. As in sacct,
+    step rows have an empty ``user`` and ``partition`` and no ``qos``, ``req_tres`` or time
+    limit: take those from the allocation. ``cpus``, ``memory_mb`` and ``gpus`` are 0 and
+    ``billing`` is None when AllocTRES is empty (a job that never started).
+    """
+
+    line_number: int
+    raw: str
+    job_id: str
+    job_id_raw: str
+    kind: str
+    step: str | None
+    array_job_id: str | None
+    array_task_id: str | None
+    array_pending: bool
+    het_job_id: str | None
+    het_offset: int | None
+    cluster: str | None
+    user: str
+    account: str
+    partition: str
+    qos: str | None
+    job_name: str | None
+    state: str
+    state_raw: str
+    cancelled_by_uid: int | None
+    exit_code: str | None
+    submit: datetime | None
+    start: datetime | None
+    end: datetime | None
+    elapsed_seconds: int
+    nnodes: int
+    ncpus: int | None
+    nodelist: str
+    nodes: tuple[str, ...]
+    # Mappings are not hashable; leaving them out of the hash keeps records usable in sets.
+    alloc_tres: Mapping[str, str] = field(hash=False)
+    cpus: int
+    memory_mb: Decimal
+    gpus: int
+    billing: Decimal | None
+    req_tres: Mapping[str, str] = field(hash=False)
+    req_mem_mb: Decimal | None
+    consumed_energy_joules: int | None
+    timelimit_minutes: int | None
+
+    @property
+    def is_finished(self) -> bool:
+        """True when this record has ended and will not change any more."""
+        return self.end is not None and self.state not in ACTIVE_STATES
+
+    @property
+    def run_key(self) -> str:
+        """Identify one run of a job: a requeued job has several runs with one JobIDRaw.
+
+        ``"<JobIDRaw>@<start ISO>"``; a run that never started uses
+        ``"<JobIDRaw>@submit:<submit ISO>"`` (provisional until it starts).
+        """
+        if self.start is not None:
+            return f"{self.job_id_raw}@{self.start.isoformat()}"
+        if self.submit is not None:
+            return f"{self.job_id_raw}@submit:{self.submit.isoformat()}"
+        return self.job_id_raw
+
+
+@dataclass(frozen=True, slots=True)
+class SacctLineError:
+    """A data line that could not be turned into a record, kept with its reason."""
+
+    line_number: int
+    raw: str
+    reason: str
+    field: str | None
+
+
+class _FieldError(Exception):
+    """Internal: a field that cannot be parsed; becomes a SacctLineError."""
+
+    def __init__(self, field_name: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field_name = field_name
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------------------
+# Public field parsers (they raise ValueError on bad input)
+
+
+def _parse_count(text: str, what: str) -> int:
+    if is_ascii_digits(text):
+        return int(text)
+    raise ValueError(f"{what} {text!r} is not a whole number")
+
+
+def parse_elapsed(text: str) -> int:
+    """Return the seconds in a Slurm duration, truncating any fraction of a second.
+
+    Accepts what sacct prints (``[D-]HH:MM:SS``, ``MM:SS``, ``MM:SS.mmm``) and Slurm's
+    other day forms ``D-HH`` and ``D-HH:MM``. Raises ValueError otherwise.
+    """
+    days_text, dash, clock = text.partition("-")
+    if not dash:
+        days_text, clock = "", text
+    parts = clock.split(":")
+    if dash:
+        days = _parse_count(days_text, "days of elapsed time")
+        # With a day part Slurm writes hours first: D-HH, D-HH:MM, D-HH:MM:SS.
+        if len(parts) > 3:
+            raise ValueError(f"elapsed time {text!r} has too many ':' parts")
+        parts += ["0"] * (3 - len(parts))
+    else:
+        days = 0
+        if len(parts) == 2:
+            parts.insert(0, "0")
+        elif len(parts) != 3:
+            raise ValueError(f"elapsed time {text!r} is not [D-]HH:MM:SS or MM:SS")
+    hours_text, minutes_text, seconds_text = parts
+    # sacct adds milliseconds ("MM:SS.mmm") to short CPU times; whole seconds are kept.
+    seconds_text, dot, fraction = seconds_text.partition(".")
+    if dot and not is_ascii_digits(fraction):
+        raise ValueError(f"elapsed time {text!r} has a bad fraction of a second")
+    hours = _parse_count(hours_text, "hours of elapsed time")
+    minutes = _parse_count(minutes_text, "minutes of elapsed time")
+    seconds = _parse_count(seconds_text, "seconds of elapsed time")
+    if minutes >= 60 or seconds >= 60 or (dash and hours >= 24):
+        raise ValueError(f"elapsed time {text!r} is out of range")
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def parse_tres(text: str) -> dict[str, str]:
+    """Split a TRES string such as ``"billing=1,cpu=1,mem=1914M,node=1"`` into a dict.
+
+    An empty string gives ``{}``. Values stay strings. Raises ValueError on an item without
+    ``=``, an empty name or value, or a repeated name.
+    """
+    tres: dict[str, str] = {}
+    if not text:
+        return tres
+    for item in text.split(","):
+        name, equals, value = item.partition("=")
+        if not equals or not name or not value:
+            raise ValueError(f"TRES item {item!r} is not name=value")
+        if name in tres:
+            raise ValueError(f"TRES {name!r} appears twice")
+        tres[name] = value
+    return tres
+
+
+def parse_sacct_time(text: str, tz: tzinfo) -> datetime | None:
+    """Read a sacct time (naive, in the sacct process's zone ``tz``) as an aware UTC datetime.
+
+    ``"Unknown"``, ``"None"`` and ``""`` give None. In a DST fold the first occurrence is
+    used (``fold=0``). A time that carries its own UTC offset keeps it. Raises ValueError on
+    anything else.
+    """
+    _check_time_zone(tz)
+    return _utc_time(text, tz)
+
+
+def _utc_time(text: str, tz: tzinfo) -> datetime | None:
+    # parse_sacct_time without the time zone check, which the parser makes once per input.
+    if text in _NO_TIME:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None:
+            if tz is UTC:
+                return moment.replace(tzinfo=UTC)
+            moment = moment.replace(tzinfo=tz, fold=0)
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"time {text!r} is not YYYY-MM-DDTHH:MM:SS") from exc
+
+
+def _check_time_zone(tz: object) -> None:
+    # A naive result would silently be read in the server's zone; pytz zones need
+    # localize() and give local mean time offsets with replace().
+    if not isinstance(tz, tzinfo) or hasattr(tz, "localize"):
+        raise TypeError(f"tz must be a zoneinfo.ZoneInfo or datetime.timezone, not {tz!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _expand_nodes(nodelist: str) -> tuple[str, ...]:
+    # Cached: a cluster has few distinct node lists compared with the number of rows.
+    try:
+        return tuple(hostlist.expand_hostlist(nodelist))
+    except hostlist.BadHostlist as exc:
+        raise ValueError(f"node list {nodelist!r} is not a hostlist: {exc}") from exc
+
+
+# --------------------------------------------------------------------------------------
+# Line parsing
+
+
+@dataclass(frozen=True, slots=True)
+class _Resources:
+    """What the charging code needs from one TRES string, cached per distinct string."""
+
+    tres: Mapping[str, str]
+    cpus: int
+    memory_mb: Decimal
+    gpus: int
+    billing: Decimal | None
+
+
+def _resources_from_tres(text: str) -> _Resources:
+    tres = parse_tres(text)
+    cpus = _parse_count(tres["cpu"], "cpu count") if "cpu" in tres else 0
+    memory_mb = parse_memory_mb(tres["mem"]) if "mem" in tres else Decimal(0)
+    billing = parse_decimal(tres["billing"], "billing") if "billing" in tres else None
+    if "gres/gpu" in tres:
+        # The untyped total already counts every typed GPU.
+        gpus = _parse_count(tres["gres/gpu"], "GPU count")
+    else:
+        # Only "gres/gpu:<type>"; "gres/gpumem" and "gres/gpuutil" are not GPU counts.
+        gpus = sum(
+            _parse_count(value, "GPU count")
+            for name, value in tres.items()
+            if name.startswith("gres/gpu:")
+        )
+    mapping = MappingProxyType(tres) if tres else _EMPTY_MAPPING
+    return _Resources(mapping, cpus, memory_mb, gpus, billing)
+
+
+# Every column the parser reads, in the order _Layout.values() returns them.
+_COLUMNS = (*REQUIRED_FIELDS, *ELAPSED_FIELDS, *OPTIONAL_FIELDS)
+
+
+class _Layout:
+    """Column positions read from the header line."""
+
+    def __init__(self, header: str) -> None:
+        # A byte-order mark survives from files saved by some editors.
+        names = [name.strip() for name in header.lstrip("\ufeff").split("|")]
+        # sacct prints canonical capitalisation; hand-written files may not.
+        canonical = {name.lower(): name for name in _COLUMNS}
+        positions: dict[str, int] = {}
+        duplicates = []
+        for position, name in enumerate(names):
+            known = canonical.get(name.lower())
+            if known is None:
+                continue
+            if known in positions:
+                duplicates.append(known)
+            positions[known] = position
+        missing = [name for name in REQUIRED_FIELDS if name not in positions]
+        if not any(name in positions for name in ELAPSED_FIELDS):
+            missing.append(" or ".join(ELAPSED_FIELDS))
+        if missing:
+            raise SacctHeaderError(
+                f"sacct header lacks required columns: {', '.join(missing)}", missing
+            )
+        if duplicates:
+            raise SacctHeaderError(f"sacct header repeats columns: {', '.join(duplicates)}")
+        self.header = header
+        self.field_count = len(names)
+        self.positions = positions
+        # One C-level call picks every needed value; an absent optional column points one
+        # past the end, where the parser appends "" (absent and empty mean the same).
+        self.values = itemgetter(*(positions.get(name, len(names)) for name in _COLUMNS))
+
+
+class _MutableRecord:
+    """Same slots as SacctRecord, but plain attribute stores.
+
+    A frozen dataclass sets each of its 38 fields through ``object.__setattr__``, which
+    costs about 5 µs per record: half of the per-line budget for a million-line import.
+    The parser fills this twin with ordinary stores and then retypes it as a SacctRecord
+    (CPython allows ``__class__`` assignment between classes with identical slots), so the
+    result is a genuine frozen SacctRecord. ``_check_record_twin`` keeps the two in step.
+    """
+
+    __slots__ = SacctRecord.__slots__
+
+    def __init__(
+        self,
+        line_number: int,
+        raw: str,
+        job_id: str,
+        job_id_raw: str,
+        kind: str,
+        step: str | None,
+        array_job_id: str | None,
+        array_task_id: str | None,
+        array_pending: bool,
+        het_job_id: str | None,
+        het_offset: int | None,
+        cluster: str | None,
+        user: str,
+        account: str,
+        partition: str,
+        qos: str | None,
+        job_name: str | None,
+        state: str,
+        state_raw: str,
+        cancelled_by_uid: int | None,
+        exit_code: str | None,
+        submit: datetime | None,
+        start: datetime | None,
+        end: datetime | None,
+        elapsed_seconds: int,
+        nnodes: int,
+        ncpus: int | None,
+        nodelist: str,
+        nodes: tuple[str, ...],
+        alloc_tres: Mapping[str, str],
+        cpus: int,
+        memory_mb: Decimal,
+        gpus: int,
+        billing: Decimal | None,
+        req_tres: Mapping[str, str],
+        req_mem_mb: Decimal | None,
+        consumed_energy_joules: int | None,
+        timelimit_minutes: int | None,
+    ) -> None:
+        self.line_number = line_number
+        self.raw = raw
+        self.job_id = job_id
+        self.job_id_raw = job_id_raw
+        self.kind = kind
+        self.step = step
+        self.array_job_id = array_job_id
+        self.array_task_id = array_task_id
+        self.array_pending = array_pending
+        self.het_job_id = het_job_id
+        self.het_offset = het_offset
+        self.cluster = cluster
+        self.user = user
+        self.account = account
+        self.partition = partition
+        self.qos = qos
+        self.job_name = job_name
+        self.state = state
+        self.state_raw = state_raw
+        self.cancelled_by_uid = cancelled_by_uid
+        self.exit_code = exit_code
+        self.submit = submit
+        self.start = start
+        self.end = end
+        self.elapsed_seconds = elapsed_seconds
+        self.nnodes = nnodes
+        self.ncpus = ncpus
+        self.nodelist = nodelist
+        self.nodes = nodes
+        self.alloc_tres = alloc_tres
+        self.cpus = cpus
+        self.memory_mb = memory_mb
+        self.gpus = gpus
+        self.billing = billing
+        self.req_tres = req_tres
+        self.req_mem_mb = req_mem_mb
+        self.consumed_energy_joules = consumed_energy_joules
+        self.timelimit_minutes = timelimit_minutes
+
+
+def _check_record_twin() -> None:
+    # Fails at import, not in production data, if a field is added to one class only.
+    record_fields = tuple(item.name for item in fields(SacctRecord))
+    init_arguments = _MutableRecord.__init__.__code__.co_varnames[1 : len(record_fields) + 1]
+    if init_arguments != record_fields or SacctRecord.__slots__ != record_fields:
+        raise RuntimeError("_MutableRecord is out of step with SacctRecord")
+
+
+_check_record_twin()
+
+
+class _LineParser:
+    """Parse data lines for one layout, time zone and cluster, with small bounded caches."""
+
+    def __init__(self, layout: _Layout, tz: tzinfo, cluster: str | None) -> None:
+        self.layout = layout
+        self.tz = tz
+        self.cluster = cluster
+        self.times: dict[str, datetime | None] = {}
+        self.resources: dict[str, _Resources] = {}
+        self.states: dict[str, tuple[str, int | None]] = {}
+        self.exit_codes: set[str] = set()
+        self.memories: dict[str, Decimal] = {}
+
+    def parse(self, line_number: int, line: str) -> SacctRecord | SacctLineError:
+        raw = line.rstrip("\r\n")
+        try:
+            return self._parse(line_number, raw)
+        except _FieldError as exc:
+            return SacctLineError(line_number, raw, _shorten(exc.reason), exc.field_name)
+        except Exception as exc:
+            # The contract is one object per line: a parser bug must not stop an import.
+            reason = _shorten(f"unexpected parser error: {exc!r}")
+            return SacctLineError(line_number, raw, reason, None)
+
+    def _parse(self, line_number: int, raw: str) -> SacctRecord | SacctLineError:
+        layout = self.layout
+        fields = raw.split("|")
+        if len(fields) != layout.field_count or raw == layout.header:
+            return self._misshapen(line_number, raw, len(fields))
+        fields.append("")
+        (
+            job_id,
+            job_id_raw,
+            user,
+            account,
+            partition,
+            state_raw,
+            submit_text,
+            start_text,
+            end_text,
+            nnodes_text,
+            nodelist,
+            alloc_tres_text,
+            elapsed_raw_text,
+            elapsed_text,
+            cluster,
+            job_name,
+            qos,
+            exit_code,
+            ncpus_text,
+            req_tres_text,
+            req_mem_text,
+            energy_text,
+            timelimit_text,
+        ) = layout.values(fields)
+
+        # The common shapes ("123", "123.batch" with an identical JobIDRaw) skip the
+        # general JobID analysis.
+        base, dot, step_text = job_id.partition(".")
+        if job_id == job_id_raw and base.isdigit() and base.isascii() and (step_text or not dot):
+            kind, step = ("step", step_text) if dot else ("allocation", None)
+            array_job_id = array_task_id = het_job_id = None
+            array_pending, het_offset = False, None
+        else:
+            (kind, step, array_job_id, array_task_id, array_pending, het_job_id, het_offset) = (
+                _split_job_id(job_id, job_id_raw)
+            )
+
+        if state_raw in self.states:
+            state, cancelled_by_uid = self.states[state_raw]
+        else:
+            state, cancelled_by_uid = self._state(state_raw)
+
+        if exit_code and exit_code not in self.exit_codes:
+            self._check_exit_code(exit_code)
+
+        times = self.times
+        submit = times[submit_text] if submit_text in times else self._time(submit_text, "Submit")
+        start = times[start_text] if start_text in times else self._time(start_text, "Start")
+        end = times[end_text] if end_text in times else self._time(end_text, "End")
+
+        if elapsed_raw_text.isdigit() and elapsed_raw_text.isascii():
+            elapsed_seconds = int(elapsed_raw_text)
+        else:
+            elapsed_seconds = self._elapsed(elapsed_raw_text, elapsed_text)
+
+        if nnodes_text.isdigit() and nnodes_text.isascii():
+            nnodes = int(nnodes_text)
+        else:
+            nnodes = _node_count(nnodes_text)
+
+        nodes: tuple[str, ...]
+        if nodelist in _NO_NODES:
+            nodelist, nodes = "", ()
+        else:
+            try:
+                nodes = _expand_nodes(nodelist)
+            except ValueError as exc:
+                raise _FieldError("NodeList", str(exc)) from None
+
+        resources = self.resources
+        alloc = resources.get(alloc_tres_text) or self._resources(alloc_tres_text, "AllocTRES")
+        requested = resources.get(req_tres_text) or self._resources(req_tres_text, "ReqTRES")
+        req_mem_mb: Decimal | None
+        if req_mem_text:
+            req_mem_mb = self.memories.get(req_mem_text) or self._req_mem(req_mem_text)
+        else:
+            # Without a ReqMem column, ReqTRES holds the same job total.
+            req_mem_mb = requested.memory_mb if "mem" in requested.tres else None
+
+        if timelimit_text in _NO_TIMELIMIT:
+            timelimit_minutes = None
+        else:
+            timelimit_minutes = _whole_number(timelimit_text, "TimelimitRaw")
+
+        record = _MutableRecord(
+            line_number,
+            raw,
+            job_id,
+            job_id_raw,
+            kind,
+            step,
+            array_job_id,
+            array_task_id,
+            array_pending,
+            het_job_id,
+            het_offset,
+            cluster or self.cluster,
+            user,
+            account,
+            partition,
+            qos or None,
+            job_name or None,
+            state,
+            state_raw,
+            cancelled_by_uid,
+            exit_code or None,
+            submit,
+            start,
+            end,
+            elapsed_seconds,
+            nnodes,
+            int(ncpus_text)
+            if ncpus_text.isdigit() and ncpus_text.isascii()
+            else _optional_whole_number(ncpus_text, "NCPUS"),
+            nodelist,
+            nodes,
+            alloc.tres,
+            alloc.cpus,
+            alloc.memory_mb,
+            alloc.gpus,
+            alloc.billing,
+            requested.tres,
+            req_mem_mb,
+            int(energy_text)
+            if energy_text.isdigit() and energy_text.isascii()
+            else _optional_whole_number(energy_text, "ConsumedEnergyRaw"),
+            timelimit_minutes,
+        )
+        record.__class__ = SacctRecord  # type: ignore[assignment]
+        return record  # type: ignore[return-value]
+
+    def _misshapen(self, line_number: int, raw: str, found: int) -> SacctLineError:
+        if not raw.strip():
+            reason = EMPTY_LINE_REASON
+        elif raw == self.layout.header:
+            reason = REPEATED_HEADER_REASON
+        else:
+            reason = (
+                f"expected {self.layout.field_count} fields, found {found}"
+                " (is there a '|' inside a value such as JobName?)"
+            )
+        return SacctLineError(line_number, raw, reason, None)
+
+    def _time(self, text: str, name: str) -> datetime | None:
+        try:
+            moment = _utc_time(text, self.tz)
+        except ValueError as exc:
+            raise _FieldError(name, str(exc)) from None
+        if len(self.times) >= _CACHE_LIMIT:
+            self.times.clear()
+        self.times[text] = moment
+        return moment
+
+    def _resources(self, text: str, name: str) -> _Resources:
+        try:
+            resources = _resources_from_tres(text)
+        except ValueError as exc:
+            raise _FieldError(name, str(exc)) from None
+        if len(self.resources) >= _CACHE_LIMIT:
+            self.resources.clear()
+        self.resources[text] = resources
+        return resources
+
+    def _req_mem(self, text: str) -> Decimal:
+        try:
+            memory_mb = parse_memory_mb(text)
+        except ValueError as exc:
+            raise _FieldError("ReqMem", str(exc)) from None
+        if len(self.memories) >= _CACHE_LIMIT:
+            self.memories.clear()
+        self.memories[text] = memory_mb
+        return memory_mb
+
+    def _state(self, text: str) -> tuple[str, int | None]:
+        state, by, uid_text = text.partition(" by ")
+        if state not in KNOWN_STATES:
+            raise _FieldError("State", f"unknown job state {text!r}")
+        uid = None
+        if by:
+            if not is_ascii_digits(uid_text):
+                raise _FieldError("State", f"state {text!r} does not end with a numeric uid")
+            uid = int(uid_text)
+        if len(self.states) >= _CACHE_LIMIT:
+            self.states.clear()
+        self.states[text] = (state, uid)
+        return state, uid
+
+    def _check_exit_code(self, exit_code: str) -> None:
+        status, colon, signal = exit_code.partition(":")
+        if not (colon and is_ascii_digits(status) and is_ascii_digits(signal)):
+            raise _FieldError("ExitCode", f"exit code {exit_code!r} is not status:signal")
+        if len(self.exit_codes) >= _CACHE_LIMIT:
+            self.exit_codes.clear()
+        self.exit_codes.add(exit_code)
+
+    def _elapsed(self, elapsed_raw_text: str, elapsed_text: str) -> int:
+        # ElapsedRaw wins; Elapsed is read only when ElapsedRaw is absent or empty.
+        has_raw_column = "ElapsedRaw" in self.layout.positions
+        if elapsed_raw_text or (has_raw_column and not elapsed_text):
+            raise _FieldError(
+                "ElapsedRaw", f"elapsed seconds {elapsed_raw_text!r} is not a whole number"
+            )
+        try:
+            return parse_elapsed(elapsed_text)
+        except ValueError as exc:
+            raise _FieldError("Elapsed", str(exc)) from None
+
+
+def _shorten(reason: str) -> str:
+    # Reasons quote the bad value; the whole line is kept in ``raw`` anyway.
+    if len(reason) <= MAX_REASON_LENGTH:
+        return reason
+    return reason[: MAX_REASON_LENGTH - 3] + "..."
+
+
+def _optional_whole_number(text: str, name: str) -> int | None:
+    return _whole_number(text, name) if text else None
+
+
+def _whole_number(text: str, name: str) -> int:
+    if text.isdigit() and text.isascii():
+        return int(text)
+    raise _FieldError(name, f"{name} {text!r} is not a whole number")
+
+
+def _node_count(text: str) -> int:
+    # sacct prints NNodes through convert_num_unit, which writes an exact multiple of 1024
+    # above 1024 with a unit: 2048 nodes is "2K".
+    if text[:-1] and text[-1] in "KM" and is_ascii_digits(text[:-1]):
+        return int(text[:-1]) * (1024 if text[-1] == "K" else 1024**2)
+    raise _FieldError("NNodes", f"node count {text!r} is not a whole number")
+
+
+def _split_job_id(
+    job_id: str, job_id_raw: str
+) -> tuple[str, str | None, str | None, str | None, bool, str | None, int | None]:
+    """Return kind, step, array job/task ids, array_pending, het job id and het offset."""
+    base, dot, step_text = job_id.partition(".")
+    raw_base, raw_dot, raw_step = job_id_raw.partition(".")
+    if not is_ascii_digits(raw_base):
+        raise _FieldError("JobIDRaw", f"job id {job_id_raw!r} does not start with a number")
+    if dot:
+        if not step_text:
+            raise _FieldError("JobID", f"job id {job_id!r} has an empty step")
+        if raw_step != step_text:
+            raise _FieldError(
+                "JobIDRaw", f"JobIDRaw {job_id_raw!r} is not a row of the same step as {job_id!r}"
+            )
+        kind, step = "step", step_text
+    else:
+        if raw_dot:
+            raise _FieldError(
+                "JobIDRaw", f"JobIDRaw {job_id_raw!r} is a step but JobID {job_id!r} is not"
+            )
+        kind, step = "allocation", None
+
+    array_job_id = array_task_id = het_job_id = None
+    het_offset = None
+    array_pending = False
+    if is_ascii_digits(base):
+        pass
+    elif "_" in base:
+        array_job_id, _, array_task_id = base.partition("_")
+        # A pending array remainder is one row with the task range: "123_[5-9%1]".
+        array_pending = array_task_id.startswith("[") and array_task_id.endswith("]")
+        if not is_ascii_digits(array_job_id) or not (
+            array_pending or is_ascii_digits(array_task_id)
+        ):
+            raise _FieldError("JobID", f"job id {job_id!r} is not <job>_<task>")
+    elif "+" in base:
+        het_job_id, _, offset_text = base.partition("+")
+        if not is_ascii_digits(het_job_id) or not is_ascii_digits(offset_text):
+            raise _FieldError("JobID", f"job id {job_id!r} is not <job>+<offset>")
+        het_offset = int(offset_text)
+    else:
+        raise _FieldError("JobID", f"job id {job_id!r} is not a Slurm job id")
+    return kind, step, array_job_id, array_task_id, array_pending, het_job_id, het_offset
+
+
+@overload
+def parse_sacct(
+    lines: Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: Literal[True] = True,
+) -> Iterator[SacctRecord | SacctLineError]: ...
+
+
+@overload
+def parse_sacct(
+    lines: Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: Literal[False],
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
+
+
+def parse_sacct(
+    lines: Iterable[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: bool = True,
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    """Parse ``sacct --parsable2`` output lazily, one line at a time.
+
+    ``lines`` may be an open text file or any iterable of strings, one line per item
+    (a trailing newline is stripped). ``tz`` is the time zone of the sacct process (a
+    ``zoneinfo.ZoneInfo`` or ``datetime.timezone``); times come out in UTC. ``cluster`` is
+    put on every record unless the input has a non-empty ``Cluster`` column.
+
+    The header is read at once: the first non-blank line. :class:`SacctHeaderError` is raised
+    by this call when there is none or it lacks required columns. Each later line then yields
+    exactly one :class:`SacctRecord` or :class:`SacctLineError`; a bad line never raises.
+    With ``steps=False`` a well-formed job-step line (a ``.`` in its JobIDRaw) yields a bare
+    :class:`SacctStep` instead, for readers that only count steps: most lines of a full dump
+    are steps, and this skips reading their fields.
+    """
+    _check_time_zone(tz)
+    iterator = iter(lines)
+    for line_number, line in enumerate(iterator, start=1):
+        header = line.rstrip("\r\n")
+        if header.strip():
+            parser = _LineParser(_Layout(header), tz, cluster)
+            if not steps:
+                return _parse_lines_counting_steps(parser, iterator, line_number)
+            return _parse_lines(parser, iterator, line_number)
+    raise SacctHeaderError(
+        f"empty input: no sacct header line (it needs {', '.join(REQUIRED_FIELDS)})",
+        REQUIRED_FIELDS,
+    )
+
+
+def _parse_lines(
+    parser: _LineParser, lines: Iterator[str], header_line_number: int
+) -> Iterator[SacctRecord | SacctLineError]:
+    parse = parser.parse
+    for line_number, line in enumerate(lines, start=header_line_number + 1):
+        yield parse(line_number, line)
+
+
+@dataclass(frozen=True, slots=True)
+class SacctStep:
+    """A job-step line that was recognised but not read (``parse_sacct(steps=False)``)."""
+
+    line_number: int
+    kind: str = "step"
+
+
+def _parse_lines_counting_steps(
+    parser: _LineParser, lines: Iterator[str], header_line_number: int
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    parse = parser.parse
+    layout = parser.layout
+    position = layout.positions["JobIDRaw"]
+    separators = layout.field_count - 1
+    for line_number, line in enumerate(lines, start=header_line_number + 1):
+        # Only a line with the header's shape is taken for a step; anything else is parsed
+        # in full, so a broken step line still becomes a SacctLineError with its reason.
+        if "." in line.split("|", position + 1)[position] and line.count("|") == separators:
+            yield SacctStep(line_number)
+        else:
+            yield parse(line_number, line)

@@ -1,0 +1,323 @@
+"""Read-side queries of the ledger: import runs, quarantined lines, usage roll-ups, jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from django.db.models import (
+    DecimalField,
+    Exists,
+    F,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
+
+from accounting.models import (
+    Cluster,
+    CostModelVersion,
+    ImportRun,
+    Job,
+    Partition,
+    QuarantinedRecord,
+    UsageDaily,
+)
+from allocations.models import Project
+
+
+def charges_for_export(
+    *,
+    cluster: Cluster,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    project_code: str | None = None,
+) -> QuerySet[Job]:
+    """Finished jobs of ``cluster`` that ended in [start, end), oldest first, for export."""
+    jobs = (
+        Job.objects.filter(cluster=cluster, end__isnull=False)
+        .exclude(charge_state=Job.ChargeState.PENDING)
+        .select_related("project", "partition")
+        .order_by("end", "job_id_raw", "run")
+    )
+    if start is not None:
+        jobs = jobs.filter(end__gte=start)
+    if end is not None:
+        jobs = jobs.filter(end__lt=end)
+    if project_code:
+        jobs = jobs.filter(project__code=project_code)
+    return jobs
+
+
+def import_runs_recent(*, limit: int = 50) -> QuerySet[ImportRun]:
+    return ImportRun.objects.select_related("cluster", "started_by").order_by("-started_at")[:limit]
+
+
+def quarantine_open(*, cluster: Cluster | None = None) -> QuerySet[QuarantinedRecord]:
+    records = QuarantinedRecord.objects.filter(resolved_at__isnull=True).select_related("cluster")
+    if cluster is not None:
+        records = records.filter(cluster=cluster)
+    return records.order_by("cluster__name", "-created_at", "line_number")
+
+
+_SUM_FIELD = DecimalField(max_digits=24, decimal_places=6)
+
+
+_USAGE_KEYS = ("period", "project", "user", "cluster", "partition")
+
+
+_USAGE_SUMS = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Usage rows (a queryset to page through) and the currency of each cluster they cover."""
+
+    rows: QuerySet[Any] | list[dict[str, Any]]
+    currencies: Mapping[str, str | None]  # cluster name -> its newest cost model's currency
+
+    def row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A row with every key: grouping keys not asked for are None; ``currency`` is the
+        money's; ``cost`` is None when the row sums clusters billing in different currencies
+        (group by partition to get each cluster's money)."""
+        result = {
+            **{name: row.get(f"group_{name}") for name in _USAGE_KEYS},
+            **{name: row.get(f"sum_{name}", row.get(name)) for name in _USAGE_SUMS},
+        }
+        if result["cluster"] is not None:
+            result["currency"] = self.currencies.get(result["cluster"])
+            return result
+        billed = {currency for currency in self.currencies.values() if currency}
+        if len(billed) > 1:
+            result["cost"], result["currency"] = None, None
+        else:
+            result["currency"] = next(iter(billed), None)
+        return result
+
+
+def usage_get(
+    *,
+    projects: QuerySet[Any],
+    granularity: str,
+    group_by: set[str],
+    filters: Mapping[str, Any],
+) -> Usage:
+    """Daily roll-ups (``UsageDaily``) of ``projects`` summed per day, ISO week, month or in
+    total, and per project, user and/or partition. Reads the roll-ups only, never jobs.
+
+    Rows hold ``period`` (the first day of the day/week/month) and the grouping keys asked
+    for; a total with no grouping is one row, zeros when nothing was used. Money is summed per
+    cluster currency: :meth:`Usage.row` withholds a sum across currencies."""
+    rows = UsageDaily.objects.filter(project__in=projects)
+    lookups = {
+        "project": "project__code",
+        "pool": "partition__pool_membership__pool__name",
+        "cluster": "partition__cluster__name",
+        "partition": "partition__name",
+        "user": "username",
+    }
+    rows = rows.filter(
+        **{lookups[name]: value for name, value in filters.items() if name in lookups}
+    )
+    if filters.get("start"):
+        rows = rows.filter(day__gte=filters["start"])
+    if filters.get("end"):
+        rows = rows.filter(day__lt=filters["end"])
+    currencies = _usage_currencies(rows)
+    keys: dict[str, Any] = {}
+    if granularity != "total":
+        keys["period"] = {"day": F("day"), "week": TruncWeek("day"), "month": TruncMonth("day")}[
+            granularity
+        ]
+    if "project" in group_by:
+        keys["project"] = F("project__code")
+    if "user" in group_by:
+        keys["user"] = F("username")
+    if "partition" in group_by:
+        keys["cluster"] = F("partition__cluster__name")
+        keys["partition"] = F("partition__name")
+    sums = {
+        name: Coalesce(Sum(name), Value(0), output_field=_SUM_FIELD)
+        for name in _USAGE_SUMS
+        if name != "jobs"
+    }
+    sums["jobs"] = Coalesce(Sum("jobs"), Value(0))
+    if not keys:
+        return Usage(rows=[rows.aggregate(**sums)], currencies=currencies)
+    # Annotation names must not clash with the model's fields: group under aliases.
+    aliases = {f"group_{name}": expression for name, expression in keys.items()}
+    grouped = (
+        rows.values(**aliases)
+        .annotate(**{f"sum_{name}": expression for name, expression in sums.items()})
+        .order_by(*aliases)
+    )
+    return Usage(rows=grouped, currencies=currencies)
+
+
+def _usage_currencies(rows: QuerySet[UsageDaily]) -> dict[str, str | None]:
+    """Cluster name -> currency of its newest cost model version, for the clusters with rows
+    among ``rows`` (one query: an index probe per partition, not a scan of the roll-ups)."""
+    newest = (
+        CostModelVersion.objects.filter(cluster=OuterRef("pk"))
+        .order_by("-effective_from")
+        .values("currency")[:1]
+    )
+    used = Partition.objects.filter(Exists(rows.filter(partition=OuterRef("pk"))))
+    clusters = (
+        Cluster.objects.filter(partitions__in=used)
+        .distinct()
+        .annotate(currency=Subquery(newest))
+        .values_list("name", "currency")
+    )
+    return dict(clusters)
+
+
+Step = Literal["day", "week", "month"]
+
+
+UsageGroup = Literal["partition", "user"]
+
+
+_ZERO = Decimal(0)
+
+
+_SU_FIELD = DecimalField(max_digits=24, decimal_places=6)
+
+
+# The sort keys of the jobs table: a URL value and the ordering it stands for (a stable tie-break
+# on the primary key keeps pages from overlapping).
+JOB_SORTS: dict[str, tuple[str, ...]] = {
+    "end": ("end", "pk"),
+    "-end": ("-end", "-pk"),
+    "su": ("service_units", "pk"),
+    "-su": ("-service_units", "-pk"),
+    "elapsed": ("elapsed_seconds", "pk"),
+    "-elapsed": ("-elapsed_seconds", "-pk"),
+    "user": ("username", "-end", "-pk"),
+    "-user": ("-username", "-end", "-pk"),
+    "partition": ("partition__name", "-end", "-pk"),
+    "-partition": ("-partition__name", "-end", "-pk"),
+    "state": ("state", "-end", "-pk"),
+    "-state": ("-state", "-end", "-pk"),
+}
+
+
+@dataclass(frozen=True)
+class JobFilters:
+    """What the jobs table is narrowed to; ``None`` leaves a column unfiltered."""
+
+    username: str | None = None
+    partition: Partition | None = None
+    state: str | None = None
+    ended_from: datetime | None = None
+    ended_before: datetime | None = None
+
+
+def jobs_of_project(
+    *, project: Project, filters: JobFilters | None = None, sort: str = "-end"
+) -> QuerySet[Job]:
+    """The project's jobs (charged, refunded and still running), filtered and sorted."""
+    jobs = Job.objects.filter(project=project).select_related("partition__cluster")
+    filters = filters or JobFilters()
+    if filters.username:
+        jobs = jobs.filter(username=filters.username)
+    if filters.partition is not None:
+        jobs = jobs.filter(partition=filters.partition)
+    if filters.state:
+        jobs = jobs.filter(state=filters.state)
+    if filters.ended_from is not None:
+        jobs = jobs.filter(end__gte=filters.ended_from)
+    if filters.ended_before is not None:
+        jobs = jobs.filter(end__lt=filters.ended_before)
+    return jobs.order_by(*JOB_SORTS.get(sort, JOB_SORTS["-end"]))
+
+
+def job_usernames(*, project: Project) -> list[str]:
+    """The Slurm users with charged jobs in the project (from the roll-ups, not the ledger)."""
+    return list(
+        UsageDaily.objects.filter(project=project)
+        .order_by("username")
+        .values_list("username", flat=True)
+        .distinct()
+    )
+
+
+def job_get(*, pk: int, projects: QuerySet[Project]) -> Job | None:
+    """One job with what its detail page shows, if it belongs to one of ``projects``."""
+    return (
+        Job.objects.select_related(
+            "project",
+            "partition__cluster",
+            "partition_version__partition__cluster",
+            "cost_model_version",
+        )
+        .filter(pk=pk, project__in=projects)
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class UsagePoint:
+    period: date
+    key: str
+    service_units: Decimal
+
+
+def _truncated(step: Step) -> Any:
+    if step == "week":
+        return TruncWeek("day")
+    if step == "month":
+        return TruncMonth("day")
+    return F("day")
+
+
+def usage_series(
+    *, project: Project, start: date, end: date, step: Step, group: UsageGroup
+) -> list[UsagePoint]:
+    """SU per ``step`` (from each day's roll-up) and per partition or user, in [start, end)."""
+    key = "partition__name" if group == "partition" else "username"
+    period = _truncated(step)
+    rows = (
+        UsageDaily.objects.filter(project=project, day__gte=start, day__lt=end)
+        .annotate(period=period)
+        .values("period", key)
+        .annotate(total=Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SU_FIELD))
+        .order_by("period", key)
+    )
+    points = []
+    for row in rows:
+        when = row["period"]
+        if isinstance(when, datetime):
+            when = when.date()
+        points.append(UsagePoint(period=when, key=row[key], service_units=Decimal(row["total"])))
+    return points
+
+
+def usage_per_day(
+    *, project: Project, partition_ids: Iterable[int], start: date, end: date
+) -> dict[date, Decimal]:
+    """SU per day of the project on some partitions (one pool), in [start, end)."""
+    rows = (
+        UsageDaily.objects.filter(
+            project=project, partition_id__in=list(partition_ids), day__gte=start, day__lt=end
+        )
+        .values("day")
+        .annotate(total=Sum("service_units"))
+        .order_by("day")
+    )
+    return {row["day"]: Decimal(row["total"]) for row in rows}
+
+
+def top_jobs(*, project: Project, ended_from: datetime, limit: int = 10) -> list[Job]:
+    """The project's most expensive jobs that ended since ``ended_from``."""
+    return list(
+        Job.objects.filter(project=project, end__gte=ended_from, service_units__gt=0)
+        .select_related("partition")
+        .order_by("-service_units", "-end")[:limit]
+    )

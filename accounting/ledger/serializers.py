@@ -1,0 +1,337 @@
+"""Input and output serializers of the ledger API (accounting/ledger/api.py, docs/api.md)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.core.files.uploadedfile import UploadedFile
+from django.utils.datastructures import MultiValueDict
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from accounting.clusters.charging import SU_QUANTUM
+from accounting.clusters.quotes import weight_explanation
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.clusters.serializers import su_field
+from accounting.costs.costmodels import job_cost_as_dict
+from accounting.costs.services import cost_model_of, job_cost_get
+from accounting.ledger.forms import SacctUploadForm
+from accounting.models import (
+    Cluster,
+    ImportRun,
+    Job,
+    QuarantinedRecord,
+)
+from accounting.utilisation.overhead import job_fair_share_get
+from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
+
+_FRACTION = {"type": "string", "description": "a decimal fraction of the node"}
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "description": (
+            "Per-node fractions of cores, memory and GPUs (node-local resources as further "
+            "keys); identical consecutive nodes are folded into one entry, `nodes` counts them."
+        ),
+        "items": {
+            "type": "object",
+            "properties": {
+                "nodes": {"type": "string"}, "cores": _FRACTION, "memory": _FRACTION,
+                "gpus": _FRACTION,
+            },
+            "additionalProperties": {"type": "string"},
+        },
+    }
+)  # fmt: skip
+class NodeFractionsField(serializers.JSONField):
+    """The ledger's per-node fractions, as stored."""
+
+
+class JobOutputSerializer(ApiModelSerializer):
+    cluster = slug_of("name")
+    project = slug_of("code")
+    user = serializers.CharField(source="username", read_only=True, help_text="the Slurm user")
+    partition = slug_of("name")
+    partition_version = slug_of(
+        "number", allow_null=True, help_text="the number of the rate version the charge used"
+    )
+    node_fractions = NodeFractionsField(read_only=True)
+    cost_model_version = slug_of(
+        "number", allow_null=True, help_text="the number of the cost model version priced with"
+    )
+    currency = slug_of(
+        "currency", source="cost_model_version", allow_null=True,
+        help_text="of cost; null when the job has no money cost",
+    )  # fmt: skip
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "cluster",
+            "job_id",
+            "job_id_raw",
+            "run",
+            "job_name",
+            "array_job_id",
+            "array_task_id",
+            "het_job_id",
+            "het_offset",
+            "project",
+            "user",
+            "partition",
+            "qos",
+            "state",
+            "state_raw",
+            "exit_code",
+            "submit",
+            "start",
+            "end",
+            "elapsed_seconds",
+            "timelimit_minutes",
+            "nnodes",
+            "cpus",
+            "memory_mb",
+            "gpus",
+            "charge_state",
+            "service_units",
+            "pending_service_units",
+            "weight",
+            "dominant_resource",
+            "node_fractions",
+            "partition_version",
+            "energy_wh",
+            "charged_at",
+            "cost",
+            "currency",
+            "cost_model_version",
+        ]
+        extra_kwargs = {
+            "cost": {
+                "help_text": "money cost under the cluster's cost model in force at the job's "
+                "end (docs/costs.md); null: not finished, or the cluster has no model"
+            }
+        }
+
+
+class JobDetailOutputSerializer(JobOutputSerializer):
+    weight_explanation = serializers.SerializerMethodField()
+    cost_breakdown = serializers.SerializerMethodField()
+    fair_share = serializers.SerializerMethodField()
+
+    class Meta(JobOutputSerializer.Meta):
+        fields = [
+            *JobOutputSerializer.Meta.fields,
+            "nodelist",
+            "billing",
+            "consumed_energy_joules",
+            "weight_explanation",
+            "cost_breakdown",
+            "fair_share",
+        ]
+
+    def get_weight_explanation(self, job: Job) -> str | None:
+        """Why the job's weight is what it is (from the rate version it was charged with)."""
+        if job.partition_version is None:
+            return None
+        return weight_explanation(job.partition_version.spec)
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "description": (
+                "The money cost by node set and rate (jobcost --json): currency, nodes, "
+                "runtime_seconds, energy_joules, node_sets [{name, nodes, rates [{name, kind, "
+                "cost}], total}], unknown_nodes, missing_data, total. An energy rate's cost is "
+                "null when Slurm recorded no energy."
+            ),
+        }
+    )
+    def get_cost_breakdown(self, job: Job) -> dict[str, Any] | None:
+        """The job cost meter's JSON under the version the job was priced with."""
+        version = job.cost_model_version
+        if job.cost is None or version is None:
+            return None
+        return job_cost_as_dict(job_cost_get(model=cost_model_of(version), job=job))
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "description": (
+                "Section 3.3's fair billing beside the SU (docs/utilisation.md), summed over "
+                "the true-overhead runs it comes from: runs [{run, window_start, window_end}] "
+                "(the newest run covering the job, else the newest with disjoint windows), "
+                "covers_job (false: they hold only part of the job), resources "
+                "[{name, unit, allocated, billed (decimal strings, hours), factor (billed / "
+                "allocated, 6 places, or null)}]. Null when no run holds the job."
+            ),
+        }
+    )
+    def get_fair_share(self, job: Job) -> dict[str, Any] | None:
+        """What fair billing would charge the job, for comparison with its SU."""
+        view = job_fair_share_get(job=job)
+        if view is None:
+            return None
+        when = UtcDateTimeField()
+        return {
+            "runs": [
+                {
+                    "run": run.pk,
+                    "window_start": when.to_representation(run.window_start),
+                    "window_end": when.to_representation(run.window_end),
+                }
+                for run in view.runs
+            ],
+            "covers_job": view.covers_job,
+            "resources": [
+                {
+                    "name": resource.name,
+                    "unit": resource.unit,
+                    "allocated": f"{resource.allocated.quantize(SU_QUANTUM)}",
+                    "billed": f"{resource.billed.quantize(SU_QUANTUM)}",
+                    "factor": None
+                    if resource.factor is None
+                    else f"{Decimal(resource.factor.numerator) / resource.factor.denominator:.6f}",
+                }
+                for resource in view.resources
+            ],
+        }
+
+
+GRANULARITIES = ("day", "week", "month", "total")
+
+
+GROUPINGS = ("project", "user", "partition")
+
+
+class UsageQuerySerializer(serializers.Serializer):
+    project = serializers.CharField(required=False, max_length=64, help_text="project code")
+    pool = serializers.CharField(required=False, max_length=100, help_text="resource pool name")
+    cluster = serializers.CharField(required=False, max_length=64)
+    partition = serializers.CharField(required=False, max_length=64, help_text="partition name")
+    user = serializers.CharField(required=False, max_length=64, help_text="Slurm user")
+    start = serializers.DateField(required=False, help_text="first day (inclusive)")
+    end = serializers.DateField(required=False, help_text="day after the last day (exclusive)")
+    granularity = serializers.ChoiceField(
+        choices=GRANULARITIES, default="day", help_text="day, ISO week (Monday), month or total"
+    )
+    group_by = serializers.MultipleChoiceField(
+        choices=GROUPINGS, required=False, help_text="repeat for several: project, user, partition"
+    )
+
+
+class UsageRowSerializer(serializers.Serializer):
+    """Daily roll-ups summed over a day, week, month or the whole range; the grouping keys that
+    were not asked for are null."""
+
+    period = serializers.DateField(allow_null=True, help_text="first day of the day/week/month")
+    project = serializers.CharField(allow_null=True)
+    user = serializers.CharField(allow_null=True)
+    cluster = serializers.CharField(allow_null=True)
+    partition = serializers.CharField(allow_null=True)
+    service_units = su_field()
+    core_hours = su_field()
+    gpu_hours = su_field()
+    energy_wh = su_field()
+    cost = su_field(
+        help_text="money cost (sum of the jobs' costs under their clusters' cost models); null "
+        "when the row sums clusters billing in different currencies (group by partition)",
+        allow_null=True,
+    )
+    currency = serializers.CharField(
+        allow_null=True, help_text="the cost's currency (null without a cost model)"
+    )
+    jobs = serializers.IntegerField()
+
+
+class ImportRunOutputSerializer(ApiModelSerializer):
+    cluster = slug_of("name")
+    started_by = slug_of("username", allow_null=True)
+
+    class Meta:
+        model = ImportRun
+        fields = [
+            "id",
+            "cluster",
+            "source",
+            "status",
+            "started_at",
+            "finished_at",
+            "started_by",
+            "window_start",
+            "window_end",
+            "lines",
+            "steps_skipped",
+            "imported",
+            "updated",
+            "charged",
+            "pending",
+            "quarantined",
+            "error",
+        ]
+
+
+class ImportUploadInputSerializer(serializers.Serializer):
+    """A sacct --parsable2 file with its header line, imported in the background."""
+
+    cluster = serializers.SlugField(max_length=64)
+    file = serializers.FileField()
+    create_projects = serializers.BooleanField(
+        default=False, help_text="create missing projects from accounts instead of quarantining"
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            cluster = cluster_get(name=attrs["cluster"])
+        except NotFound as error:
+            raise serializers.ValidationError({"cluster": [str(error)]}) from None
+        upload: UploadedFile = attrs["file"]
+        # The upload page's form holds the rules (size, a sacct header): one place for them.
+        form = SacctUploadForm(
+            data={"cluster": cluster.pk, "create_projects": attrs["create_projects"]},
+            files=MultiValueDict({"file": [upload]}),
+        )
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {field: [str(error) for error in errors] for field, errors in form.errors.items()}
+            )
+        attrs["cluster_object"] = cluster
+        return attrs
+
+
+class QuarantinedLineOutputSerializer(ApiModelSerializer):
+    cluster = slug_of("name")
+
+    class Meta:
+        model = QuarantinedRecord
+        fields = [
+            "id",
+            "cluster",
+            "import_run",
+            "source",
+            "line_number",
+            "raw",
+            "reason",
+            "field",
+            "job_id_raw",
+            "account",
+            "partition_name",
+            "created_at",
+            "resolved_at",
+            "resolution",
+        ]
+
+
+class QuarantineRetryInputSerializer(serializers.Serializer):
+    cluster = serializers.SlugField(max_length=64)
+
+    def validate_cluster(self, value: str) -> Cluster:
+        try:
+            return cluster_get(name=value)
+        except NotFound as error:
+            raise serializers.ValidationError(str(error)) from None

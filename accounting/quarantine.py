@@ -1,0 +1,18 @@
+"""Asking for quarantined lines to be tried again.
+
+A new rate version, cost model or project can make quarantined lines chargeable, and staff can
+ask for a retry. The domains that own those inputs (clusters, costs, allocations) sit below the
+ledger and must not import it, so this one function lives beside the models and enqueues the
+ledger's retry task by name (``portal.queue``).
+"""
+
+from __future__ import annotations
+
+from accounting.models import Cluster, QuarantinedRecord
+from portal.queue import task_enqueue
+
+
+def quarantine_retry_enqueue(*, cluster: Cluster) -> None:
+    """After the commit, retry the cluster's open quarantined lines (their cause may be fixed)."""
+    if QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True).exists():
+        task_enqueue(name="accounting.tasks.quarantine_retry", args=(cluster.pk,))

@@ -1,0 +1,132 @@
+"""Forms of the allocation pages: requests, estimates, reviews and grants, and the usage chart's
+step. They check input; the rules of the allocation process stay in the services.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+
+from accounting.clusters.forms import QuoteForm, positive
+from accounting.models import Partition
+from allocations.models import AllocationRound, Review, RoundPool
+
+STEP_CHOICES = [("day", "day"), ("week", "week"), ("month", "month")]
+
+
+class UsageStepForm(forms.Form):
+    step = forms.ChoiceField(choices=STEP_CHOICES, required=False, label="Usage per")
+
+
+class RequestCreateForm(forms.Form):
+    round = forms.ModelChoiceField(
+        queryset=AllocationRound.objects.none(), empty_label=None, label="Allocation round"
+    )
+    justification = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="what the SU are for; the committee reads this",
+    )
+
+    def __init__(self, *args: Any, rounds: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["round"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = rounds
+
+
+def _su_field(label: str, *, required: bool = True) -> forms.DecimalField:
+    return forms.DecimalField(
+        label=label, required=required, max_digits=24, decimal_places=6,
+        min_value=Decimal(0), widget=forms.NumberInput(attrs={"step": "any", "min": 0}),
+    )  # fmt: skip
+
+
+def _plain(value: Decimal) -> str:
+    """260000.000000 -> "260000" (and never "2.6E+5")."""
+    return format(value.normalize(), "f")
+
+
+class RequestAmountsForm(forms.Form):
+    """SU asked for on each pool the round offers, and the justification (a draft's edit)."""
+
+    justification = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False)
+
+    def __init__(self, *args: Any, pools: list[RoundPool], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pools = pools
+        for item in pools:
+            self.fields[f"pool_{item.pool_id}"] = _su_field(f"SU on {item.pool.name}")
+
+    def amounts(self) -> dict[Any, Decimal]:
+        return {item.pool: self.cleaned_data[f"pool_{item.pool_id}"] for item in self.pools}
+
+
+class EstimateForm(forms.Form):
+    """One estimate line: jobs x a planned job, priced by the quote engine."""
+
+    partition = forms.TypedChoiceField(coerce=int, label="Partition")
+    description = forms.CharField(max_length=200, required=False)
+    jobs = forms.IntegerField(min_value=1, max_value=10_000_000, initial=100)
+    nodes = forms.IntegerField(min_value=1, max_value=100_000, initial=1)
+    hours = forms.DecimalField(
+        max_digits=12, decimal_places=4, validators=[positive], initial=Decimal(1)
+    )
+    cores_per_node = forms.DecimalField(
+        required=False, max_digits=10, decimal_places=3, validators=[positive]
+    )
+    gpus_per_node = forms.IntegerField(required=False, min_value=0, max_value=64)
+    memory_per_node = QuoteForm.base_fields["memory_per_node"]
+    clean_memory_per_node = QuoteForm.clean_memory_per_node
+
+    def __init__(self, *args: Any, partitions: list[Partition], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["partition"]
+        assert isinstance(field, forms.TypedChoiceField)
+        field.choices = [(partition.pk, str(partition)) for partition in partitions]
+
+
+class ReviewForm(forms.Form):
+    score = forms.TypedChoiceField(
+        coerce=int, choices=[(n, f"{n}") for n in range(5, 0, -1)],
+        help_text="5 = outstanding, 1 = not fundable",
+        widget=forms.RadioSelect,
+    )  # fmt: skip
+    comment = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False)
+
+    @classmethod
+    def for_review(cls, review: Review | None, data: Any = None) -> ReviewForm:
+        initial = {"score": review.score, "comment": review.comment} if review else {}
+        return cls(data, initial=initial)
+
+
+class GrantForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False,
+        help_text="required when the grant differs from the request",
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, amounts: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.request_amounts = amounts
+        reason = self.fields.pop("reason")
+        for amount in amounts:
+            field = _su_field(f"SU granted on {amount.pool.name}")
+            field.initial = _plain(amount.requested_su)
+            self.fields[f"pool_{amount.pool_id}"] = field
+        self.fields["reason"] = reason
+
+    def granted(self) -> dict[Any, Decimal]:
+        return {
+            amount.pool: self.cleaned_data[f"pool_{amount.pool_id}"]
+            for amount in self.request_amounts
+        }
+
+
+def parse_day(text: str | None) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        return None
