@@ -16,7 +16,7 @@ NATIVE_SERVICES  := web worker beat
 help:
 	@echo "make demo    set up and serve the portal on http://$(HOST):$(PORT) (SQLite, eager Celery)"
 	@echo "make test    set up and run the whole test suite (PostgreSQL/Redis when reachable)"
-	@echo "make lint    ruff check, ruff format --check, mypy"
+	@echo "make lint    ruff check, ruff format --check, mypy, lint-imports (architecture)"
 	@echo "make bench   benchmarks (figures and ratios)"
 	@echo "make screenshots  refresh docs/screenshots/ (Chromium via Playwright, SQLite)"
 	@echo "make run     web (gunicorn), worker and beat against DATABASE_URL / CELERY_BROKER_URL"
@@ -43,6 +43,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
+	$(VENV)/bin/lint-imports
 
 format: install
 	$(VENV)/bin/ruff format .

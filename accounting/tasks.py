@@ -11,12 +11,8 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from accounting.ledger.imports import (
-    ImportSummary,
-    jobs_import,
-    quarantine_retry,
-    sacct_window_import,
-)
+from accounting.ledger.pipeline import ImportSummary, jobs_import, quarantine_retry
+from accounting.ledger.sources import sacct_window_import
 from accounting.locks import ImportLockBusy, cluster_import_lock, named_lock
 from accounting.models import Cluster, ImportRun, OverheadRun
 

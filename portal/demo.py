@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.costs.services import cost_model_version_create
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, CostModelVersion, Job, OverheadRun, Partition, UsageDaily
 from accounting.utilisation.overhead import overhead_run_compute
 from allocations.budget import add_months

@@ -23,7 +23,6 @@ from rest_framework.serializers import BaseSerializer
 from accounting.clusters.serializers import (
     MessageOutputSerializer,
 )
-from accounting.ledger.imports import import_upload_start
 from accounting.ledger.selectors import usage_get
 from accounting.ledger.serializers import (
     ImportRunOutputSerializer,
@@ -35,6 +34,7 @@ from accounting.ledger.serializers import (
     UsageQuerySerializer,
     UsageRowSerializer,
 )
+from accounting.ledger.sources import import_upload_start
 from accounting.models import (
     ImportRun,
     Job,

@@ -27,7 +27,6 @@ from accounting.clusters.quotes import weight_explanation
 from accounting.costs.costmodels import JobCost
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger.forms import JobFilterForm, SacctUploadForm
-from accounting.ledger.imports import import_upload_start
 from accounting.ledger.selectors import (
     JOB_SORTS,
     JobFilters,
@@ -37,6 +36,7 @@ from accounting.ledger.selectors import (
     jobs_of_project,
     quarantine_open,
 )
+from accounting.ledger.sources import import_upload_start
 from accounting.models import Cluster, CostModelVersion, ImportRun, Job, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get

@@ -22,9 +22,9 @@ Decisions an importer relies on:
 * **Times** are sacct's naive local times, read in ``tz`` and converted to UTC. In a DST
   fold (the repeated hour) the first occurrence is taken (``fold=0``); a time in a DST gap
   is read with the offset in force before the gap (zoneinfo's ``fold=0`` rule).
-* **run_key** tells apart the incarnations of a requeued job, which share ``JobIDRaw``:
-  ``"<JobIDRaw>@<start, ISO 8601 UTC>"``, or ``"<JobIDRaw>@submit:<submit>"`` for a run that
-  never started (that key is provisional: it changes once the run starts).
+* **run_key** tells apart the incarnations of a requeued job, which share ``JobIDRaw``: a
+  ``REQUEUED`` line's key is its start (ISO 8601 UTC), the current incarnation's is empty.
+  The ledger keys on cluster + JobIDRaw + run key; this property is the one definition.
 """
 
 from __future__ import annotations
@@ -213,16 +213,16 @@ class SacctRecord:
 
     @property
     def run_key(self) -> str:
-        """Identify one run of a job: a requeued job has several runs with one JobIDRaw.
+        """Tell apart the runs of a requeued job, which share one JobIDRaw (the ledger keys on
+        cluster + JobIDRaw + run key).
 
-        ``"<JobIDRaw>@<start ISO>"``; a run that never started uses
-        ``"<JobIDRaw>@submit:<submit ISO>"`` (provisional until it starts).
+        A requeued incarnation (a ``REQUEUED`` line, with ``--duplicates``) is a run of its own,
+        keyed by its start in ISO form; the current incarnation of a job has the empty key, so
+        its line keeps one ledger row from submission to end.
         """
-        if self.start is not None:
-            return f"{self.job_id_raw}@{self.start.isoformat()}"
-        if self.submit is not None:
-            return f"{self.job_id_raw}@submit:{self.submit.isoformat()}"
-        return self.job_id_raw
+        if self.state == "REQUEUED" and self.start is not None:
+            return self.start.isoformat()
+        return ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, Partition, PartitionVersion
 from allocations.models import Project
 from tests.factories import UserFactory

@@ -24,7 +24,7 @@ from accounting.costs.services import (
     job_costs_recompute,
     stored_cost,
 )
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, CostModelVersion, Job, UsageDaily
 from allocations.models import Project
 from benchmarks.sacct_generator import sacct_lines

@@ -13,7 +13,7 @@ from django.db import connection, connections
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, ImportRun, Job, UsageDaily
 from accounting.tasks import import_sacct_file
 from allocations.models import Project

@@ -15,7 +15,7 @@ from django.db.models import Count, Sum
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load, cluster_definition_parse
-from accounting.ledger.imports import ImportFatal, jobs_import, quarantine_retry
+from accounting.ledger.pipeline import ImportFatal, jobs_import, quarantine_retry
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord, UsageDaily
 from allocations.models import Project
 

@@ -10,7 +10,7 @@ from django.db.models import Sum
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, UtilisationHourly
 from accounting.utilisation.quality import AllocatedJob, utilisation_series
 from accounting.utilisation.selectors import partition_peak_timeline, utilisation_series_get

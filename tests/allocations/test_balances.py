@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Job
 from allocations.models import Adjustment
 from allocations.selectors import balance_get, balances_for_project

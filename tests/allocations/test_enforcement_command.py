@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from allocations.models import EnforcementAction, ThresholdNotice
 from allocations.services import allocation_grant
 from tests.allocations.conftest import PERIOD, SAMPLE

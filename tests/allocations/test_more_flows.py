@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
 from allocations.models import AllocationRequest, EnforcementAction

@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job
 from accounting.utilisation.priority import PriorityPolicy as MathsPolicy
 from accounting.utilisation.priority import dynamic_priority

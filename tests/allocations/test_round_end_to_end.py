@@ -10,7 +10,7 @@ from django.core import mail
 from django.core.exceptions import PermissionDenied
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Partition
 from allocations.enforcement import enforcement_run_proposed, thresholds_check
 from allocations.models import (

@@ -26,7 +26,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import ImportRun, Job, Partition, QuarantinedRecord
 from allocations.models import Adjustment, Allocation, AllocationRequest, AllocationRound, Review
 from allocations.services import (

@@ -25,7 +25,7 @@ from django.utils import timezone
 from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, Partition
 from allocations.enforcement import thresholds_check
 from allocations.models import (

@@ -136,7 +136,7 @@ def test_the_table_lists_k_pr_dyn_and_the_command(centre, staff):  # noqa: F811
 
 def test_staff_post_k_prof_for_a_project_or_a_job(centre, staff):  # noqa: F811
     with (SAMPLE / "sacct_allocations.psv").open() as lines:
-        from accounting.ledger.imports import jobs_import
+        from accounting.ledger.pipeline import jobs_import
 
         jobs_import(cluster=centre.cluster, lines=lines, source="sample")
     job = Job.objects.filter(project=centre.p3, run="").order_by("pk").first()

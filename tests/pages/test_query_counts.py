@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from accounting.ledger.imports import jobs_import
+from accounting.ledger.pipeline import jobs_import
 from tests.pages.conftest import client_for, recent_history
 from tests.pages.test_access import PAGES
 

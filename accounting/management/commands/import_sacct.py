@@ -19,7 +19,8 @@ from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
 from accounting.clusters.selectors import NotFound, cluster_get
-from accounting.ledger.imports import BUCKETS, ImportFatal, ImportSummary, jobs_import, sacct_lines
+from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
+from accounting.ledger.sources import sacct_lines
 
 
 def _lines_with_progress(stream: IO[str], total_bytes: int | None, enabled: bool) -> Iterator[str]:

@@ -24,15 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shlex
-import subprocess
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -42,6 +37,8 @@ from django.utils import timezone
 
 from accounting.clusters import charging
 from accounting.costs.services import CostOutOfRange, JobPricer
+from accounting.ledger.policy import booking_for, booking_never_ran
+from accounting.ledger.rollups import Deltas, daily_apply, hourly_apply, is_booked, rollup_add
 from accounting.ledger.sacct import (
     SacctHeaderError,
     SacctLineError,
@@ -57,12 +54,8 @@ from accounting.models import (
     Partition,
     PartitionVersion,
     QuarantinedRecord,
-    UsageDaily,
-    UtilisationHourly,
 )
-from accounting.utilisation.quality import AllocatedJob, hourly_contributions
 from allocations.models import Project
-from portal.queue import task_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -294,9 +287,8 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         "cost_model_version_id": None,
     }
     if record.nnodes == 0 or not record.nodes or record.start is None:
-        # Never ran (cancelled while pending, a pending array range): nothing to charge.
-        row["charge_state"] = (
-            Job.ChargeState.CHARGED if record.is_finished else Job.ChargeState.PENDING
+        row["charge_state"] = Job.ChargeState(
+            booking_never_ran(finished=record.is_finished).outcome
         )
         return row
     try:
@@ -309,13 +301,15 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
     row["dominant_resource"] = charge.dominant_resource
     row["node_fractions"] = _fractions_json(charge.nodes)
     row["energy_wh"] = charge.energy_wh
-    if not record.is_finished:
-        row["pending_service_units"] = charge.service_units
-    elif record.state == "NODE_FAIL" and cluster.refund_node_failures:
-        row["charge_state"] = Job.ChargeState.REFUNDED
-    else:
-        row["charge_state"] = Job.ChargeState.CHARGED
-        row["service_units"] = charge.service_units
+    booking = booking_for(
+        finished=record.is_finished,
+        state=record.state,
+        service_units=charge.service_units,
+        refund_node_failures=cluster.refund_node_failures,
+    )
+    row["charge_state"] = Job.ChargeState(booking.outcome)
+    row["service_units"] = booking.service_units
+    row["pending_service_units"] = booking.pending_service_units
     if lookups.pricer is not None and record.is_finished and record.end is not None:
         # Money under the cost model in force at the job's end; refunded jobs cost the centre
         # all the same.
@@ -341,118 +335,6 @@ _COMPARED = (
     "charge_state", "service_units", "pending_service_units", "weight", "dominant_resource",
     "node_fractions", "energy_wh", "cost", "cost_model_version_id",
 )  # fmt: skip
-
-
-def _contribution(values: dict[str, Any], lookups: _Lookups) -> tuple[tuple[Any, ...], list[Any]]:
-    """What a finished job adds to its day's roll-up: key and (SU, core-h, GPU-h, Wh, cost,
-    jobs)."""
-    end = values["end"]
-    day = end.astimezone(lookups.zone).date()
-    hours = Decimal(values["elapsed_seconds"]) / _HOURS
-    key = (values["project_id"], values["partition_id"], values["username"], day)
-    return key, [
-        values["service_units"],
-        (values["cpus"] * hours).quantize(charging.SU_QUANTUM),
-        (values["gpus"] * hours).quantize(charging.SU_QUANTUM),
-        values["energy_wh"],
-        values["cost"] or _ZERO,
-        1,
-    ]
-
-
-def _is_booked(values: dict[str, Any]) -> bool:
-    return values["charge_state"] != Job.ChargeState.PENDING and values["end"] is not None
-
-
-@dataclass
-class _Deltas:
-    """What a batch adds to the daily usage roll-ups and to the hourly utilisation rows."""
-
-    daily: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
-    hourly: dict[tuple[int, datetime], list[int]] = field(default_factory=dict)
-
-
-def _held_until(values: dict[str, Any]) -> datetime | None:
-    """Until when a job held its allocation as far as its sacct line tells: its end, or for
-    a running job its start plus the Elapsed that sacct reported (so the hours a running job
-    has used count in Q(T) now, and follow from the stored row alone: the next line of the
-    job takes them back and adds its own, like any change)."""
-    start = values["start"]
-    if start is None or not (values["cpus"] or values["gpus"]):
-        return None
-    if values["end"] is not None:
-        return values["end"] if _is_booked(values) else None
-    if values["charge_state"] == Job.ChargeState.PENDING and values["elapsed_seconds"] > 0:
-        return start + timedelta(seconds=values["elapsed_seconds"])
-    return None
-
-
-def _add_rollup(deltas: _Deltas, values: dict[str, Any], lookups: _Lookups, sign: int) -> None:
-    """Add (``sign`` +1) or take back (-1) a job's share of the roll-ups: a booked job's
-    usage of its day, and the hours any job held its allocation (running ones so far)."""
-    if _is_booked(values):
-        key, amounts = _contribution(values, lookups)
-        current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
-        for index, amount in enumerate(amounts):
-            current[index] += sign * amount
-    held_until = _held_until(values)
-    if held_until is None:
-        return
-    job = AllocatedJob(
-        partition=str(values["partition_id"]), start=values["start"], end=held_until,
-        cores=values["cpus"], gpus=values["gpus"],
-    )  # fmt: skip
-    for hour in hourly_contributions(job, timezone=lookups.zone):
-        seconds = deltas.hourly.setdefault((values["partition_id"], hour.hour_start), [0, 0])
-        seconds[0] += sign * hour.core_seconds
-        seconds[1] += sign * hour.gpu_seconds
-
-
-def _hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
-    """Add the batch's core- and GPU-seconds to the hourly utilisation rows (one upsert)."""
-    rows = [(key, seconds) for key, seconds in sorted(hourly.items()) if any(seconds)]
-    if not rows:
-        return
-    table = UtilisationHourly._meta.db_table
-    placeholders = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
-    params: list[Any] = []
-    for (partition_id, hour_start), (core_seconds, gpu_seconds) in rows:
-        params.extend((partition_id, hour_start, core_seconds, gpu_seconds))
-    sql = (
-        f"INSERT INTO {table} (partition_id, hour_start, core_seconds, gpu_seconds) "  # noqa: S608
-        f"VALUES {placeholders} ON CONFLICT (partition_id, hour_start) DO UPDATE SET "
-        f"core_seconds = {table}.core_seconds + EXCLUDED.core_seconds, "
-        f"gpu_seconds = {table}.gpu_seconds + EXCLUDED.gpu_seconds"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-
-
-def _rollups_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
-    """Add the deltas to the daily roll-ups with one atomic upsert (sorted: no deadlocks)."""
-    rows = [(key, amounts) for key, amounts in sorted(deltas.items()) if any(amounts)]
-    if not rows:
-        return
-    table = UsageDaily._meta.db_table
-    columns = (
-        "project_id, partition_id, username, day, "
-        "service_units, core_hours, gpu_hours, energy_wh, cost, jobs"
-    )
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
-    params: list[Any] = []
-    for key, amounts in rows:
-        params.extend(key)
-        params.extend(amounts)
-    add = ", ".join(
-        f"{name} = {table}.{name} + EXCLUDED.{name}"
-        for name in ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
-    )
-    sql = (
-        f"INSERT INTO {table} ({columns}) VALUES {placeholders} "  # noqa: S608 - names are ours
-        f"ON CONFLICT (project_id, partition_id, username, day) DO UPDATE SET {add}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
 
 
 def _raw_hash(header: str, raw: str) -> str:
@@ -551,7 +433,7 @@ def _new_row(
         "run": key[1],
         "import_run_id": run.pk,
         "line_number": record.line_number,
-        "charged_at": now if _is_booked(values) else None,
+        "charged_at": now if is_booked(values) else None,
         "updated_at": now,
     }
 
@@ -559,16 +441,12 @@ def _new_row(
 def _batch_write(
     batch: _Batch, *, run: ImportRun, lookups: _Lookups, header: str, resolve_quarantine: bool
 ) -> ImportSummary:
-    """Write one batch in one transaction and return its counts.
-
-    A job whose sacct line is exactly the one already booked is left alone without being
-    charged again; only new and changed lines go through the engine.
-    """
+    """Write one batch in one transaction -- jobs, roll-ups, quarantined lines and the run's
+    counters together -- and return its counts."""
     summary = ImportSummary(lines=batch.lines, steps_skipped=batch.steps)
     cluster = lookups.cluster
     now = timezone.now()
     quarantine = list(batch.quarantine)
-    stored_lines: list[str] = []
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # Do not wait for the WAL flush of each batch. A database crash can then lose the
@@ -579,115 +457,27 @@ def _batch_write(
         # The cost model versions this batch prices with stay the newest until it commits.
         cluster_row_lock(cluster, exclusive=False)
         lookups.pricer_refresh()
-        # Which rows exist, and what line each was read from. No lock here: most rows of an
-        # overlapping window are unchanged and are not written, and locking them would write
-        # every one of them (PostgreSQL records row locks in the rows).
-        known: dict[tuple[str, str], tuple[int, str, str]] = {}
-        raw_ids = sorted({job_id_raw for job_id_raw, _ in batch.records})
-        for job_id_raw, run_key, pk, source_hash, charge_state in _known_rows(cluster, raw_ids):
-            known[(job_id_raw, run_key)] = (pk, source_hash, charge_state)
-
-        fingerprints = {key: _fingerprint(header, rec.raw) for key, rec in batch.records.items()}
-        changed_pks = [
-            known[key][0]
-            for key in batch.records
-            if key in known and known[key][1] != fingerprints[key]
-        ]
-        # The rows this batch will change are locked (in key order, so that two imports
-        # cannot deadlock) and read again: a concurrent import may have booked them meanwhile.
-        old_jobs = {
-            (job.job_id_raw, job.run): job
-            for job in Job.objects.select_for_update()
-            .filter(pk__in=changed_pks)
-            .order_by("job_id_raw", "run")
-        } if changed_pks else {}  # fmt: skip
-
-        deltas = _Deltas()
-        inserts: list[dict[str, Any]] = []
-        updates: list[Job] = []
-        for key, record in batch.records.items():
-            stored = known.get(key)
-            locked = old_jobs.get(key)
-            if locked is not None and locked.source_hash == fingerprints[key]:
-                stored = (locked.pk, locked.source_hash, locked.charge_state)
-            if stored is not None and stored[1] == fingerprints[key]:
-                bucket = "pending" if stored[2] == Job.ChargeState.PENDING else "imported"
-                summary.add_one(bucket)
-                stored_lines.append(record.raw)
-                continue
-            values = _row_for(record, lookups)
-            if isinstance(values, _Quarantine):
-                quarantine.append(values)
-                continue
-            values["source_hash"] = fingerprints[key]
-            stored_lines.append(record.raw)
-            job = old_jobs.get(key)
-            if job is None:
-                inserts.append(
-                    _new_row(values, cluster=cluster, key=key, run=run, record=record, now=now)
-                )
-                _add_rollup(deltas, values, lookups, +1)
-                summary.add_one(_bucket_new(values))
-                continue
-            old = {name: getattr(job, name) for name in _COMPARED}
-            new = {name: values[name] for name in _COMPARED}
-            if old == new:
-                summary.add_one("pending" if not _is_booked(new) else "imported")
-            elif _is_booked(old) and not _is_booked(new):
-                # An older dump (taken while the job ran) read after a newer one: the
-                # finished record stands, a charge never goes back to pending.
-                summary.add_one("imported")
-            else:
-                _add_rollup(deltas, old, lookups, -1)
-                _add_rollup(deltas, new, lookups, +1)
-                if _is_booked(new) and not _is_booked(old):
-                    summary.add_one("charged")
-                else:
-                    summary.add_one("updated" if _is_booked(new) else "pending")
-                for name, value in values.items():
-                    setattr(job, name, value)
-                job.import_run = run
-                job.line_number = record.line_number
-                if _is_booked(new) and job.charged_at is None:
-                    job.charged_at = now
-                updates.append(job)
-
-        if inserts:
-            _jobs_insert(inserts)
-        if updates:
+        known, old_jobs, fingerprints = _stored_rows(batch, cluster=cluster, header=header)
+        changes = _changes_for(
+            batch, known=known, old_jobs=old_jobs, fingerprints=fingerprints, lookups=lookups,
+            run=run, now=now, summary=summary,
+        )  # fmt: skip
+        quarantine.extend(changes.quarantine)
+        if changes.inserts:
+            _jobs_insert(changes.inserts)
+        if changes.updates:
             Job.objects.bulk_update(
-                updates,
+                changes.updates,
                 [*_COMPARED, "source_hash", "import_run", "line_number", "charged_at"],
                 batch_size=500,
             )
-        _rollups_apply(deltas.daily)
-        _hourly_apply(deltas.hourly)
+        daily_apply(changes.deltas.daily)
+        hourly_apply(changes.deltas.hourly)
 
-        if quarantine:
-            QuarantinedRecord.objects.bulk_create(
-                [
-                    QuarantinedRecord(
-                        cluster=cluster,
-                        import_run=run,
-                        source=run.source,
-                        header=header,
-                        raw_hash=_raw_hash(header, item.raw),
-                        **asdict(item),
-                    )
-                    for item in quarantine
-                ],
-                update_conflicts=True,
-                unique_fields=["cluster", "raw_hash"],
-                # The first sighting keeps its source and line number; the reason is refreshed.
-                update_fields=["reason", "field"],
-            )
-            summary.quarantined += len(quarantine)
-        if resolve_quarantine and stored_lines:
-            QuarantinedRecord.objects.filter(
-                cluster=cluster,
-                resolved_at__isnull=True,
-                raw_hash__in=[_raw_hash(header, raw) for raw in stored_lines],
-            ).update(resolved_at=now, resolution=f"imported by run {run.pk}")
+        _quarantine_store(
+            quarantine, cluster=cluster, run=run, header=header, summary=summary,
+            resolve_lines=changes.stored_lines if resolve_quarantine else [], now=now,
+        )  # fmt: skip
 
         ImportRun.objects.filter(pk=run.pk).update(
             **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)}
@@ -695,8 +485,160 @@ def _batch_write(
     return summary
 
 
+def _stored_rows(
+    batch: _Batch, *, cluster: Cluster, header: str
+) -> tuple[
+    dict[tuple[str, str], tuple[int, str, str]],
+    dict[tuple[str, str], Job],
+    dict[tuple[str, str], str],
+]:
+    """The batch's jobs already in the ledger (pk, line fingerprint, charge state), the rows
+    whose line changed (locked and read again) and each record's fingerprint."""
+    # Which rows exist, and what line each was read from. No lock here: most rows of an
+    # overlapping window are unchanged and are not written, and locking them would write
+    # every one of them (PostgreSQL records row locks in the rows).
+    known: dict[tuple[str, str], tuple[int, str, str]] = {}
+    raw_ids = sorted({job_id_raw for job_id_raw, _ in batch.records})
+    for job_id_raw, run_key, pk, source_hash, charge_state in _known_rows(cluster, raw_ids):
+        known[(job_id_raw, run_key)] = (pk, source_hash, charge_state)
+
+    fingerprints = {key: _fingerprint(header, rec.raw) for key, rec in batch.records.items()}
+    changed_pks = [
+        known[key][0]
+        for key in batch.records
+        if key in known and known[key][1] != fingerprints[key]
+    ]
+    # The rows this batch will change are locked (in key order, so that two imports
+    # cannot deadlock) and read again: a concurrent import may have booked them meanwhile.
+    old_jobs = {
+        (job.job_id_raw, job.run): job
+        for job in Job.objects.select_for_update()
+        .filter(pk__in=changed_pks)
+        .order_by("job_id_raw", "run")
+    } if changed_pks else {}  # fmt: skip
+    return known, old_jobs, fingerprints
+
+
+@dataclass
+class _Changes:
+    """What a batch changes: new rows, changed rows, their roll-up deltas, and lines to
+    quarantine or to mark resolved."""
+
+    inserts: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[Job] = field(default_factory=list)
+    deltas: Deltas = field(default_factory=Deltas)
+    quarantine: list[_Quarantine] = field(default_factory=list)
+    stored_lines: list[str] = field(default_factory=list)
+
+
+def _changes_for(
+    batch: _Batch,
+    *,
+    known: dict[tuple[str, str], tuple[int, str, str]],
+    old_jobs: dict[tuple[str, str], Job],
+    fingerprints: dict[tuple[str, str], str],
+    lookups: _Lookups,
+    run: ImportRun,
+    now: datetime,
+    summary: ImportSummary,
+) -> _Changes:
+    """Compare each record of the batch with its stored row and say what to write.
+
+    A job whose sacct line is exactly the one already booked is left alone without being
+    charged again; only new and changed lines go through the engine.
+    """
+    changes = _Changes()
+    cluster = lookups.cluster
+    for key, record in batch.records.items():
+        stored = known.get(key)
+        locked = old_jobs.get(key)
+        if locked is not None and locked.source_hash == fingerprints[key]:
+            stored = (locked.pk, locked.source_hash, locked.charge_state)
+        if stored is not None and stored[1] == fingerprints[key]:
+            bucket = "pending" if stored[2] == Job.ChargeState.PENDING else "imported"
+            summary.add_one(bucket)
+            changes.stored_lines.append(record.raw)
+            continue
+        values = _row_for(record, lookups)
+        if isinstance(values, _Quarantine):
+            changes.quarantine.append(values)
+            continue
+        values["source_hash"] = fingerprints[key]
+        changes.stored_lines.append(record.raw)
+        job = old_jobs.get(key)
+        if job is None:
+            changes.inserts.append(
+                _new_row(values, cluster=cluster, key=key, run=run, record=record, now=now)
+            )
+            rollup_add(changes.deltas, values, lookups.zone, +1)
+            summary.add_one(_bucket_new(values))
+            continue
+        old = {name: getattr(job, name) for name in _COMPARED}
+        new = {name: values[name] for name in _COMPARED}
+        if old == new:
+            summary.add_one("pending" if not is_booked(new) else "imported")
+        elif is_booked(old) and not is_booked(new):
+            # An older dump (taken while the job ran) read after a newer one: the
+            # finished record stands, a charge never goes back to pending.
+            summary.add_one("imported")
+        else:
+            rollup_add(changes.deltas, old, lookups.zone, -1)
+            rollup_add(changes.deltas, new, lookups.zone, +1)
+            if is_booked(new) and not is_booked(old):
+                summary.add_one("charged")
+            else:
+                summary.add_one("updated" if is_booked(new) else "pending")
+            for name, value in values.items():
+                setattr(job, name, value)
+            job.import_run = run
+            job.line_number = record.line_number
+            if is_booked(new) and job.charged_at is None:
+                job.charged_at = now
+            changes.updates.append(job)
+    return changes
+
+
+def _quarantine_store(
+    quarantine: list[_Quarantine],
+    *,
+    cluster: Cluster,
+    run: ImportRun,
+    header: str,
+    summary: ImportSummary,
+    resolve_lines: list[str],
+    now: datetime,
+) -> None:
+    """Keep the batch's unusable lines (a line seen before keeps its first sighting) and mark
+    resolved the quarantined lines this batch has now stored."""
+    if quarantine:
+        QuarantinedRecord.objects.bulk_create(
+            [
+                QuarantinedRecord(
+                    cluster=cluster,
+                    import_run=run,
+                    source=run.source,
+                    header=header,
+                    raw_hash=_raw_hash(header, item.raw),
+                    **asdict(item),
+                )
+                for item in quarantine
+            ],
+            update_conflicts=True,
+            unique_fields=["cluster", "raw_hash"],
+            # The first sighting keeps its source and line number; the reason is refreshed.
+            update_fields=["reason", "field"],
+        )
+        summary.quarantined += len(quarantine)
+    if resolve_lines:
+        QuarantinedRecord.objects.filter(
+            cluster=cluster,
+            resolved_at__isnull=True,
+            raw_hash__in=[_raw_hash(header, raw) for raw in resolve_lines],
+        ).update(resolved_at=now, resolution=f"imported by run {run.pk}")
+
+
 def _bucket_new(values: dict[str, Any]) -> str:
-    if not _is_booked(values):
+    if not is_booked(values):
         return "pending"
     if values["charge_state"] == Job.ChargeState.CHARGED and values["start"] is None:
         return "imported"  # never ran: recorded, nothing to book
@@ -717,14 +659,6 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
                 raise
             logger.info("batch retried after a concurrent write (attempt %d): %s", attempt, error)
     raise AssertionError("unreachable")
-
-
-def _run_key(record: SacctRecord) -> str:
-    # A requeued incarnation (REQUEUED row, with --duplicates) is a run of its own, keyed by
-    # its start; the current incarnation of a job has the empty run key.
-    if record.state == "REQUEUED" and record.start is not None:
-        return record.start.isoformat()
-    return ""
 
 
 def jobs_import(
@@ -787,7 +721,7 @@ def jobs_import(
             elif isinstance(item, SacctStep):
                 batch.steps += 1
             else:
-                key = (item.job_id_raw, _run_key(item))
+                key = (item.job_id_raw, item.run_key)
                 if key in batch.records:
                     # The same run twice in one input (overlapping dumps concatenated): the
                     # batch so far is written first, so the later line is read as an update.
@@ -819,86 +753,6 @@ def _run_failed(run: ImportRun, message: str) -> None:
 
 # --- sacct on this host ----------------------------------------------------------------------
 
-SACCT_FORMAT = (
-    "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Start,End,"
-    "Elapsed,ElapsedRaw,NNodes,NCPUS,NodeList,ReqTRES,AllocTRES,ReqMem,ConsumedEnergyRaw,"
-    "TimelimitRaw"
-)
-
-
-class SacctFailed(ImportFatal):
-    """The configured sacct command could not run or exited with an error."""
-
-
-def sacct_command(*, cluster: Cluster, since: datetime, until: datetime) -> list[str]:
-    """The command line that dumps one window; times are given and printed in UTC."""
-    utc_format = "%Y-%m-%dT%H:%M:%S"
-    return [
-        cluster.sacct_command,
-        *shlex.split(cluster.sacct_arguments),
-        f"--starttime={since.astimezone(UTC).strftime(utc_format)}",
-        f"--endtime={until.astimezone(UTC).strftime(utc_format)}",
-        f"--format={SACCT_FORMAT}",
-    ]
-
-
-@contextmanager
-def sacct_lines(*, cluster: Cluster, since: datetime, until: datetime) -> Iterator[Iterator[str]]:
-    """Run sacct for a window with TZ=UTC and stream its output lines (no temporary file)."""
-    command = sacct_command(cluster=cluster, since=since, until=until)
-    try:
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "TZ": "UTC", "SLURM_TIME_FORMAT": "standard"},
-        )
-    except OSError as error:
-        raise SacctFailed(f"cannot run {command[0]!r}: {error.strerror}") from None
-    assert process.stdout is not None
-    assert process.stderr is not None
-    try:
-        try:
-            yield iter(process.stdout)
-        except ImportFatal:
-            # Empty or broken output is most often sacct failing: report its own words.
-            if process.wait() != 0:
-                errors = process.stderr.read().strip()
-                raise SacctFailed(
-                    f"{command[0]} exited with {process.returncode}: {errors}"
-                ) from None
-            raise
-        process.stdout.close()
-        errors = process.stderr.read()
-        if process.wait() != 0:
-            raise SacctFailed(f"{command[0]} exited with {process.returncode}: {errors.strip()}")
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-def sacct_window_import(
-    *, cluster: Cluster, until: datetime | None = None, since: datetime | None = None
-) -> tuple[ImportRun, ImportSummary]:
-    """Import the next window of ``cluster``: from the previous window's end less the overlap
-    (or ``since``) to ``until`` (now). Overlaps are harmless: known jobs are left alone."""
-    until = until or timezone.now()
-    if since is None:
-        last = cluster.last_imported_until or (until - timedelta(days=1))
-        since = last - timedelta(minutes=cluster.import_overlap_minutes)
-    run = ImportRun.objects.create(
-        cluster=cluster,
-        source=f"sacct {since.isoformat()} .. {until.isoformat()}",
-        window_start=since,
-        window_end=until,
-    )
-    with sacct_lines(cluster=cluster, since=since, until=until) as lines:
-        result = jobs_import(cluster=cluster, lines=lines, source=run.source, run=run, tz=UTC)
-    Cluster.objects.filter(pk=cluster.pk).update(last_imported_until=until)
-    return result
-
 
 def quarantine_retry(*, cluster: Cluster) -> ImportSummary:
     """Read the cluster's open quarantined lines again (after a partition, project or spec was
@@ -915,29 +769,3 @@ def quarantine_retry(*, cluster: Cluster) -> ImportSummary:
         )
         total.add(summary)
     return total
-
-
-def import_upload_start(
-    *,
-    cluster: Cluster,
-    name: str,
-    chunks: Iterable[bytes],
-    started_by: Any = None,
-    create_projects: bool = False,
-    upload_dir: Path,
-) -> ImportRun:
-    """Keep an uploaded sacct file and enqueue its import (after the commit)."""
-    upload_dir.mkdir(parents=True, exist_ok=True)
-    run = ImportRun.objects.create(
-        cluster=cluster, source=f"upload {Path(name).name}"[:500], started_by=started_by
-    )
-    path = upload_dir / f"import-{run.pk}.psv"
-    with path.open("wb") as out:
-        for chunk in chunks:
-            out.write(chunk)
-    task_enqueue(
-        name="accounting.tasks.import_sacct_file",
-        args=(run.pk, str(path)),
-        kwargs={"create_projects": create_projects},
-    )
-    return run

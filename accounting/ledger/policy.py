@@ -1,0 +1,46 @@
+"""What a job's sacct line books: the charging policy of the ledger (DESIGN section 7). Pure.
+
+Only finished jobs are charged; a job still pending or running shows its charge so far as
+pending; a job that never ran (cancelled while pending, a pending array range) books nothing;
+a node failure is refunded when the cluster's policy says so. The engine prices the job
+(``accounting.clusters.charging``); this module decides what of that price the ledger books.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+
+_ZERO = Decimal(0)
+
+
+class Outcome(StrEnum):
+    """A ledger row's charge state; the values are those of ``Job.ChargeState``."""
+
+    PENDING = "pending"
+    CHARGED = "charged"
+    REFUNDED = "refunded"
+
+
+@dataclass(frozen=True, slots=True)
+class Booking:
+    outcome: Outcome
+    service_units: Decimal
+    pending_service_units: Decimal
+
+
+def booking_never_ran(*, finished: bool) -> Booking:
+    """A job that never started: recorded, nothing to charge (pending until sacct ends it)."""
+    return Booking(Outcome.CHARGED if finished else Outcome.PENDING, _ZERO, _ZERO)
+
+
+def booking_for(
+    *, finished: bool, state: str, service_units: Decimal, refund_node_failures: bool
+) -> Booking:
+    """What the ledger books for a job that ran and that the engine priced at ``service_units``."""
+    if not finished:
+        return Booking(Outcome.PENDING, _ZERO, service_units)
+    if state == "NODE_FAIL" and refund_node_failures:
+        return Booking(Outcome.REFUNDED, _ZERO, _ZERO)
+    return Booking(Outcome.CHARGED, service_units, _ZERO)

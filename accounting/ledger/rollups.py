@@ -1,0 +1,137 @@
+"""The roll-ups an import keeps in step with the ledger (DESIGN section 7): daily usage per
+project, partition, user and day, and the hourly core- and GPU-seconds that utilisation Q(T)
+reads. A batch gathers its deltas in memory (a job added, or taken back and added again when its
+line changed) and applies them in one sorted upsert per table, inside the batch's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+
+from accounting.clusters import charging
+from accounting.models import (
+    Job,
+    UsageDaily,
+    UtilisationHourly,
+)
+from accounting.utilisation.quality import AllocatedJob, hourly_contributions
+
+_HOURS = Decimal(3600)
+_ZERO = Decimal(0)
+
+
+def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...], list[Any]]:
+    """What a finished job adds to its day's roll-up: key and (SU, core-h, GPU-h, Wh, cost,
+    jobs)."""
+    end = values["end"]
+    day = end.astimezone(zone).date()
+    hours = Decimal(values["elapsed_seconds"]) / _HOURS
+    key = (values["project_id"], values["partition_id"], values["username"], day)
+    return key, [
+        values["service_units"],
+        (values["cpus"] * hours).quantize(charging.SU_QUANTUM),
+        (values["gpus"] * hours).quantize(charging.SU_QUANTUM),
+        values["energy_wh"],
+        values["cost"] or _ZERO,
+        1,
+    ]
+
+
+def is_booked(values: dict[str, Any]) -> bool:
+    return values["charge_state"] != Job.ChargeState.PENDING and values["end"] is not None
+
+
+@dataclass
+class Deltas:
+    """What a batch adds to the daily usage roll-ups and to the hourly utilisation rows."""
+
+    daily: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
+    hourly: dict[tuple[int, datetime], list[int]] = field(default_factory=dict)
+
+
+def _held_until(values: dict[str, Any]) -> datetime | None:
+    """Until when a job held its allocation as far as its sacct line tells: its end, or for
+    a running job its start plus the Elapsed that sacct reported (so the hours a running job
+    has used count in Q(T) now, and follow from the stored row alone: the next line of the
+    job takes them back and adds its own, like any change)."""
+    start = values["start"]
+    if start is None or not (values["cpus"] or values["gpus"]):
+        return None
+    if values["end"] is not None:
+        return values["end"] if is_booked(values) else None
+    if values["charge_state"] == Job.ChargeState.PENDING and values["elapsed_seconds"] > 0:
+        return start + timedelta(seconds=values["elapsed_seconds"])
+    return None
+
+
+def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) -> None:
+    """Add (``sign`` +1) or take back (-1) a job's share of the roll-ups: a booked job's
+    usage of its day, and the hours any job held its allocation (running ones so far)."""
+    if is_booked(values):
+        key, amounts = _contribution(values, zone)
+        current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
+        for index, amount in enumerate(amounts):
+            current[index] += sign * amount
+    held_until = _held_until(values)
+    if held_until is None:
+        return
+    job = AllocatedJob(
+        partition=str(values["partition_id"]), start=values["start"], end=held_until,
+        cores=values["cpus"], gpus=values["gpus"],
+    )  # fmt: skip
+    for hour in hourly_contributions(job, timezone=zone):
+        seconds = deltas.hourly.setdefault((values["partition_id"], hour.hour_start), [0, 0])
+        seconds[0] += sign * hour.core_seconds
+        seconds[1] += sign * hour.gpu_seconds
+
+
+def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
+    """Add the batch's core- and GPU-seconds to the hourly utilisation rows (one upsert)."""
+    rows = [(key, seconds) for key, seconds in sorted(hourly.items()) if any(seconds)]
+    if not rows:
+        return
+    table = UtilisationHourly._meta.db_table
+    placeholders = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    params: list[Any] = []
+    for (partition_id, hour_start), (core_seconds, gpu_seconds) in rows:
+        params.extend((partition_id, hour_start, core_seconds, gpu_seconds))
+    sql = (
+        f"INSERT INTO {table} (partition_id, hour_start, core_seconds, gpu_seconds) "  # noqa: S608
+        f"VALUES {placeholders} ON CONFLICT (partition_id, hour_start) DO UPDATE SET "
+        f"core_seconds = {table}.core_seconds + EXCLUDED.core_seconds, "
+        f"gpu_seconds = {table}.gpu_seconds + EXCLUDED.gpu_seconds"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
+    """Add the deltas to the daily roll-ups with one atomic upsert (sorted: no deadlocks)."""
+    rows = [(key, amounts) for key, amounts in sorted(deltas.items()) if any(amounts)]
+    if not rows:
+        return
+    table = UsageDaily._meta.db_table
+    columns = (
+        "project_id, partition_id, username, day, "
+        "service_units, core_hours, gpu_hours, energy_wh, cost, jobs"
+    )
+    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+    params: list[Any] = []
+    for key, amounts in rows:
+        params.extend(key)
+        params.extend(amounts)
+    add = ", ".join(
+        f"{name} = {table}.{name} + EXCLUDED.{name}"
+        for name in ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
+    )
+    sql = (
+        f"INSERT INTO {table} ({columns}) VALUES {placeholders} "  # noqa: S608 - names are ours
+        f"ON CONFLICT (project_id, partition_id, username, day) DO UPDATE SET {add}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
