@@ -8,7 +8,6 @@ from typing import Any, cast
 
 import django_filters  # type: ignore[import-untyped]
 from django.conf import settings
-from django.db import transaction
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -229,15 +228,14 @@ class ImportRunViewSet(ApiViewSet):
         data = ImportUploadInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
-        with transaction.atomic():
-            run = import_upload_start(
-                cluster=data.validated_data["cluster_object"],
-                name=upload.name or "upload",
-                chunks=upload.chunks(),
-                started_by=acting_user(request),
-                create_projects=data.validated_data["create_projects"],
-                upload_dir=Path(settings.VAR_DIR) / "uploads",
-            )
+        run = import_upload_start(
+            cluster=data.validated_data["cluster_object"],
+            name=upload.name or "upload",
+            chunks=upload.chunks(),
+            started_by=acting_user(request),
+            create_projects=data.validated_data["create_projects"],
+            upload_dir=Path(settings.VAR_DIR) / "uploads",
+        )
         return Response(ImportRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=QuarantinedLineOutputSerializer(many=True))
@@ -282,8 +280,7 @@ class QuarantinedLineViewSet(ApiViewSet):
         data = QuarantineRetryInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         cluster = data.validated_data["cluster"]
-        with transaction.atomic():
-            quarantine_retry_enqueue(cluster=cluster)
+        quarantine_retry_enqueue(cluster=cluster)
         open_lines = QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True)
         return Response(
             {"message": f"{open_lines.count()} open line(s) of {cluster.name} are read again"},

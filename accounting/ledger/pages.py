@@ -16,7 +16,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count, F
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -302,15 +301,14 @@ def import_list(request: HttpRequest) -> HttpResponse:
     form = SacctUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
-        with transaction.atomic():
-            run = import_upload_start(
-                cluster=form.cleaned_data["cluster"],
-                name=upload.name,
-                chunks=upload.chunks(),
-                started_by=request.user,
-                create_projects=form.cleaned_data["create_projects"],
-                upload_dir=Path(settings.VAR_DIR) / "uploads",
-            )
+        run = import_upload_start(
+            cluster=form.cleaned_data["cluster"],
+            name=upload.name,
+            chunks=upload.chunks(),
+            started_by=request.user,
+            create_projects=form.cleaned_data["create_projects"],
+            upload_dir=Path(settings.VAR_DIR) / "uploads",
+        )
         messages.success(request, f"Import {run.pk} of {upload.name} started.")
         return redirect("accounting:import-detail", pk=run.pk)
     runs = list(import_runs_recent())
@@ -361,7 +359,6 @@ def quarantine_list(request: HttpRequest) -> HttpResponse:
 @staff_only
 def quarantine_retry(request: HttpRequest) -> HttpResponse:
     cluster = get_object_or_404(Cluster, pk=request.POST.get("cluster"))
-    with transaction.atomic():
-        quarantine_retry_enqueue(cluster=cluster)
+    quarantine_retry_enqueue(cluster=cluster)
     messages.success(request, f"Quarantined lines of {cluster.name} are being read again.")
     return redirect("accounting:quarantine-list")

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportFatal, ImportSummary, jobs_import
@@ -103,6 +104,7 @@ def sacct_window_import(
     return result
 
 
+@transaction.atomic
 def import_upload_start(
     *,
     cluster: Cluster,

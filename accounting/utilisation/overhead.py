@@ -189,6 +189,7 @@ def _check_window(start: datetime, end: datetime, step: str) -> None:
         raise OverheadError(f"step must be one of {', '.join(Step)}, not {step!r}")
 
 
+@transaction.atomic
 def overhead_run_start(
     *, cluster: Cluster, start: datetime, end: datetime, step: str = "hour", started_by: Any = None
 ) -> OverheadRun:

@@ -13,7 +13,6 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -123,11 +122,10 @@ def overhead_page(request: HttpRequest) -> HttpResponse:
         form = OverheadWindowForm(request.POST)
         if form.is_valid():
             start, end = form.window()
-            with transaction.atomic():
-                run = overhead_run_start(
-                    cluster=form.cleaned_data["cluster"], start=start, end=end,
-                    step=form.cleaned_data["step"], started_by=request.user,
-                )  # fmt: skip
+            run = overhead_run_start(
+                cluster=form.cleaned_data["cluster"], start=start, end=end,
+                step=form.cleaned_data["step"], started_by=request.user,
+            )  # fmt: skip
             messages.success(request, f"Computation {run.pk} of {run} started.")
             return redirect(f"{reverse('accounting:overhead')}?run={run.pk}")
     else:
