@@ -307,7 +307,7 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         service_units=charge.service_units,
         refund_node_failures=cluster.refund_node_failures,
     )
-    row["charge_state"] = Job.ChargeState(booking.outcome)
+    row["charge_state"] = booking.outcome
     row["service_units"] = booking.service_units
     row["pending_service_units"] = booking.pending_service_units
     if lookups.pricer is not None and record.is_finished and record.end is not None:
