@@ -287,9 +287,7 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         "cost_model_version_id": None,
     }
     if record.nnodes == 0 or not record.nodes or record.start is None:
-        row["charge_state"] = Job.ChargeState(
-            booking_never_ran(finished=record.is_finished).outcome
-        )
+        row["charge_state"] = booking_never_ran(finished=record.is_finished).outcome
         return row
     try:
         usage = charging.split_evenly(
