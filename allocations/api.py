@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 import django_filters  # type: ignore[import-untyped]
 from django.db import connection
-from django.db.models import Model, Prefetch, Q, QuerySet
+from django.db.models import Model, Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -33,6 +33,12 @@ from rest_framework.views import APIView
 
 from accounting.clusters.quotes import QuoteRequest
 from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
+from allocations.access import (
+    Actor,
+    projects_visible,
+    requests_visible,
+    reviews_visible,
+)
 from allocations.api_serializers import (
     AdjustmentOutputSerializer,
     AllocationGrantInputSerializer,
@@ -66,18 +72,15 @@ from allocations.models import (
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
-    CommitteeMember,
     PoolPartition,
     Project,
     RequestTransition,
     ResourcePool,
     Review,
 )
-from allocations.permissions import Actor, is_staff
 from allocations.selectors import (
     balance_for_period,
     memberships_of,
-    projects_for_user,
     round_overview,
 )
 from allocations.services import (
@@ -118,34 +121,7 @@ def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]
 
 def project_visible(*, user: Actor, code: str) -> Project:
     """The project ``code`` if ``user`` may see it; 404 otherwise, whether it exists or not."""
-    return get_object_or_404(projects_for_user(user=user), code=code)
-
-
-def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
-    """Requests of the caller's projects, and the submitted requests of rounds whose
-    committee they sit on (drafts stay with their project); every request for staff."""
-    requests = AllocationRequest.objects.all()
-    if is_staff(user):
-        return requests
-    if not user.is_authenticated:
-        return requests.none()
-    rounds = CommitteeMember.objects.filter(user_id=user.pk).values("round_id")
-    return requests.filter(
-        Q(project__in=projects_for_user(user=user))
-        | (Q(round_id__in=rounds) & ~Q(state=AllocationRequest.State.DRAFT))
-    )
-
-
-def reviews_visible(*, user: Actor) -> QuerySet[Review]:
-    """Reviews of the rounds whose committee the caller sits on; every review for staff.
-    Applicants do not see reviews (nor who wrote them)."""
-    reviews = Review.objects.all()
-    if is_staff(user):
-        return reviews
-    if not user.is_authenticated:
-        return reviews.none()
-    rounds = CommitteeMember.objects.filter(user_id=user.pk).values("round_id")
-    return reviews.filter(request__round_id__in=rounds)
+    return get_object_or_404(projects_visible(user=user), code=code)
 
 
 @dataclass(frozen=True)
@@ -418,7 +394,7 @@ class ProjectViewSet(ApiViewSet):
     ordering = ["code"]
 
     def get_queryset(self) -> QuerySet[Project]:
-        return projects_for_user(user=self.request.user).select_related("pi")
+        return projects_visible(user=self.request.user).select_related("pi")
 
     def list(self, request: Request) -> Response:
         """Your projects (staff: every project)."""
@@ -525,7 +501,7 @@ class AllocationViewSet(ApiViewSet):
 
     def get_queryset(self) -> QuerySet[Allocation]:
         return (
-            Allocation.objects.filter(project__in=projects_for_user(user=self.request.user))
+            Allocation.objects.filter(project__in=projects_visible(user=self.request.user))
             .select_related("project", "pool__cluster", "granted_by")
             .prefetch_related(Prefetch("budget_periods", BudgetPeriod.objects.order_by("start")))
         )
@@ -775,7 +751,7 @@ class AdjustmentViewSet(ApiViewSet):
 
     def get_queryset(self) -> QuerySet[Adjustment]:
         return Adjustment.objects.filter(
-            project__in=projects_for_user(user=self.request.user)
+            project__in=projects_visible(user=self.request.user)
         ).select_related("project", "budget_period__allocation__pool", "actor")
 
     def _respond(self, adjustment: Adjustment) -> Response:

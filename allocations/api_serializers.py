@@ -16,6 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounting.clusters.serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
+from allocations.access import projects_visible, requests_visible
 from allocations.models import (
     Adjustment,
     Allocation,
@@ -31,7 +32,6 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from allocations.selectors import projects_for_user
 from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
 
 
@@ -61,7 +61,7 @@ class VisibleProjectField(serializers.SlugRelatedField):
         super().__init__(**kwargs)
 
     def get_queryset(self) -> QuerySet[Project]:
-        return projects_for_user(user=self.context["request"].user)
+        return projects_visible(user=self.context["request"].user)
 
 
 @extend_schema_field(OpenApiTypes.STR)
@@ -456,8 +456,6 @@ class VisibleRequestField(serializers.PrimaryKeyRelatedField):
     }
 
     def get_queryset(self) -> QuerySet[AllocationRequest]:
-        from allocations.api import requests_visible
-
         return requests_visible(user=self.context["request"].user)
 
 

@@ -18,8 +18,8 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from allocations.access import is_staff, require
 from allocations.models import BudgetPeriod, EnforcementAction, Membership, ThresholdNotice
-from allocations.permissions import is_staff, require
 from allocations.selectors import balance_for_period, pool_today
 from allocations.slurm_commands import slurm_command_run
 

@@ -1,8 +1,8 @@
 """Read queries of the allocation pages: who sees which project, round and request.
 
-Visibility follows one rule: a project is visible to its members, its PI and staff
-(``projects_for_user``); a request also to the committee of its round. Everything else is
-answered with "not found" by the pages, so that its existence does not leak.
+Who sees what is decided in ``allocations/access.py`` (projects, requests, rounds); these
+functions only shape what the pages show. Everything a user may not see is answered with
+"not found" by the pages, so that its existence does not leak.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from allocations import access
+from allocations.access import Actor, is_staff, projects_visible
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
@@ -22,24 +24,16 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from allocations.permissions import Actor, is_staff
-from allocations.selectors import projects_for_user
 
 
 def projects_of_member(*, user: Actor) -> QuerySet[Project]:
-    """The projects a user belongs to or leads (staff too: their own, not every project)."""
-    if not isinstance(user, User):
-        return Project.objects.none()
-    return (
-        Project.objects.filter(Q(memberships__user_id=user.pk) | Q(pi_id=user.pk))
-        .distinct()
-        .order_by("code")
-    )
+    """The projects a user belongs to or leads, by code (staff too: their own only)."""
+    return access.projects_of_member(user=user).order_by("code")
 
 
 def project_for_user(*, user: Actor, code: str) -> Project | None:
     """The project with ``code`` when the user may see it, else ``None``."""
-    return projects_for_user(user=user).filter(code=code).select_related("pi").first()
+    return projects_visible(user=user).filter(code=code).select_related("pi").first()
 
 
 def role_in_project(*, user: Actor, project: Project) -> str:
@@ -92,14 +86,10 @@ def rounds_for_user(*, user: Actor) -> list[RoundSeat]:
 
 def round_for_committee(*, user: Actor, pk: int) -> RoundSeat | None:
     """A round whose committee the user sits on (staff: any round), else ``None``."""
-    if not isinstance(user, User):
-        return None
-    round_ = AllocationRound.objects.filter(pk=pk).first()
-    if round_ is None:
+    round_ = access.rounds_sat_on(user=user).filter(pk=pk).first()
+    if round_ is None or not isinstance(user, User):
         return None
     seat = CommitteeMember.objects.filter(round=round_, user_id=user.pk).first()
-    if seat is None and not is_staff(user):
-        return None
     now = timezone.now()
     return RoundSeat(
         round=round_,
@@ -131,18 +121,24 @@ def round_requests_for_committee(
         review.request_id: review
         for review in Review.objects.filter(request__round=round_, reviewer_id=user.pk)
     }
-    return [{"request": request, "my_review": mine.get(request.pk)} for request in requests]
+    own = set(access.projects_of_member(user=user).values_list("pk", flat=True))
+    return [
+        {
+            "request": request,
+            "my_review": mine.get(request.pk),
+            "conflict": request.project_id in own,  # access.has_conflict, in one query
+        }
+        for request in requests
+    ]
 
 
 def request_for_user(*, user: Actor, pk: int) -> AllocationRequest | None:
-    """A request the user may see: of a visible project, or before the round's committee."""
-    if not isinstance(user, User):
-        return None
-    visible = Q(project__in=projects_for_user(user=user)) | Q(round__committee__user_id=user.pk)
+    """A request the user may see (``access.requests_visible``: never another project's
+    draft), else ``None``."""
     return (
-        AllocationRequest.objects.filter(visible, pk=pk)
+        access.requests_visible(user=user)
+        .filter(pk=pk)
         .select_related("project", "round", "created_by")
-        .distinct()
         .first()
     )
 

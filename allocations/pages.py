@@ -24,6 +24,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.selectors import top_jobs, usage_per_day, usage_series
 from accounting.models import Partition
+from allocations.access import (
+    can_decide,
+    can_decide_round,
+    can_manage_project,
+    can_review,
+    has_conflict,
+    is_committee,
+    require,
+)
 from allocations.forms import (
     EstimateForm,
     GrantForm,
@@ -44,7 +53,6 @@ from allocations.page_selectors import (
     round_requests_for_committee,
     rounds_for_user,
 )
-from allocations.permissions import is_chair, is_committee, is_member, is_pi, is_staff
 from allocations.selectors import (
     adjustments_for_project,
     balances_for_project,
@@ -160,7 +168,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
     context = {
         "project": project,
         "role": role_in_project(user=request.user, project=project),
-        "can_apply": is_pi(request.user, project) or is_staff(request.user),
+        "can_apply": can_manage_project(request.user, project),
         "pools": pools,
         "step_form": step_form,
         "step": step,
@@ -187,8 +195,7 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
     project = project_for_user(user=request.user, code=code)
     if project is None:
         raise Http404
-    if not (is_pi(request.user, project) or is_staff(request.user)):
-        raise PermissionDenied(f"only the PI of {project} applies for it")
+    require(can_manage_project(request.user, project), f"only the PI of {project} applies for it")
     form = RequestCreateForm(request.POST or None, rounds=open_rounds())
     if request.method == "POST" and form.is_valid():
         try:
@@ -246,8 +253,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     user = request.user
     state = allocation_request.state
-    pi = is_pi(user, allocation_request.project) or is_staff(user)
-    chair = is_chair(user, allocation_request.round) or is_staff(user)
+    pi = can_manage_project(user, allocation_request.project)
+    chair = can_decide(user, allocation_request)
     committee = is_committee(user, allocation_request.round)
     editable = pi and state == AllocationRequest.State.DRAFT
     pools = round_pools(round_=allocation_request.round)
@@ -269,10 +276,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         else [],
         "editable": editable,
         "can_start_review": chair and state == AllocationRequest.State.SUBMITTED,
-        "can_review": committee
-        and state == AllocationRequest.State.UNDER_REVIEW
-        and not is_member(user, allocation_request.project)
-        and allocation_request.project.pi_id != user.pk,
+        "can_review": state == AllocationRequest.State.UNDER_REVIEW
+        and can_review(user, allocation_request),
         "can_grant": chair and state == AllocationRequest.State.UNDER_REVIEW,
     }
     if editable:
@@ -377,8 +382,14 @@ def request_start_review(request: HttpRequest, pk: int) -> HttpResponse:
 def review(request: HttpRequest, pk: int) -> HttpResponse:
     """A committee member scores a request under review and comments."""
     allocation_request = _visible_request(request, pk)
-    if not is_committee(request.user, allocation_request.round):
-        raise PermissionDenied("only the round's committee reviews requests")
+    require(
+        is_committee(request.user, allocation_request.round),
+        "only the round's committee reviews requests",
+    )
+    require(
+        not has_conflict(request.user, allocation_request.project),
+        f"conflict of interest: you belong to {allocation_request.project}",
+    )
     existing = allocation_request.reviews.filter(reviewer_id=request.user.pk).first()
     form = ReviewForm.for_review(existing, request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -407,8 +418,7 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
 def grant(request: HttpRequest, pk: int) -> HttpResponse:
     """The chair grants SU per pool (a reason when it differs from the request)."""
     allocation_request = _visible_request(request, pk)
-    if not (is_chair(request.user, allocation_request.round) or is_staff(request.user)):
-        raise PermissionDenied("only the round's chair grants SU")
+    require(can_decide(request.user, allocation_request), "only the round's chair grants SU")
     amounts = list(allocation_request.amounts.select_related("pool").order_by("pool__name"))
     form = GrantForm(request.POST or None, amounts=amounts)
     if request.method == "POST" and form.is_valid():
@@ -454,7 +464,7 @@ def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if seat is None:
         raise Http404
     context: dict[str, Any] = {"seat": seat, "round": seat.round}
-    if seat.chair or is_staff(request.user):
+    if can_decide_round(request.user, seat.round):
         overview = round_overview(round_=seat.round, actor=request.user)
         chart = charts.round_pools(
             key="pools",

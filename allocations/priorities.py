@@ -44,8 +44,8 @@ from django.utils import timezone
 
 from accounting.models import Cluster, Job
 from accounting.utilisation import priority as maths
+from allocations.access import is_staff, require
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient, Project
-from allocations.permissions import is_staff, require
 from allocations.services import AllocationError
 from allocations.slurm_commands import slurm_command_run
 

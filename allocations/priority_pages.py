@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
 from accounting.utilisation.priority import priority_curve
-from accounting.views import staff_only
+from allocations.access import staff_only
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient, Project
 from allocations.priorities import (
     DEFAULT_COMMAND_TEMPLATE,

@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounting.models import CostModelVersion, Job, UsageDaily
+from allocations.access import Actor, is_chair, is_staff, require
 from allocations.budget import Balance
 from allocations.models import (
     Adjustment,
@@ -24,7 +25,6 @@ from allocations.models import (
     ResourcePool,
     RoundPool,
 )
-from allocations.permissions import Actor, is_chair, is_staff, require
 
 ZERO = Decimal(0)
 _SU_FIELD = DecimalField(max_digits=24, decimal_places=6)
@@ -37,15 +37,6 @@ def _sum(field: str, **filters: Any) -> Coalesce:
 def pool_today(pool: ResourcePool, at: datetime | None = None) -> date:
     """Today on the pool's cluster: budget periods and daily usage follow its local days."""
     return timezone.localtime(at or timezone.now(), pool.cluster.zoneinfo).date()
-
-
-def projects_for_user(*, user: Actor) -> QuerySet[Project]:
-    """The projects a user may see: their own; every project for staff."""
-    if is_staff(user):
-        return Project.objects.all()
-    if not user.is_authenticated:
-        return Project.objects.none()
-    return Project.objects.filter(Q(memberships__user_id=user.pk) | Q(pi_id=user.pk)).distinct()
 
 
 def budget_period_at(*, project: Project, pool: ResourcePool, on: date) -> BudgetPeriod | None:

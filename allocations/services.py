@@ -19,6 +19,16 @@ from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
 from accounting.models import Job, Partition
 from allocations import budget
+from allocations.access import (
+    can_decide,
+    can_manage_project,
+    chairs_any_round,
+    has_conflict,
+    is_committee,
+    is_pi,
+    is_staff,
+    require,
+)
 from allocations.models import (
     Adjustment,
     Allocation,
@@ -34,14 +44,6 @@ from allocations.models import (
     ResourcePool,
     Review,
     RoundPool,
-)
-from allocations.permissions import (
-    is_chair,
-    is_committee,
-    is_member,
-    is_pi,
-    is_staff,
-    require,
 )
 from allocations.selectors import balance_for_period, budget_period_at, pool_today
 from allocations.slurm_accounts import associations_parse
@@ -97,7 +99,7 @@ def membership_add(
     *, project: Project, user: User, actor: User, role: str = Membership.Role.MEMBER
 ) -> Membership:
     """The PI (or staff) adds a member; adding someone already in the project changes nothing."""
-    require(is_pi(actor, project) or is_staff(actor), f"only the PI of {project} adds members")
+    require(can_manage_project(actor, project), f"only the PI of {project} adds members")
     _check(role in Membership.Role.values, f"unknown role {role!r}")
     membership, _ = Membership.objects.get_or_create(
         project=project, user=user, defaults={"role": role}
@@ -110,7 +112,7 @@ def membership_remove(*, project: Project, user: User, actor: User) -> None:
     """The PI (or staff) removes a member; a member may leave. The project's PI stays."""
     leaving = actor.is_authenticated and actor.pk == user.pk
     require(
-        leaving or is_pi(actor, project) or is_staff(actor),
+        leaving or can_manage_project(actor, project),
         f"only the PI of {project} removes members (a member may leave)",
     )
     _check(project.pi_id != user.pk, f"{user} is the PI of {project}; appoint another PI first")
@@ -190,7 +192,7 @@ def request_create(
     amounts: Mapping[ResourcePool, Decimal] | None = None,
 ) -> AllocationRequest:
     """A PI starts a request (a draft) in a round; a top-up may come at any time of the period."""
-    require(is_pi(actor, project) or is_staff(actor), f"only the PI of {project} applies for it")
+    require(can_manage_project(actor, project), f"only the PI of {project} applies for it")
     now = timezone.now()
     if kind == AllocationRequest.Kind.NEW:
         _check(_round_is_open(round_, now), f"the round {round_} is not open for applications")
@@ -208,7 +210,7 @@ def request_create(
 
 def _editable_by(request: AllocationRequest, actor: User) -> None:
     require(
-        is_pi(actor, request.project) or is_staff(actor),
+        can_manage_project(actor, request.project),
         f"only the PI of {request.project} edits its request",
     )
     _check(
@@ -272,7 +274,7 @@ def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequ
 def request_review_start(*, request: AllocationRequest, actor: User) -> AllocationRequest:
     """The chair (or staff) opens a submitted request for review."""
     require(
-        is_chair(actor, request.round) or is_staff(actor),
+        can_decide(actor, request),
         "only the round's chair opens requests for review",
     )
     _check(
@@ -290,7 +292,7 @@ def review_submit(
     """A committee member scores (1-5) and comments, never on a project they belong to."""
     require(is_committee(reviewer, request.round), "only the round's committee reviews requests")
     require(
-        not is_member(reviewer, request.project) and request.project.pi_id != reviewer.pk,
+        not has_conflict(reviewer, request.project),
         f"conflict of interest: {reviewer} belongs to {request.project}",
     )
     _check(
@@ -317,7 +319,7 @@ def request_decide(
     An application becomes allocations over the round's period, split into budget periods;
     a top-up adds SU to the project's current budget period on each pool.
     """
-    require(is_chair(actor, request.round) or is_staff(actor), "only the round's chair grants SU")
+    require(can_decide(actor, request), "only the round's chair grants SU")
     _check(
         request.state == State.UNDER_REVIEW,
         f"a {request.get_state_display()} request cannot be decided",
@@ -399,7 +401,7 @@ def allocation_grant(
     custom_budgets: list[Decimal] | None = None,
 ) -> Allocation:
     """Grant SU on a pool for a period, split into budget periods by the pool's policy."""
-    allowed = is_staff(actor) or (request is not None and is_chair(actor, request.round))
+    allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
     require(allowed, "only centre staff and a round's chair grant SU")
     value = _su(amount, "the grant")
     _check(value >= 0, "a grant cannot be negative")
@@ -477,7 +479,7 @@ def adjustment_top_up(
     on: date | None = None,
 ) -> Adjustment:  # fmt: skip
     """Add SU to the current budget period (staff, or a granted top-up request)."""
-    require(is_staff(actor) or _chairs_any_round(actor), "only centre staff top up balances")
+    require(is_staff(actor) or chairs_any_round(actor), "only centre staff top up balances")
     _check(bool(reason.strip()), "a top-up needs a reason")
     value = _su(amount, "the top-up")
     _check(value > 0, "a top-up must be positive")
@@ -485,13 +487,6 @@ def adjustment_top_up(
         project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.TOP_UP,
         amount_su=value, actor=actor, reason=reason,
     )  # fmt: skip
-
-
-def _chairs_any_round(actor: User) -> bool:
-    return (
-        bool(actor.is_authenticated)
-        and CommitteeMember.objects.filter(user_id=actor.pk, is_chair=True).exists()
-    )
 
 
 @transaction.atomic

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from accounting.views import staff_only
+from allocations.access import staff_only
 from allocations.enforcement import enforcement_dismiss, enforcement_execute
 from allocations.models import EnforcementAction
 
@@ -26,24 +24,22 @@ def enforcement_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@staff_only
 def enforcement_decide(request: HttpRequest, pk: int) -> HttpResponse:
-    if not request.user.is_staff:
-        raise Http404
+    """Staff: run a proposed Slurm action (where the cluster enables it) or dismiss it."""
     action = get_object_or_404(EnforcementAction.objects.select_related("pool__cluster"), pk=pk)
     assert isinstance(request.user, User)
-    with transaction.atomic():
-        if request.POST.get("decision") == "run":
-            if not action.pool.cluster.enforcement_enabled:
-                messages.error(
-                    request,
-                    f"Enforcement is not enabled on {action.pool.cluster.name}; "
-                    "run the command by hand or enable it in the cluster's settings.",
-                )
-            else:
-                enforcement_execute(action=action, actor=request.user)
-                messages.info(request, f"{action.command}: {action.status}")
+    if request.POST.get("decision") == "run":
+        if not action.pool.cluster.enforcement_enabled:
+            messages.error(
+                request,
+                f"Enforcement is not enabled on {action.pool.cluster.name}; "
+                "run the command by hand or enable it in the cluster's settings.",
+            )
         else:
-            enforcement_dismiss(action=action, actor=request.user)
-            messages.info(request, f"Dismissed: {action.command}")
+            enforcement_execute(action=action, actor=request.user)
+            messages.info(request, f"{action.command}: {action.status}")
+    else:
+        enforcement_dismiss(action=action, actor=request.user)
+        messages.info(request, f"Dismissed: {action.command}")
     return redirect("allocations:enforcement-list")

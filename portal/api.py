@@ -43,6 +43,7 @@ from rest_framework.viewsets import GenericViewSet
 from accounting.clusters.charging import ChargeError, SpecError
 from accounting.clusters.quotes import QuoteError
 from accounting.clusters.specs import SpecFileError
+from allocations.access import is_staff
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -59,12 +60,6 @@ def domain_errors() -> tuple[type[Exception], ...]:
     from allocations.services import AllocationError
 
     return (AllocationError, QuoteError, ChargeError, SpecError, SpecFileError, VersionConflict)
-
-
-def is_staff(user: Any) -> bool:
-    from allocations.permissions import is_staff as staff
-
-    return staff(user)
 
 
 # Path parameters: anything else is answered by the JSON 404 of ``not_found`` before a view

@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from allocations.access import is_staff
 from allocations.models import Project
 from allocations.page_selectors import projects_of_member, rounds_for_user
-from allocations.permissions import is_staff
 from allocations.selectors import balances_for_project
 from portal import charts
 

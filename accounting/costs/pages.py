@@ -34,7 +34,7 @@ from accounting.costs.services import (
     cost_model_versions,
 )
 from accounting.models import Cluster, CostModelVersion
-from accounting.views import staff_only
+from allocations.access import staff_only
 from portal import charts
 
 MAX_MODEL_BYTES = 1024 * 1024

@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from accounting.access import jobs_visible
 from accounting.clusters.serializers import (
     MessageOutputSerializer,
 )
@@ -40,9 +41,8 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.quarantine import quarantine_retry_enqueue
+from allocations.access import projects_visible
 from allocations.models import Project
-from allocations.permissions import Actor, is_staff
-from allocations.selectors import projects_for_user
 from portal.api import (
     ID_PATTERN,
     ApiViewSet,
@@ -56,15 +56,6 @@ from portal.api import (
 def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]) -> Response:
     page = view.paginate_queryset(queryset)
     return view.get_paginated_response(serializer(page, many=True).data)
-
-
-def jobs_visible(*, user: Actor) -> QuerySet[Job]:
-    """Jobs of the projects ``user`` may see (every job for staff), with the rows their names
-    come from (cluster, project, partition, rate version)."""
-    jobs = Job.objects.select_related("cluster", "project", "partition", "partition_version")
-    if is_staff(user):
-        return jobs
-    return jobs.filter(project__in=projects_for_user(user=user))
 
 
 class JobFilter(django_filters.FilterSet):
@@ -182,7 +173,7 @@ class UsageViewSet(ApiViewSet):
         query.is_valid(raise_exception=True)
         options = dict(query.validated_data)
         usage = usage_get(
-            projects=projects_for_user(user=request.user),
+            projects=projects_visible(user=request.user),
             granularity=options.pop("granularity"),
             group_by=set(options.pop("group_by", set())),
             filters=options,

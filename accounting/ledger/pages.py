@@ -39,9 +39,8 @@ from accounting.ledger.sources import import_upload_start
 from accounting.models import Cluster, CostModelVersion, ImportRun, Job, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
-from accounting.views import staff_only
+from allocations.access import projects_visible, staff_only
 from allocations.page_selectors import project_for_user, role_in_project
-from allocations.selectors import projects_for_user
 from portal import charts
 
 JOBS_PER_PAGE = 50
@@ -261,7 +260,7 @@ def _money(job: Job) -> Money | None:
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One job's charge explained: fractions per node, what dominated, weight and why."""
-    job = job_get(pk=pk, projects=projects_for_user(user=request.user))
+    job = job_get(pk=pk, projects=projects_visible(user=request.user))
     if job is None:
         raise Http404
     version = job.partition_version

@@ -29,7 +29,7 @@ from accounting.utilisation.overhead import (
     overhead_window_problem,
     unit_label,
 )
-from accounting.views import staff_only
+from allocations.access import staff_only
 from portal import charts
 
 DEFAULT_DAYS = 7

@@ -33,7 +33,7 @@ from accounting.utilisation.quality import (
     requested_window,
 )
 from accounting.utilisation.selectors import UtilisationReport, utilisation_report_get
-from accounting.views import staff_only
+from allocations.access import staff_only
 from portal import charts
 
 BUCKETS_PER_PAGE = 100
