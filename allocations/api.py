@@ -35,8 +35,11 @@ from accounting.clusters.quotes import QuoteRequest
 from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
 from allocations.access import (
     Actor,
+    can_decide,
+    can_manage_project,
     projects_visible,
     requests_visible,
+    require,
     reviews_visible,
 )
 from allocations.api_serializers import (
@@ -438,6 +441,7 @@ class ProjectMemberViewSet(ApiViewSet):
     def create(self, request: Request, code: str) -> Response:
         """The PI adds a member (adding someone already in the project changes nothing)."""
         project = self._project()
+        require(can_manage_project(request.user, project), f"only the PI of {project} adds members")
         data = MemberAddInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         membership = membership_add(
@@ -641,6 +645,8 @@ class RequestViewSet(ApiViewSet):
     def partial_update(self, request: Request, pk: str) -> Response:
         """The PI edits a draft: justification and/or SU per pool."""
         request_ = self.get_object()
+        project = request_.project
+        require(can_manage_project(request.user, project), f"only the PI of {project} edits it")
         data = RequestUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         request_update(
@@ -657,6 +663,8 @@ class RequestViewSet(ApiViewSet):
     def estimates(self, request: Request, pk: str) -> Response:
         """The PI adds an estimate line to a draft, priced by the quote engine."""
         request_ = self.get_object()
+        project = request_.project
+        require(can_manage_project(request.user, project), f"only the PI of {project} edits it")
         data = RequestEstimateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -692,6 +700,7 @@ class RequestViewSet(ApiViewSet):
         """The round's chair grants SU per pool (a reason when it differs from the request);
         an application becomes allocations, a top-up adds to the current budget period."""
         request_ = self.get_object()
+        require(can_decide(request.user, request_), "only the round's chair grants SU")
         data = RequestDecideInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         request_decide(

@@ -218,6 +218,14 @@ def _visible_request(request: HttpRequest, pk: int) -> AllocationRequest:
     return found
 
 
+def _require_pi(request: HttpRequest, allocation_request: AllocationRequest) -> None:
+    """Who is asking is checked before what was asked (403 with the rule in words)."""
+    project = allocation_request.project
+    require(
+        can_manage_project(request.user, project), f"only the PI of {project} edits its request"
+    )
+
+
 def _round_partitions(allocation_request: AllocationRequest) -> list[Partition]:
     return list(
         Partition.objects.filter(
@@ -296,6 +304,7 @@ def _service_error(request: HttpRequest, error: Exception) -> None:
 @login_required
 def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
+    _require_pi(request, allocation_request)
     form = RequestAmountsForm(request.POST, pools=round_pools(round_=allocation_request.round))
     if not form.is_valid():
         for field, errors in form.errors.items():
@@ -320,6 +329,7 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
+    _require_pi(request, allocation_request)
     partitions = _round_partitions(allocation_request)
     form = EstimateForm(request.POST, partitions=partitions)
     if not form.is_valid():
@@ -352,6 +362,7 @@ def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
+    _require_pi(request, allocation_request)
     try:
         request_submit(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:
@@ -368,6 +379,10 @@ def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def request_start_review(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
+    require(
+        can_decide(request.user, allocation_request),
+        "only the round's chair opens requests for review",
+    )
     try:
         request_review_start(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:

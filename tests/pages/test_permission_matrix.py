@@ -1,0 +1,369 @@
+"""The permission matrix: every URL of the portal, pages and API, as every role.
+
+The URL patterns come from the URL configuration itself, so a new page or endpoint without
+an entry in ``MATRIX`` fails ``test_every_url_pattern_has_an_entry`` until someone writes down
+who may read and write it (docs/access.md). Each entry names the roles that may read (GET) and
+write (POST, PATCH, DELETE) the URL for an object of project pawsey0003. The roles are
+anonymous; ``member`` (alice) and ``pi`` (carol) of pawsey0003; ``other`` (bob, PI of other
+projects: the view from another project); ``committee`` (erin, reviewer of the round, in no
+project); ``chair`` (dana, the round's chair); and ``staff``.
+
+- Allowed: any status below 400, or 400 for a write whose body is empty or invalid (the
+  caller may call the operation; the input is wrong).
+- Denied: a page sends anonymous visitors to sign in and answers 403 or 404 to others; the API
+  answers 401 or 403 to anonymous callers and 403 or 404 to others. A denied write never
+  answers 400: who is asking is checked before what was asked.
+
+Writes run in the test's transaction, which is rolled back: nothing they do is kept, and tasks
+they enqueue after the commit never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from accounting.models import ImportRun, Partition, QuarantinedRecord
+from allocations.models import (
+    Adjustment,
+    Allocation,
+    EnforcementAction,
+    PriorityAction,
+    Review,
+)
+from allocations.priorities import priority_policy_set
+from allocations.services import adjustment_top_up
+from tests.pages.conftest import Site
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("anonymous", "member", "other", "pi", "committee", "chair", "staff")
+SIGNED_IN = frozenset(ROLES) - {"anonymous"}
+EVERYONE = frozenset(ROLES)
+STAFF = frozenset({"staff"})
+PROJECT = frozenset({"member", "pi", "staff"})  # pawsey0003's own people, and staff
+PI = frozenset({"pi", "staff"})
+REQUEST_READERS = PROJECT | {"committee", "chair"}  # a submitted request: also its committee
+CHAIR = frozenset({"chair", "staff"})
+COMMITTEE = frozenset({"committee", "chair", "staff"})
+NOBODY: frozenset[str] = frozenset()
+
+# Not in the matrix, on purpose: Django's admin (its own staff checks), the sign-in and
+# password pages (for everyone by nature), the schema and its viewers (public documentation),
+# and the API's catch-all 404.
+EXCLUDED_PREFIXES = ("admin:",)
+EXCLUDED = {
+    "login", "logout", "password_change", "password_change_done", "password_reset",
+    "password_reset_done", "password_reset_confirm", "password_reset_complete",
+    "api-schema", "api-docs", "api-redoc", "api:not-found",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Entry:
+    url: Callable[[Site], str]
+    read: frozenset[str] | None = None  # None: the URL answers no GET
+    write: frozenset[str] | None = None  # None: the URL takes no write
+    method: str = "post"
+    body: Callable[[Site], dict[str, Any]] = field(default=lambda s: {})
+
+
+def _first(model: Any, **filters: Any) -> int:
+    pk = model.objects.filter(**filters).order_by("pk").values_list("pk", flat=True).first()
+    assert pk is not None, f"the scenario has no {model.__name__}"
+    return int(pk)
+
+
+def _code(s: Site) -> str:
+    return s.project.code
+
+
+MATRIX: dict[str, Entry] = {
+    # --- Site ---------------------------------------------------------------------------
+    "home": Entry(lambda s: "/", read=EVERYONE),
+    "healthz": Entry(lambda s: "/healthz/", read=EVERYONE),
+    # --- Accounting pages ---------------------------------------------------------------
+    "accounting:partition-list": Entry(lambda s: "/accounting/partitions/", read=SIGNED_IN),
+    "accounting:import-list": Entry(lambda s: "/accounting/imports/", read=STAFF, write=STAFF),
+    "accounting:import-detail": Entry(
+        lambda s: f"/accounting/imports/{_first(ImportRun)}/", read=STAFF
+    ),
+    "accounting:quarantine-list": Entry(lambda s: "/accounting/quarantine/", read=STAFF),
+    "accounting:quarantine-retry": Entry(
+        lambda s: "/accounting/quarantine/retry/",
+        write=STAFF,
+        body=lambda s: {"cluster": s.cluster.pk},
+    ),
+    "accounting:utilisation": Entry(lambda s: "/accounting/utilisation/", read=STAFF),
+    "accounting:overhead": Entry(lambda s: "/accounting/overhead/", read=STAFF, write=STAFF),
+    "accounting:project-jobs": Entry(
+        lambda s: f"/accounting/projects/{_code(s)}/jobs/", read=PROJECT
+    ),
+    "accounting:job-detail": Entry(lambda s: f"/accounting/jobs/{s.job.pk}/", read=PROJECT),
+    "accounting:quote": Entry(lambda s: "/accounting/quote/", read=SIGNED_IN),
+    "accounting:cost-ratio": Entry(lambda s: "/accounting/cost-ratio/", read=SIGNED_IN),
+    "accounting:cost-ratio-live": Entry(lambda s: "/accounting/cost-ratio/live/", read=SIGNED_IN),
+    "accounting:cost-models": Entry(
+        lambda s: f"/accounting/clusters/{s.cluster.name}/cost-models/", read=STAFF, write=STAFF
+    ),
+    "accounting:cost-distribution": Entry(lambda s: "/accounting/costs/", read=STAFF),
+    # --- Allocation pages ---------------------------------------------------------------
+    "allocations:enforcement-list": Entry(lambda s: "/allocations/enforcement/", read=STAFF),
+    "allocations:enforcement-decide": Entry(
+        lambda s: f"/allocations/enforcement/{_first(EnforcementAction)}/", write=STAFF
+    ),
+    "allocations:priorities": Entry(lambda s: "/allocations/priorities/", read=STAFF),
+    "allocations:priority-policy": Entry(
+        lambda s: f"/allocations/priorities/{s.cluster.name}/policy/", write=STAFF
+    ),
+    "allocations:priority-coefficient": Entry(
+        lambda s: f"/allocations/priorities/{s.cluster.name}/coefficients/", write=STAFF
+    ),
+    "allocations:priority-upload": Entry(
+        lambda s: f"/allocations/priorities/{s.cluster.name}/coefficients/csv/", write=STAFF
+    ),
+    "allocations:priority-propose": Entry(
+        lambda s: f"/allocations/priorities/{s.cluster.name}/propose/", write=STAFF
+    ),
+    "allocations:priority-action-decide": Entry(
+        lambda s: f"/allocations/priorities/actions/{_first(PriorityAction)}/", write=STAFF
+    ),
+    "allocations:project-detail": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/", read=PROJECT
+    ),
+    "allocations:request-new": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/requests/new/", read=PI, write=PI
+    ),
+    "allocations:request-detail": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/", read=REQUEST_READERS
+    ),
+    "allocations:request-edit": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/edit/", write=PI
+    ),
+    "allocations:request-estimate": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/estimate/", write=PI
+    ),
+    "allocations:request-submit": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/submit/", write=PI
+    ),
+    "allocations:request-start-review": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/start-review/", write=CHAIR
+    ),
+    "allocations:request-review": Entry(  # the chair sits on the committee; staff do not
+        lambda s: f"/allocations/requests/{s.request.pk}/review/",
+        read=frozenset({"committee", "chair"}),
+        write=frozenset({"committee", "chair"}),
+    ),
+    "allocations:request-grant": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/grant/", read=CHAIR, write=CHAIR
+    ),
+    "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
+    "allocations:round-detail": Entry(
+        lambda s: f"/allocations/rounds/{s.round.pk}/", read=COMMITTEE
+    ),
+    # --- API: tokens ----------------------------------------------------------------------
+    "api:token-obtain": Entry(lambda s: "/api/v1/auth/token/", write=EVERYONE),
+    "api:token-regenerate": Entry(lambda s: "/api/v1/auth/token/regenerate/", write=SIGNED_IN),
+    # --- API: accounting ------------------------------------------------------------------
+    "api:cluster-list": Entry(lambda s: "/api/v1/clusters/", read=SIGNED_IN, write=STAFF),
+    "api:cluster-detail": Entry(lambda s: f"/api/v1/clusters/{s.cluster.name}/", read=SIGNED_IN),
+    "api:partition-list": Entry(lambda s: "/api/v1/partitions/", read=SIGNED_IN, write=STAFF),
+    "api:partition-detail": Entry(
+        lambda s: f"/api/v1/partitions/{_first(Partition)}/", read=SIGNED_IN
+    ),
+    "api:job-list": Entry(lambda s: f"/api/v1/jobs/?project={_code(s)}", read=SIGNED_IN),
+    "api:job-detail": Entry(lambda s: f"/api/v1/jobs/{s.job.pk}/", read=PROJECT),
+    "api:usage-list": Entry(lambda s: "/api/v1/usage/", read=SIGNED_IN),
+    "api:import-list": Entry(lambda s: "/api/v1/imports/", read=STAFF, write=STAFF),
+    "api:import-detail": Entry(lambda s: f"/api/v1/imports/{_first(ImportRun)}/", read=STAFF),
+    "api:import-quarantined-lines": Entry(
+        lambda s: f"/api/v1/imports/{_first(ImportRun)}/quarantined-lines/", read=STAFF
+    ),
+    "api:quarantined-line-list": Entry(lambda s: "/api/v1/quarantined-lines/", read=STAFF),
+    "api:quarantined-line-retry": Entry(lambda s: "/api/v1/quarantined-lines/retry/", write=STAFF),
+    "api:quarantined-line-detail": Entry(
+        lambda s: f"/api/v1/quarantined-lines/{_first(QuarantinedRecord)}/", read=STAFF
+    ),
+    "api:quote": Entry(lambda s: "/api/v1/quote/", write=SIGNED_IN),
+    "api:cost-ratio": Entry(lambda s: "/api/v1/cost-ratio/", read=SIGNED_IN),
+    "api:utilisation": Entry(lambda s: "/api/v1/utilisation/", read=STAFF),
+    "api:cost-distribution": Entry(lambda s: "/api/v1/cost-distribution/", read=STAFF),
+    "api:overhead": Entry(lambda s: "/api/v1/overhead/", read=STAFF),
+    # --- API: allocations -----------------------------------------------------------------
+    "api:project-list": Entry(lambda s: "/api/v1/projects/", read=SIGNED_IN, write=STAFF),
+    "api:project-detail": Entry(lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT),
+    "api:project-balance": Entry(lambda s: f"/api/v1/projects/{_code(s)}/balance/", read=PROJECT),
+    "api:project-member-list": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/members/", read=PROJECT, write=PI
+    ),
+    "api:project-member-detail": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/members/alice/",
+        read=PROJECT,
+        write=PI | {"member"},  # a member may leave a project
+        method="delete",
+    ),
+    # Grants and top-ups through the API are staff's; a chair grants by deciding a request.
+    "api:allocation-list": Entry(lambda s: "/api/v1/allocations/", read=SIGNED_IN, write=STAFF),
+    "api:allocation-detail": Entry(
+        lambda s: f"/api/v1/allocations/{_first(Allocation, project=s.project)}/", read=PROJECT
+    ),
+    "api:round-list": Entry(lambda s: "/api/v1/rounds/", read=SIGNED_IN, write=STAFF),
+    "api:round-detail": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN),
+    "api:round-overview": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/overview/", read=CHAIR),
+    "api:request-list": Entry(lambda s: "/api/v1/requests/", read=SIGNED_IN, write=SIGNED_IN),
+    "api:request-detail": Entry(
+        lambda s: f"/api/v1/requests/{s.request.pk}/",
+        read=REQUEST_READERS,
+        write=PI,
+        method="patch",
+    ),
+    "api:request-decide": Entry(lambda s: f"/api/v1/requests/{s.request.pk}/decide/", write=CHAIR),
+    "api:request-estimates": Entry(
+        lambda s: f"/api/v1/requests/{s.request.pk}/estimates/", write=PI
+    ),
+    "api:request-review-start": Entry(
+        lambda s: f"/api/v1/requests/{s.request.pk}/review-start/", write=CHAIR
+    ),
+    "api:request-submit": Entry(lambda s: f"/api/v1/requests/{s.request.pk}/submit/", write=PI),
+    "api:review-list": Entry(lambda s: "/api/v1/reviews/", read=SIGNED_IN, write=SIGNED_IN),
+    "api:review-detail": Entry(lambda s: f"/api/v1/reviews/{_first(Review)}/", read=COMMITTEE),
+    "api:adjustment-list": Entry(lambda s: "/api/v1/adjustments/", read=SIGNED_IN),
+    "api:adjustment-refund": Entry(lambda s: "/api/v1/adjustments/refund/", write=STAFF),
+    "api:adjustment-top-up": Entry(lambda s: "/api/v1/adjustments/top-up/", write=STAFF),
+    "api:adjustment-transfer": Entry(lambda s: "/api/v1/adjustments/transfer/", write=SIGNED_IN),
+    "api:adjustment-detail": Entry(
+        lambda s: f"/api/v1/adjustments/{_first(Adjustment, project=s.project)}/", read=PROJECT
+    ),
+    "api:priorities": Entry(lambda s: "/api/v1/priorities/", read=STAFF),
+    "api:priority-policy": Entry(
+        lambda s: f"/api/v1/priority-policies/{s.cluster.name}/",
+        read=STAFF,
+        write=STAFF,
+        method="put",
+    ),
+    "api:profiling-coefficient-list": Entry(
+        lambda s: "/api/v1/profiling-coefficients/", read=STAFF, write=STAFF
+    ),
+    "api:profiling-coefficient-csv": Entry(
+        lambda s: "/api/v1/profiling-coefficients/csv/", write=STAFF
+    ),
+}
+
+
+@pytest.fixture
+def rare_objects(site: Site) -> None:
+    """Objects the shared scenario lacks, made for the test (rolled back with it): a quarantined
+    line, a proposed priority action, a priority policy and an adjustment of pawsey0003."""
+    staff = site.users["staff"]
+    assert staff is not None
+    QuarantinedRecord.objects.create(
+        cluster=site.cluster, source="matrix", line_number=1, header="JobID|Account",
+        raw="1|nobody", raw_hash="0" * 64, reason="unknown project (Slurm account 'nobody')",
+    )  # fmt: skip
+    PriorityAction.objects.create(
+        cluster=site.cluster, project=site.project, k_prof=Decimal(1), priority=Decimal(1000),
+        command=f"sacctmgr -i modify account {site.project.code} set priority=1000",
+    )  # fmt: skip
+    priority_policy_set(
+        cluster=site.cluster, base_priority=1000, k1="0.5", k2=2, c0="0.5", c1=1, c2=2,
+        updated_by=staff,
+    )  # fmt: skip
+    adjustment_top_up(
+        project=site.project, pool=site.cpu, amount=Decimal(10), actor=staff, reason="matrix"
+    )
+
+
+def _url_names() -> set[str]:
+    def walk(resolver: URLResolver, namespace: str | None) -> set[str]:
+        names: set[str] = set()
+        for item in resolver.url_patterns:
+            if isinstance(item, URLResolver):
+                inner = item.namespace or namespace
+                if namespace and item.namespace:
+                    inner = f"{namespace}:{item.namespace}"
+                names |= walk(item, inner)
+            elif isinstance(item, URLPattern) and item.name:
+                names.add(f"{namespace}:{item.name}" if namespace else item.name)
+        return names
+
+    return {
+        name
+        for name in walk(get_resolver(), None)
+        if name not in EXCLUDED and not name.startswith(EXCLUDED_PREFIXES)
+    }
+
+
+def test_every_url_pattern_has_an_entry() -> None:
+    missing = sorted(_url_names() - set(MATRIX))
+    assert not missing, (
+        f"URL patterns without an entry in the permission matrix: {missing}. Add an entry to "
+        "MATRIX saying which roles may read and write them (docs/access.md)."
+    )
+    stale = sorted(set(MATRIX) - _url_names())
+    assert not stale, f"matrix entries for URL patterns that no longer exist: {stale}"
+
+
+def _client(site: Site, role: str) -> Client:
+    client = Client()
+    user: User | None = site.users.get(role)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+# A caller who may use an operation but sent a wrong or empty input gets 400 (or 415 for the
+# wrong media type): that proves the access check let them through.
+INVALID_INPUT = {400, 415}
+
+
+def _denied(status: int, *, role: str, api: bool) -> bool:
+    if role == "anonymous":
+        return status in ({401, 403} if api else {302})
+    return status in {403, 404}
+
+
+def _allowed(status: int) -> bool:
+    return status < 400 or status in INVALID_INPUT
+
+
+def _call(client: Client, method: str, url: str, body: dict[str, Any], api: bool) -> Any:
+    if api:
+        return getattr(client, method)(url, body, content_type="application/json")
+    return getattr(client, method)(url, body)
+
+
+def _check_role(entry: Entry, url: str, site: Site, role: str) -> list[str]:
+    api = url.startswith("/api/")
+    client = _client(site, role)
+    checks = []
+    if entry.read is not None:
+        checks.append(("GET", role in entry.read, client.get(url).status_code))
+    if entry.write is not None:
+        response = _call(client, entry.method, url, entry.body(site), api)
+        checks.append((entry.method.upper(), role in entry.write, response.status_code))
+    return [
+        f"{method} as {role}: {status} ({'should be allowed' if allowed else 'should be denied'})"
+        for method, allowed, status in checks
+        if not (_allowed(status) if allowed else _denied(status, role=role, api=api))
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX))
+@pytest.mark.usefixtures("rare_objects")
+def test_each_role_reads_and_writes_exactly_what_the_matrix_says(name: str, site: Site) -> None:
+    entry = MATRIX[name]
+    url = entry.url(site)
+    problems = []
+    for role in ROLES:
+        with transaction.atomic():  # each role meets the world as it was: writes roll back
+            problems += _check_role(entry, url, site, role)
+            transaction.set_rollback(True)
+    assert not problems, f"{name} {url}: " + "; ".join(problems)
