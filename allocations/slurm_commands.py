@@ -2,7 +2,9 @@
 
 The command was rendered from a staff-set template with every value shell-quoted; it is split
 with shlex and run without a shell, with a time limit, and what it printed is kept (the tail,
-bounded) for the audit trail.
+bounded) for the audit trail. A bare Slurm program name (``sacctmgr``, ``scontrol``) is run
+from ``SLURM_BIN_DIR`` when that is set (a centre whose Slurm is outside the web host's PATH),
+else found on the PATH.
 """
 
 from __future__ import annotations
@@ -10,9 +12,13 @@ from __future__ import annotations
 import shlex
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
+from django.conf import settings
+
 COMMAND_TIMEOUT_SECONDS: Final = 120
+SLURM_PROGRAMS: Final = frozenset({"sacctmgr", "scontrol", "sacct", "squeue", "sinfo"})
 OUTPUT_KEPT_CHARS: Final = 20000
 
 
@@ -29,8 +35,11 @@ class CommandOutcome:
 def slurm_command_run(command: str) -> CommandOutcome:
     """Run ``command`` without a shell; never raises for a failing or missing command."""
     try:
+        argv = shlex.split(command)
+        if argv and argv[0] in SLURM_PROGRAMS and settings.SLURM_BIN_DIR:
+            argv[0] = str(Path(settings.SLURM_BIN_DIR) / argv[0])
         done = subprocess.run(
-            shlex.split(command), capture_output=True, text=True,
+            argv, capture_output=True, text=True,
             timeout=COMMAND_TIMEOUT_SECONDS, check=False,
         )  # fmt: skip
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:

@@ -209,6 +209,12 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_DEFAULT_QUEUE = "portal"
 CELERY_TASK_ROUTES = {"accounting.tasks.*import*": {"queue": "imports"}}
+# Where Slurm's commands (sacctmgr, scontrol) are, when not on the PATH of the web host.
+SLURM_BIN_DIR = env_str("SLURM_BIN_DIR", "")
+
+# Test-only fault injection: the importing process kills itself (SIGKILL) right after its Nth
+# batch commits, so fault tests stop an import at a chosen point, never after a sleep. 0: off.
+IMPORT_FAULT_AFTER_BATCH = env_int("PORTAL_IMPORT_FAULT_AFTER_BATCH", 0, minimum=0)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 55 * 60, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 60 * 60, minimum=1)
 CELERY_TASK_ACKS_LATE = True  # a task killed with its worker is delivered again

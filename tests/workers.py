@@ -33,12 +33,17 @@ def _answers(app: Any, name_prefix: str) -> bool:
 
 
 @contextmanager
-def start_celery_worker(name: str = "test") -> Iterator[subprocess.Popen[bytes]]:
-    """A worker process (solo pool, the portal's queues) until the block ends."""
+def start_celery_worker(
+    name: str = "test", *, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A worker process (solo pool, the portal's queues) until the block ends; ``env`` adds
+    to its environment (a fault hook, say)."""
     from portal.celery import app
 
     node = f"{name}-{os.getpid()}@"
-    env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1", **(env or {})
+    }  # fmt: skip
     log = ROOT / "var" / f"test-worker-{name}.log"
     log.parent.mkdir(exist_ok=True)
     with log.open("w") as log_file:

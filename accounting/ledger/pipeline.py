@@ -24,12 +24,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, tzinfo
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, OperationalError, connection, models, transaction
 from django.db.models import F
@@ -659,6 +662,15 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
     raise AssertionError("unreachable")
 
 
+def _fault_point(batches_written: int) -> None:
+    """Test-only: with ``PORTAL_IMPORT_FAULT_AFTER_BATCH=N`` the process dies by SIGKILL right
+    after its Nth batch committed, as a worker killed by the kernel would (docs/importing.md)."""
+    after = settings.IMPORT_FAULT_AFTER_BATCH
+    if after and batches_written == after:
+        logger.warning("PORTAL_IMPORT_FAULT_AFTER_BATCH=%d: killing this process", after)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def jobs_import(
     *,
     cluster: Cluster,
@@ -684,9 +696,10 @@ def jobs_import(
     tap = _HeaderTap(lines)
     total = ImportSummary()
     batch = _Batch()
+    batches_written = 0
 
     def flush() -> None:
-        nonlocal batch
+        nonlocal batch, batches_written
         if batch.lines:
             total.add(
                 _batch_write_with_retry(
@@ -697,6 +710,8 @@ def jobs_import(
                     resolve_quarantine=resolve,
                 )
             )
+            batches_written += 1
+            _fault_point(batches_written)
             if progress is not None:
                 progress(total)
         batch = _Batch()

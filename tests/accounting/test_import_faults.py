@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from django.db import connection, connections
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.pipeline import jobs_import
+from accounting.ledger.pipeline import BATCH_SIZE, jobs_import
 from accounting.models import Cluster, ImportRun, Job, UsageDaily
 from accounting.tasks import import_sacct_file
 from allocations.models import Project
@@ -89,8 +88,14 @@ def test_two_concurrent_imports_of_overlapping_windows_charge_each_job_once(test
     assert _ledger() == reference
 
 
+KILL_AFTER_BATCH = 3
+
+
 @pytest.mark.worker
 def test_a_worker_killed_mid_import_and_restarted_ends_with_the_same_ledger(testbed, tmp_path):
+    """The worker dies by SIGKILL right after its third batch commits (a fault hook, not a
+    sleep: the kill lands at the same point on every machine), then a new worker imports the
+    file again and the ledger is exactly that of one clean import."""
     _needs_postgresql()
     if not os.environ.get("CELERY_BROKER_URL"):
         pytest.skip("needs a real broker (eager fallback in use)")
@@ -103,14 +108,13 @@ def test_a_worker_killed_mid_import_and_restarted_ends_with_the_same_ledger(test
     _reset_ledger()
 
     first = ImportRun.objects.create(cluster=testbed, source=f"upload {big.name}")
-    with start_celery_worker(name="victim") as worker:
+    fault = {"PORTAL_IMPORT_FAULT_AFTER_BATCH": str(KILL_AFTER_BATCH)}
+    with start_celery_worker(name="victim", env=fault) as worker:
         import_sacct_file.apply_async(args=[first.pk, str(big)])
-        deadline = time.monotonic() + 120
-        while Job.objects.count() < 1000:  # some batches are committed, most are not
-            assert time.monotonic() < deadline, "the import never started"
-            time.sleep(0.05)
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=30)
+        assert worker.wait(timeout=300) == -signal.SIGKILL
+    first.refresh_from_db()
+    assert first.status == ImportRun.Status.RUNNING  # it never finished
+    assert first.lines == KILL_AFTER_BATCH * BATCH_SIZE  # exactly three batches committed
     partial = Job.objects.count()
     assert 0 < partial < len(reference[0])
 
@@ -120,3 +124,7 @@ def test_a_worker_killed_mid_import_and_restarted_ends_with_the_same_ledger(test
         summary = result.get(timeout=300)
     assert summary["charged"] + summary["pending"] + summary["imported"] > 0
     assert _ledger() == reference
+
+
+def test_the_fault_hook_is_off_unless_asked_for(settings):
+    assert settings.IMPORT_FAULT_AFTER_BATCH == 0

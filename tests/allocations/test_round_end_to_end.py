@@ -47,7 +47,7 @@ def _round(centre, available_cpu="10", available_gpu="10"):
 
 
 def test_a_full_round_from_call_to_enforcement_and_restoration(
-    centre, tmp_path, django_capture_on_commit_callbacks
+    centre, tmp_path, settings, django_capture_on_commit_callbacks
 ):
     round_ = _round(centre)
 
@@ -143,11 +143,14 @@ def test_a_full_round_from_call_to_enforcement_and_restoration(
     limit.command = f"{fake} -i modify account name=pawsey0002 set qos=lowpriority"
     limit.save()
     Cluster.objects.filter(pk=cluster.pk).update(enforcement_enabled=True)
+    # The other pools' plain "sacctmgr" runs from a directory that cannot exist, whatever
+    # Slurm this machine has installed.
+    settings.SLURM_BIN_DIR = str(tmp_path / "no-such-dir")
     ran = {action.project.code: action for action in enforcement_run_proposed()}
     assert ran["pawsey0002"].status == EnforcementAction.Status.EXECUTED
     assert ran["pawsey0002"].exit_code == 0
     assert "set qos=lowpriority" in ran["pawsey0002"].output
-    for code, action in ran.items():  # no sacctmgr on this machine: logged as failed
+    for code, action in ran.items():  # a missing sacctmgr: logged as failed, in its words
         if code != "pawsey0002":
             assert action.status == EnforcementAction.Status.FAILED
             assert "No such file" in action.output

@@ -1,0 +1,38 @@
+"""The one runner of reviewed Slurm commands (allocations/slurm_commands.py): a missing
+program is reported in words, never raised, and SLURM_BIN_DIR says where Slurm lives."""
+
+from __future__ import annotations
+
+from allocations.slurm_commands import slurm_command_run
+
+
+def test_a_missing_sacctmgr_is_reported_clearly_not_raised(settings, tmp_path):
+    settings.SLURM_BIN_DIR = str(tmp_path / "no-such-dir")
+
+    outcome = slurm_command_run("sacctmgr -i modify account name=pawsey0001 set qos=normal")
+
+    assert not outcome.succeeded
+    assert outcome.exit_code == -1
+    assert outcome.output.startswith("FileNotFoundError")
+    assert str(tmp_path / "no-such-dir" / "sacctmgr") in outcome.output
+
+
+def test_slurm_programs_run_from_slurm_bin_dir(settings, tmp_path):
+    fake = tmp_path / "sacctmgr"
+    fake.write_text('#!/bin/sh\necho "ran $0 $@"\n')
+    fake.chmod(0o755)
+    settings.SLURM_BIN_DIR = str(tmp_path)
+
+    outcome = slurm_command_run("sacctmgr -i modify qos normal set priority=10")
+
+    assert outcome.succeeded
+    assert outcome.output == f"ran {fake} -i modify qos normal set priority=10\n"
+
+
+def test_other_programs_are_run_as_written(settings, tmp_path):
+    settings.SLURM_BIN_DIR = str(tmp_path / "no-such-dir")
+
+    outcome = slurm_command_run("echo sacctmgr is not the program here")
+
+    assert outcome.succeeded
+    assert outcome.output == "sacctmgr is not the program here\n"
