@@ -8,20 +8,11 @@ objects are 404; the services decide who may change what (``PermissionDenied`` i
 
 from __future__ import annotations
 
-import decimal
-from collections import defaultdict
-from dataclasses import dataclass
-from datetime import date, timedelta
-from decimal import Decimal
-from functools import cache
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import django_filters  # type: ignore[import-untyped]
-from django.db import connection
-from django.db.models import Model, Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -32,7 +23,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
+from accounting.models import Job
 from allocations.access import (
     Actor,
     can_decide,
@@ -68,22 +59,19 @@ from allocations.api_serializers import (
     TransferInputSerializer,
     TransferOutputSerializer,
 )
-from allocations.budget import Balance
 from allocations.models import (
     Adjustment,
     Allocation,
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
-    PoolPartition,
     Project,
     RequestTransition,
-    ResourcePool,
     Review,
 )
 from allocations.selectors import (
-    balance_for_period,
     memberships_of,
+    project_balances_get,
     round_overview,
 )
 from allocations.services import (
@@ -125,210 +113,6 @@ def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]
 def project_visible(*, user: Actor, code: str) -> Project:
     """The project ``code`` if ``user`` may see it; 404 otherwise, whether it exists or not."""
     return get_object_or_404(projects_visible(user=user), code=code)
-
-
-@dataclass(frozen=True)
-class PoolBalances:
-    pool: str
-    cluster: str
-    partitions: list[str]
-    current: Balance | None
-    periods: list[Balance]
-    currency: str | None = None  # of the cluster's cost model; None without one
-
-
-@dataclass(frozen=True)
-class ProjectBalances:
-    project: Project
-    pools: list[PoolBalances]
-
-
-_ZERO = Decimal(0)
-_SU = Decimal("0.000001")
-_FLOAT = decimal.Context(prec=15)  # as Django reads SQLite's sums of decimals
-
-
-def _decimal(value: Any) -> Decimal:
-    """A sum as the database returns it (Decimal on PostgreSQL, float or int on SQLite)."""
-    if value is None:
-        return _ZERO
-    if isinstance(value, float):
-        return _FLOAT.create_decimal_from_float(value).quantize(_SU)
-    return Decimal(value).quantize(_SU)
-
-
-def _day(value: Any) -> date:
-    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
-
-
-def _between(daily: list[tuple[date, Decimal]], since: date, until: date) -> Decimal:
-    """SU used on the days in [since, until)."""
-    return sum((su for day, su in daily if since <= day < until), _ZERO)
-
-
-def _names(*models: type[Model]) -> list[str]:
-    return [connection.ops.quote_name(model._meta.db_table) for model in models]
-
-
-def _in(count: int) -> str:
-    return "(" + ", ".join(["%s"] * count) + ")"
-
-
-# The balance's two queries, from the models' table names; every value is a parameter.
-@cache
-def _periods_sql() -> str:
-    period, allocation, pool, cluster, cost_model = _names(
-        BudgetPeriod, Allocation, ResourcePool, Cluster, CostModelVersion
-    )
-    end = connection.ops.quote_name("end")
-    return (  # the budget periods of a project, with their pool, cluster and its currency
-        f"SELECT bp.id, bp.start, bp.{end}, bp.budget_su, a.pool_id, a.period_start, "  # noqa: S608
-        "a.period_end, p.name, p.carry_over, c.name, c.timezone, "
-        f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
-        " ORDER BY cm.effective_from DESC LIMIT 1) "
-        f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
-        f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
-        "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
-    )
-
-
-@cache
-def _sums_sql(pools: int, current_pools: int, periods: int) -> str:
-    member, partition, usage, job, adjustment = _names(
-        PoolPartition, Partition, UsageDaily, Job, Adjustment
-    )
-    return (  # partitions of the pools; usage per day, running jobs and adjustments per pool
-        f"SELECT 'partition', pp.pool_id, pp.partition_id, NULL, NULL, pa.name, NULL "  # noqa: S608
-        f"FROM {member} pp "
-        f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {_in(pools)} "
-        "UNION ALL "
-        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), NULL, SUM(u.cost) "
-        f"FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
-        f"WHERE u.project_id = %s AND pp.pool_id IN {_in(current_pools)} "
-        "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
-        "UNION ALL "
-        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL, NULL "
-        f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
-        f"WHERE j.project_id = %s AND pp.pool_id IN {_in(current_pools)} "
-        "AND j.charge_state = %s GROUP BY pp.pool_id "
-        "UNION ALL "
-        "SELECT 'adjustment', ad.budget_period_id, NULL, NULL, SUM(ad.amount_su), NULL, NULL "
-        f"FROM {adjustment} ad WHERE ad.budget_period_id IN {_in(periods)} "
-        "GROUP BY ad.budget_period_id"
-    )
-
-
-def project_balances(*, project: Project, on: date | None, all_periods: bool) -> ProjectBalances:
-    """Every pool the project holds a grant on, with the balance of the budget period that
-    contains ``on`` (today on the pool's cluster) and, with ``all_periods``, the balance of
-    every budget period of the grant covering that day.
-
-    The same figures as ``balance_for_period`` (the tests compare them on PostgreSQL and
-    SQLite), read in two plain SQL queries for all pools instead of seven ORM queries per pool:
-    this is what ``su-balance`` and dashboards poll, and building ORM queries cost more than
-    running them. A pool that carries unused SU over, and the periods other than the current
-    one (``all_periods``), are left to ``balance_for_period``.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(_periods_sql(), [project.pk])
-        periods = cursor.fetchall()
-    pools: dict[int, tuple[str, str, bool]] = {}
-    currencies: dict[int, str | None] = {}
-    days: dict[int, date] = {}
-    current: dict[int, tuple[int, date, date, Decimal]] = {}
-    grant: dict[int, list[int]] = defaultdict(list)
-    now = timezone.now()
-    for row in periods:
-        period_id, start, stop, budget, pool_id, grant_start, grant_end = row[:7]
-        start, stop, grant_start, grant_end = map(_day, (start, stop, grant_start, grant_end))
-        if pool_id not in pools:
-            pools[pool_id] = (row[7], row[9], bool(row[8]))
-            currencies[pool_id] = row[11]
-            days[pool_id] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
-        day = days[pool_id]
-        if start <= day < stop and pool_id not in current:
-            current[pool_id] = (period_id, start, stop, _decimal(budget))
-        if grant_start <= day < grant_end:
-            grant[pool_id].append(period_id)
-
-    names: dict[int, list[str]] = defaultdict(list)
-    used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
-    spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
-    pending: dict[int, Decimal] = defaultdict(Decimal)
-    adjusted: dict[int, Decimal] = defaultdict(Decimal)
-    if pools:
-        pool_ids, period_ids = list(pools), [item[0] for item in current.values()] or [0]
-        now_ids = list(current) or [0]
-        first = min(
-            (min(p[1], days[k] - timedelta(days=30)) for k, p in current.items()),
-            default=now.date(),
-        )
-        last = max((max(p[2], days[k]) for k, p in current.items()), default=now.date())
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _sums_sql(len(pool_ids), len(now_ids), len(period_ids)),
-                [
-                    *pool_ids,
-                    project.pk, *now_ids, first, last,
-                    project.pk, *now_ids, Job.ChargeState.PENDING,
-                    *period_ids,
-                ],
-            )  # fmt: skip
-            rows = cursor.fetchall()
-        for kind, key, _, day, amount, name, cost in sorted(
-            rows, key=lambda row: str(row[5] or "")
-        ):
-            if kind == "partition":
-                names[key].append(name)
-            elif kind == "usage":
-                used[key].append((_day(day), _decimal(amount)))
-                spent[key].append((_day(day), _decimal(cost)))
-            elif kind == "pending":
-                pending[key] = _decimal(amount)
-            else:
-                adjusted[key] = _decimal(amount)
-
-    result = []
-    for pool_id, (pool_name, cluster_name, carry_over) in pools.items():
-        day = days[pool_id]
-        balance = None
-        if pool_id in current:
-            period_id, start, stop, budget = current[pool_id]
-            if carry_over:
-                balance = _balance_of(period_id, day)
-            else:
-                daily = used[pool_id]
-                balance = Balance(
-                    start=start,
-                    end=stop,
-                    budget_su=budget,
-                    carried_in_su=_ZERO,
-                    adjustments_su=adjusted[period_id],
-                    used_su=_between(daily, start, stop),
-                    pending_su=pending[pool_id],
-                    used_last_7_days_su=_between(daily, day - timedelta(days=7), day),
-                    used_last_30_days_su=_between(daily, day - timedelta(days=30), day),
-                    on=day,
-                    used_cost=_between(spent[pool_id], start, stop),
-                )
-        if all_periods:
-            history = [_balance_of(period_id, day) for period_id in grant[pool_id]]
-        else:
-            history = [balance] if balance is not None else []
-        result.append(
-            PoolBalances(
-                pool=pool_name, cluster=cluster_name, partitions=names[pool_id],
-                current=balance, periods=history, currency=currencies[pool_id],
-            )
-        )  # fmt: skip
-    return ProjectBalances(project=project, pools=result)
-
-
-def _balance_of(period_id: int, day: date) -> Balance:
-    period = BudgetPeriod.objects.select_related("allocation__pool", "allocation__project").get(
-        pk=period_id
-    )
-    return balance_for_period(period=period, on=day)
 
 
 # --- Filters --------------------------------------------------------------------------------
@@ -481,7 +265,7 @@ class ProjectBalanceView(APIView):
         project = project_visible(user=request.user, code=code)
         query = BalanceQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        balances = project_balances(
+        balances = project_balances_get(
             project=project,
             on=query.validated_data.get("on"),
             all_periods=query.validated_data["periods"] == "all",

@@ -2,24 +2,41 @@
 
 from __future__ import annotations
 
+import decimal
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from functools import cache
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from django.db.models import Avg, Count, DecimalField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db import connection
+from django.db.models import (
+    Avg,
+    Count,
+    DecimalField,
+    Model,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounting.models import CostModelVersion, Job, UsageDaily
+from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
 from allocations.access import Actor, is_chair, is_staff, require
 from allocations.budget import Balance
 from allocations.models import (
     Adjustment,
+    Allocation,
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
     Membership,
+    PoolPartition,
     Project,
     RequestAmount,
     ResourcePool,
@@ -48,71 +65,260 @@ def budget_period_at(*, project: Project, pool: ResourcePool, on: date) -> Budge
     )
 
 
-def _used(project: Project, partition_ids: list[int], start: date, end: date) -> Decimal:
-    used = UsageDaily.objects.filter(
-        project=project, partition_id__in=partition_ids, day__gte=start, day__lt=end
-    ).aggregate(total=_sum("service_units"))["total"]
-    return Decimal(used)
+# --- Balances: one implementation ----------------------------------------------------------
+#
+# Every balance the portal shows or acts on (pages, dashboard, API and su-balance, enforcement,
+# budget e-mails, transfers) is computed by ``_balances`` below from two SQL queries: the
+# project's budget periods, then per pool its partitions, usage per day, pending charges and per
+# period its adjustments. The functions after it only choose which balances to return.
 
 
-def _carried_in(period: BudgetPeriod, partition_ids: list[int]) -> Decimal:
-    """Unused SU of the allocation's earlier periods, when the pool lets them carry over."""
-    pool = period.allocation.pool
-    if not pool.carry_over:
+@dataclass(frozen=True)
+class PoolBalances:
+    pool: str
+    cluster: str
+    partitions: list[str]
+    current: Balance | None
+    periods: list[Balance]
+    currency: str | None = None  # of the cluster's cost model; None without one
+    pool_id: int = 0
+
+
+@dataclass(frozen=True)
+class ProjectBalances:
+    project: Project
+    pools: list[PoolBalances]
+
+
+_SU = Decimal("0.000001")
+_FLOAT = decimal.Context(prec=15)  # as Django reads SQLite's sums of decimals
+
+
+def _decimal(value: Any) -> Decimal:
+    """A sum as the database returns it (Decimal on PostgreSQL, float or int on SQLite)."""
+    if value is None:
         return ZERO
+    if isinstance(value, float):
+        return _FLOAT.create_decimal_from_float(value).quantize(_SU)
+    return Decimal(value).quantize(_SU)
+
+
+def _day(value: Any) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
+
+
+def _between(daily: list[tuple[date, Decimal]], since: date, until: date) -> Decimal:
+    """The amounts of the days in [since, until)."""
+    return sum((amount for day, amount in daily if since <= day < until), ZERO)
+
+
+def _names(*models: type[Model]) -> list[str]:
+    return [connection.ops.quote_name(model._meta.db_table) for model in models]
+
+
+def _in(count: int) -> str:
+    return "(" + ", ".join(["%s"] * count) + ")"
+
+
+@cache
+def _periods_sql() -> str:
+    period, allocation, pool, cluster, cost_model = _names(
+        BudgetPeriod, Allocation, ResourcePool, Cluster, CostModelVersion
+    )
+    end = connection.ops.quote_name("end")
+    return (  # the budget periods of a project, with their pool, cluster and its currency
+        f"SELECT bp.id, bp.start, bp.{end}, bp.budget_su, a.pool_id, a.period_start, "  # noqa: S608
+        "a.period_end, p.name, p.carry_over, c.name, c.timezone, "
+        f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
+        " ORDER BY cm.effective_from DESC LIMIT 1), a.id "
+        f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
+        f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
+        "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
+    )
+
+
+@cache
+def _sums_sql(pools: int, periods: int) -> str:
+    member, partition, usage, job, adjustment = _names(
+        PoolPartition, Partition, UsageDaily, Job, Adjustment
+    )
+    return (  # partitions of the pools; usage per day, running jobs and adjustments per pool
+        f"SELECT 'partition', pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
+        f"FROM {member} pp "
+        f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {_in(pools)} "
+        "UNION ALL "
+        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), SUM(u.cost) "
+        f"FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
+        f"WHERE u.project_id = %s AND pp.pool_id IN {_in(pools)} "
+        "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
+        "UNION ALL "
+        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL "
+        f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
+        f"WHERE j.project_id = %s AND pp.pool_id IN {_in(pools)} "
+        "AND j.charge_state = %s GROUP BY pp.pool_id "
+        "UNION ALL "
+        "SELECT 'adjustment', ad.budget_period_id, NULL, NULL, SUM(ad.amount_su), NULL "
+        f"FROM {adjustment} ad WHERE ad.budget_period_id IN {_in(periods)} "
+        "GROUP BY ad.budget_period_id"
+    )
+
+
+@dataclass(frozen=True)
+class _Period:
+    pk: int
+    allocation: int
+    start: date
+    end: date
+    budget: Decimal
+    grant_start: date
+    grant_end: date
+
+
+def _balance_of(
+    period: _Period,
+    *,
+    earlier: list[_Period],
+    used: list[tuple[date, Decimal]],
+    spent: list[tuple[date, Decimal]],
+    pending: Decimal,
+    adjusted: dict[int, Decimal],
+    day: date,
+) -> Balance:
+    """One budget period's balance on ``day`` from its pool's daily usage; ``earlier`` are the
+    periods whose unused SU carry over into it (empty when the pool does not carry over)."""
     carried = ZERO
-    earlier = BudgetPeriod.objects.filter(allocation=period.allocation, start__lt=period.start)
-    for previous in earlier.order_by("start"):
-        adjustments = previous.adjustments.aggregate(total=_sum("amount_su"))["total"]
-        used = _used(period.allocation.project, partition_ids, previous.start, previous.end)
-        carried = max(carried + previous.budget_su + Decimal(adjustments) - used, ZERO)
-    return carried
-
-
-def balance_for_period(*, period: BudgetPeriod, on: date) -> Balance:
-    """The balance of one budget period: roll-ups, adjustments and pending charges."""
-    allocation = period.allocation
-    project, pool = allocation.project, allocation.pool
-    partition_ids = list(pool.partitions.values_list("pk", flat=True))
-    week_ago, month_ago = on - timedelta(days=7), on - timedelta(days=30)
-    usage = UsageDaily.objects.filter(
-        project=project, partition_id__in=partition_ids, day__gte=min(period.start, month_ago),
-        day__lt=max(period.end, on),
-    ).aggregate(
-        used=_sum("service_units", day__gte=period.start, day__lt=period.end),
-        last_7=_sum("service_units", day__gte=week_ago, day__lt=on),
-        last_30=_sum("service_units", day__gte=month_ago, day__lt=on),
-        used_cost=_sum("cost", day__gte=period.start, day__lt=period.end),
-    )  # fmt: skip
-    adjustments = period.adjustments.aggregate(total=_sum("amount_su"))["total"]
-    pending = ZERO
-    if period.start <= on < period.end:
-        pending = Job.objects.filter(
-            project=project, partition_id__in=partition_ids, charge_state=Job.ChargeState.PENDING
-        ).aggregate(total=_sum("pending_service_units"))["total"]
+    for previous in earlier:
+        if previous.allocation == period.allocation and previous.start < period.start:
+            left = previous.budget + adjusted[previous.pk]
+            left -= _between(used, previous.start, previous.end)
+            carried = max(carried + left, ZERO)
     return Balance(
         start=period.start,
         end=period.end,
-        budget_su=period.budget_su,
-        carried_in_su=_carried_in(period, partition_ids),
-        adjustments_su=Decimal(adjustments),
-        used_su=Decimal(usage["used"]),
-        pending_su=Decimal(pending),
-        used_last_7_days_su=Decimal(usage["last_7"]),
-        used_last_30_days_su=Decimal(usage["last_30"]),
-        on=on,
-        used_cost=Decimal(usage["used_cost"]),
+        budget_su=period.budget,
+        carried_in_su=carried,
+        adjustments_su=adjusted[period.pk],
+        used_su=_between(used, period.start, period.end),
+        pending_su=pending if period.start <= day < period.end else ZERO,
+        used_last_7_days_su=_between(used, day - timedelta(days=7), day),
+        used_last_30_days_su=_between(used, day - timedelta(days=30), day),
+        on=day,
+        used_cost=_between(spent, period.start, period.end),
     )
+
+
+def _balances(
+    *,
+    project: Project,
+    on: date | None,
+    pool_id: int | None = None,
+    all_periods: bool = False,
+    period_id: int | None = None,
+) -> ProjectBalances:
+    """The project's balances on each pool it holds a grant on (or on ``pool_id``): the budget
+    period containing ``on`` (today on the pool's cluster) and, with ``all_periods``, every
+    budget period of the grant covering that day (with ``period_id``: that period only). Two
+    queries, none over the jobs' history."""
+    with connection.cursor() as cursor:
+        cursor.execute(_periods_sql(), [project.pk])
+        rows = [row for row in cursor.fetchall() if pool_id is None or row[4] == pool_id]
+    pools: dict[int, tuple[str, str, bool, str | None]] = {}
+    days: dict[int, date] = {}
+    periods: dict[int, list[_Period]] = defaultdict(list)
+    now = timezone.now()
+    for row in rows:
+        pool = row[4]
+        if pool not in pools:
+            pools[pool] = (row[7], row[9], bool(row[8]), row[11])
+            days[pool] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
+        start, stop, grant_start, grant_end = map(_day, (row[1], row[2], row[5], row[6]))
+        periods[pool].append(
+            _Period(row[0], row[12], start, stop, _decimal(row[3]), grant_start, grant_end)
+        )
+    if not pools:
+        return ProjectBalances(project=project, pools=[])
+
+    first = min(min(p.start for p in periods[k]) for k in pools)
+    first = min(first, *(days[k] - timedelta(days=30) for k in pools))
+    last = max(max(max(p.end for p in periods[k]), days[k]) for k in pools)
+    pool_ids = list(pools)
+    period_ids = [p.pk for k in pools for p in periods[k]]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _sums_sql(len(pool_ids), len(period_ids)),
+            [
+                *pool_ids,
+                project.pk, *pool_ids, first, last,
+                project.pk, *pool_ids, Job.ChargeState.PENDING,
+                *period_ids,
+            ],
+        )  # fmt: skip
+        sums = cursor.fetchall()
+    names: dict[int, list[str]] = defaultdict(list)
+    used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
+    spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
+    pending: dict[int, Decimal] = defaultdict(Decimal)
+    adjusted: dict[int, Decimal] = defaultdict(Decimal)
+    for kind, key, name, day, amount, cost in sorted(sums, key=lambda row: str(row[2] or "")):
+        if kind == "partition":
+            names[key].append(name)
+        elif kind == "usage":
+            used[key].append((_day(day), _decimal(amount)))
+            spent[key].append((_day(day), _decimal(cost)))
+        elif kind == "pending":
+            pending[key] = _decimal(amount)
+        else:
+            adjusted[key] = _decimal(amount)
+
+    result = []
+    for pool, (pool_name, cluster_name, _carry_over, currency) in pools.items():
+        day = days[pool]
+
+        def balance(period: _Period, pool: int = pool, day: date = day) -> Balance:
+            return _balance_of(
+                period, earlier=periods[pool] if pools[pool][2] else [], used=used[pool],
+                spent=spent[pool], pending=pending[pool], adjusted=adjusted, day=day,
+            )  # fmt: skip
+
+        current = next((p for p in periods[pool] if p.start <= day < p.end), None)
+        current_balance = balance(current) if current is not None else None
+        if period_id is not None:
+            history = [balance(p) for p in periods[pool] if p.pk == period_id]
+        elif all_periods:
+            history = [balance(p) for p in periods[pool] if p.grant_start <= day < p.grant_end]
+        else:
+            history = [current_balance] if current_balance is not None else []
+        result.append(
+            PoolBalances(
+                pool=pool_name, cluster=cluster_name, partitions=names[pool],
+                current=current_balance, periods=history, currency=currency, pool_id=pool,
+            )
+        )  # fmt: skip
+    return ProjectBalances(project=project, pools=result)
+
+
+def project_balances_get(
+    *, project: Project, on: date | None = None, all_periods: bool = False
+) -> ProjectBalances:
+    """Every pool the project holds a grant on, with its current balance (and, with
+    ``all_periods``, every budget period of the grant): what the API and su-balance show."""
+    return _balances(project=project, on=on, all_periods=all_periods)
 
 
 def balance_get(*, project: Project, pool: ResourcePool, on: date | None = None) -> Balance | None:
     """The project's balance on ``pool`` in the budget period containing ``on`` (today), or
-    ``None`` without a grant then. A bounded number of queries, none over the jobs' history."""
-    day = on or pool_today(pool)
-    period = budget_period_at(project=project, pool=pool, on=day)
-    if period is None:
-        return None
-    return balance_for_period(period=period, on=day)
+    ``None`` without a grant then."""
+    found = _balances(project=project, on=on, pool_id=pool.pk).pools
+    return found[0].current if found else None
+
+
+def balance_for_period(*, period: BudgetPeriod, on: date) -> Balance:
+    """The balance of one budget period as it stands on ``on`` (enforcement, transfers)."""
+    allocation = period.allocation
+    found = _balances(
+        project=allocation.project, on=on, pool_id=allocation.pool_id, period_id=period.pk
+    )
+    return found.pools[0].periods[0]
 
 
 @dataclass(frozen=True)
@@ -124,19 +330,12 @@ class PoolBalance:
 
 
 def balances_for_project(*, project: Project, on: date | None = None) -> list[PoolBalance]:
-    """Every pool the project holds a grant on, with the current balance."""
-    pools = (
-        ResourcePool.objects.filter(allocations__project=project)
-        .select_related("cluster")
-        .annotate(cost_currency=cost_currency_of(OuterRef("cluster_id")))
-    )
+    """Every pool the project holds a grant on, with the current balance (the pages' form)."""
+    found = {item.pool_id: item for item in _balances(project=project, on=on).pools}
+    pools = ResourcePool.objects.filter(pk__in=found).select_related("cluster").order_by("name")
     return [
-        PoolBalance(
-            pool=pool,
-            balance=balance_get(project=project, pool=pool, on=on),
-            currency=pool.cost_currency,
-        )
-        for pool in pools.distinct().order_by("name")
+        PoolBalance(pool=pool, balance=found[pool.pk].current, currency=found[pool.pk].currency)
+        for pool in pools
     ]
 
 

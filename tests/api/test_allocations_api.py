@@ -254,11 +254,10 @@ def test_committee_members_see_the_rounds_submitted_requests_and_not_the_drafts(
 )
 def test_the_apis_balances_are_the_figures_of_balance_get_for_every_pool_and_day(world, on):
     from accounting.models import Job, Partition
-    from allocations.api import project_balances
-    from allocations.selectors import balance_for_period
+    from allocations.selectors import balance_for_period, project_balances_get
 
     c = world.centre
-    c.gpu.carry_over = True  # this pool's balances come from balance_for_period itself
+    c.gpu.carry_over = True  # carried-in SU take the earlier periods into account
     c.gpu.save()
     for partition in Partition.objects.filter(cluster=c.cluster):
         Job.objects.create(
@@ -273,7 +272,7 @@ def test_the_apis_balances_are_the_figures_of_balance_get_for_every_pool_and_day
         format="json",
     )  # fmt: skip
     for project in (c.p1, c.p2, c.p3):
-        balances = project_balances(project=project, on=on, all_periods=True)
+        balances = project_balances_get(project=project, on=on, all_periods=True)
         for item in balances.pools:
             pool = ResourcePool.objects.get(name=item.pool)
             assert item.current == balance_get(project=project, pool=pool, on=on)
