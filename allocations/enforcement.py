@@ -51,12 +51,18 @@ def _recipients(period: BudgetPeriod) -> list[str]:
     return sorted(emails)
 
 
+# ThresholdNotice.percent_used holds up to 9,999,999.99 %: a tiny grant far overspent (0.001 SU
+# granted, 10,000 used) is recorded at that ceiling instead of failing the whole check.
+_PERCENT_RECORDED_MAX = Decimal("9999999.99")
+
+
 def _notify(period: BudgetPeriod, threshold: int, percent: Decimal) -> ThresholdNotice | None:
     recipients = _recipients(period)
     try:
         with transaction.atomic():
             notice = ThresholdNotice.objects.create(
-                budget_period=period, threshold=threshold, percent_used=percent,
+                budget_period=period, threshold=threshold,
+                percent_used=min(percent, _PERCENT_RECORDED_MAX),
                 recipients=", ".join(recipients),
             )  # fmt: skip
     except IntegrityError:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
 
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
 from accounting.models import Cluster, Partition, PartitionVersion
+from allocations.models import Membership, PoolPartition, Project, ResourcePool
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "clusters"
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -56,3 +63,71 @@ class PartitionVersionFactory(factory.django.DjangoModelFactory):
     cpu_tdp_watts = Decimal(280)
     gpu_tdp_watts = Decimal(0)
     derived_weight = Decimal(128)
+
+
+# --- The centre the world-builders share ------------------------------------------------------
+
+
+def example_cluster(name: str = "slurm-testbed") -> Cluster:
+    """A cluster from its spec file in examples/clusters/, through the real ``cluster_apply``
+    (idempotent: applying it again changes nothing)."""
+    cluster_apply(definition=cluster_definition_load(EXAMPLES / f"{name}.json"))
+    return Cluster.objects.get(name=name)
+
+
+def _pi_membership(project: Project, create: bool, extracted: Any) -> None:
+    """The PI's membership (``pi_membership=False``: a project whose PI holds none)."""
+    if create and project.pi is not None and extracted is not False:
+        Membership.objects.get_or_create(
+            project=project, user=project.pi, defaults={"role": Membership.Role.PI}
+        )
+
+
+def _pool_partitions(pool: ResourcePool, names: Any) -> None:
+    for name in names:
+        PoolPartition.objects.get_or_create(
+            pool=pool, partition=Partition.objects.get(cluster=pool.cluster, name=name)
+        )
+
+
+class ProjectFactory(factory.django.DjangoModelFactory[Project]):
+    """A project; its PI also holds a PI membership, as the portal's services make it."""
+
+    class Meta:
+        model = Project
+        django_get_or_create = ("code",)
+        skip_postgeneration_save = True  # the hook adds a membership; the project is saved
+
+    code = factory.Sequence(lambda n: f"pawsey{n:04d}")
+    title = factory.LazyAttribute(lambda project: f"Project {project.code}")
+    pi = factory.SubFactory(UserFactory)
+
+    pi_membership = factory.PostGeneration(
+        lambda project, create, extracted, **kwargs: _pi_membership(project, create, extracted)
+    )
+
+
+class MembershipFactory(factory.django.DjangoModelFactory[Membership]):
+    class Meta:
+        model = Membership
+        django_get_or_create = ("project", "user")
+
+    project = factory.SubFactory(ProjectFactory)
+    user = factory.SubFactory(UserFactory)
+    role = Membership.Role.MEMBER
+
+
+class ResourcePoolFactory(factory.django.DjangoModelFactory[ResourcePool]):
+    """A pool of a cluster's partitions: ``ResourcePoolFactory(cluster=c, partitions=["work"])``."""
+
+    class Meta:
+        model = ResourcePool
+        django_get_or_create = ("name",)
+        skip_postgeneration_save = True  # the hook adds pool partitions; the pool is saved
+
+    name = factory.Sequence(lambda n: f"pool {n}")
+    cluster = factory.SubFactory(ClusterFactory)
+
+    partitions = factory.PostGeneration(
+        lambda pool, create, extracted, **kwargs: _pool_partitions(pool, extracted or ())
+    )

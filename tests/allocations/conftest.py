@@ -10,11 +10,15 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from accounting.clusters.services import cluster_apply
-from accounting.clusters.specs import cluster_definition_load
-from accounting.models import Cluster, Partition
-from allocations.models import Membership, PoolPartition, Project, ResourcePool
-from tests.factories import UserFactory
+from accounting.models import Cluster
+from allocations.models import Project, ResourcePool
+from tests.factories import (
+    MembershipFactory,
+    ProjectFactory,
+    ResourcePoolFactory,
+    UserFactory,
+    example_cluster,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"
@@ -38,29 +42,18 @@ class Centre:
 
 @pytest.fixture
 def centre(db):
-    cluster_apply(definition=cluster_definition_load(ROOT / "examples/clusters/slurm-testbed.json"))
-    cluster = Cluster.objects.get(name="slurm-testbed")
-    cpu = ResourcePool.objects.create(name="testbed CPU", cluster=cluster)
-    gpu = ResourcePool.objects.create(name="testbed GPU", cluster=cluster)
-    PoolPartition.objects.create(
-        pool=cpu, partition=Partition.objects.get(cluster=cluster, name="work")
-    )
-    PoolPartition.objects.create(
-        pool=gpu, partition=Partition.objects.get(cluster=cluster, name="gpu")
-    )
+    cluster = example_cluster("slurm-testbed")
+    cpu = ResourcePoolFactory(name="testbed CPU", cluster=cluster, partitions=["work"])
+    gpu = ResourcePoolFactory(name="testbed GPU", cluster=cluster, partitions=["gpu"])
     users = {
-        name: UserFactory(username=name, email=f"{name}@example.org")
-        for name in ("chair", "reviewer", "alice", "bob", "carol")
+        name: UserFactory(username=name) for name in ("chair", "reviewer", "alice", "bob", "carol")
     }
     staff = UserFactory(username="ops", is_staff=True)
-    p1 = Project.objects.create(code="pawsey0001", title="Climate", pi=users["alice"])
-    p2 = Project.objects.create(code="pawsey0002", title="Genomics", pi=users["bob"])
-    p3 = Project.objects.create(code="pawsey0003", title="Astro", pi=users["alice"])
-    Project.objects.create(code="pawsey0004", title="Materials", pi=users["bob"])
-    Membership.objects.create(project=p1, user=users["alice"], role=Membership.Role.PI)
-    Membership.objects.create(project=p2, user=users["bob"], role=Membership.Role.PI)
-    Membership.objects.create(project=p3, user=users["alice"], role=Membership.Role.PI)
-    Membership.objects.create(project=p3, user=users["carol"], notify=True)
+    p1 = ProjectFactory(code="pawsey0001", title="Climate", pi=users["alice"])
+    p2 = ProjectFactory(code="pawsey0002", title="Genomics", pi=users["bob"])
+    p3 = ProjectFactory(code="pawsey0003", title="Astro", pi=users["alice"])
+    ProjectFactory(code="pawsey0004", title="Materials", pi=users["bob"], pi_membership=False)
+    MembershipFactory(project=p3, user=users["carol"], notify=True)
     return Centre(
         cluster=cluster, cpu=cpu, gpu=gpu, staff=staff, chair=users["chair"],
         reviewer=users["reviewer"], alice=users["alice"], bob=users["bob"], carol=users["carol"],

@@ -188,3 +188,25 @@ def test_page_dashboard_api_cli_and_enforcement_show_the_same_balance(centre, cl
             wanted = {t for t in pool.thresholds if percent is not None and Decimal(percent) >= t}
             assert {t for name, t in crossed if name == pool.name} == wanted
         transaction.set_rollback(True)
+
+
+@pytest.mark.django_db
+def test_a_tiny_grant_far_overspent_is_noticed_not_a_crash(centre):
+    """Found by the test above: 0.001 SU granted and 100,000 used is 10^10 % used, more than
+    a notice records; the thresholds check failed for every project with a DataError."""
+    today = pool_today(centre.cpu)
+    allocation_grant(
+        project=centre.p3, pool=centre.cpu, amount=Decimal("0.001"),
+        period_start=today.replace(day=1), period_end=add_months(today.replace(day=1), 1),
+        actor=centre.staff,
+    )  # fmt: skip
+    work = Partition.objects.get(cluster=centre.cluster, name="work")
+    UsageDaily.objects.create(
+        project=centre.p3, partition=work, username="carol", day=today,
+        service_units=Decimal(100_000), jobs=1,
+    )  # fmt: skip
+
+    report = thresholds_check(on=today)
+
+    assert {notice.threshold for notice in report.notices} == {75, 90, 100}
+    assert all(notice.percent_used == Decimal("9999999.99") for notice in report.notices)

@@ -23,16 +23,12 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.clusters.services import cluster_apply
-from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, Partition
 from allocations.enforcement import thresholds_check
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
-    Membership,
-    PoolPartition,
     Project,
     ResourcePool,
 )
@@ -49,7 +45,13 @@ from allocations.services import (
 )
 from benchmarks.sacct_generator import sacct_lines
 from tests.conftest import IN_CI
-from tests.factories import UserFactory
+from tests.factories import (
+    MembershipFactory,
+    ProjectFactory,
+    ResourcePoolFactory,
+    UserFactory,
+    example_cluster,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -127,36 +129,28 @@ def build_scenario(*, history_lines: int = 6000, seed: int = 2026) -> Scenario:
     """A small centre with months of generated jobs, grants that put projects at different
     alert levels, adjustments, an open round with requests and reviews, and an enforcement
     action: enough for every page to show something real."""
-    for name in ("slurm-testbed", "setonix", "paper-test-system"):
-        cluster_apply(definition=cluster_definition_load(ROOT / f"examples/clusters/{name}.json"))
-    cluster = Cluster.objects.get(name="slurm-testbed")
+    for name in ("setonix", "paper-test-system"):
+        example_cluster(name)
+    cluster = example_cluster("slurm-testbed")
     users: dict[str, Any] = {
-        name: UserFactory(username=name) for name in ("alice", "bob", "carol", "dana")
+        name: UserFactory(username=name) for name in ("alice", "bob", "carol", "dana", "erin")
     }
-    users["erin"] = UserFactory(username="erin")
     users["staff"] = UserFactory(username="staff", is_staff=True)
     titles = {
         "pawsey0001": "Climate ensembles", "pawsey0002": "Genome assembly",
         "pawsey0003": "Radio astronomy imaging", "pawsey0004": "Battery materials",
     }  # fmt: skip
     pis = {"pawsey0001": "alice", "pawsey0002": "bob", "pawsey0003": "carol", "pawsey0004": "bob"}
-    projects = {}
-    for code, title in titles.items():
-        projects[code] = Project.objects.create(code=code, title=title, pi=users[pis[code]])
-        Membership.objects.create(
-            project=projects[code], user=users[pis[code]], role=Membership.Role.PI
-        )
-    Membership.objects.create(project=projects["pawsey0001"], user=users["carol"])
-    Membership.objects.create(project=projects["pawsey0003"], user=users["alice"], notify=True)
-    pools = {
-        "cpu": ResourcePool.objects.create(name="testbed CPU", cluster=cluster),
-        "gpu": ResourcePool.objects.create(name="testbed GPU", cluster=cluster),
+    projects = {
+        code: ProjectFactory.create(code=code, title=title, pi=users[pis[code]])
+        for code, title in titles.items()
     }
-    for pool_key, partition_name in (("cpu", "work"), ("gpu", "gpu")):
-        PoolPartition.objects.create(
-            pool=pools[pool_key],
-            partition=Partition.objects.get(cluster=cluster, name=partition_name),
-        )
+    MembershipFactory(project=projects["pawsey0001"], user=users["carol"])
+    MembershipFactory(project=projects["pawsey0003"], user=users["alice"], notify=True)
+    pools = {
+        "cpu": ResourcePoolFactory.create(name="testbed CPU", cluster=cluster, partitions=["work"]),
+        "gpu": ResourcePoolFactory.create(name="testbed GPU", cluster=cluster, partitions=["gpu"]),
+    }
     now = timezone.now()
     history = sacct_lines(
         lines=history_lines, seed=seed, start=now - timedelta(days=HISTORY_DAYS),
