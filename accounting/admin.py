@@ -12,6 +12,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from accounting.clusters.hardware import HARDWARE, HARDWARE_NAMES
 from accounting.clusters.quotes import weight_explanation
 from accounting.clusters.services import (
     cluster_import_schedule_sync,
@@ -142,9 +143,7 @@ class PartitionVersionForm(forms.ModelForm):
     class Meta:
         model = PartitionVersion
         fields = (
-            "partition", "effective_from", "nodelist", "sockets", "cores_per_socket",
-            "memory_mb", "gpus", "cpu_tdp_watts", "gpu_tdp_watts",
-            "gpu_streaming_multiprocessors", "cpu_peak_flops", "gpu_peak_flops", "node_local",
+            "partition", "effective_from", "nodelist", *HARDWARE_NAMES, "node_local",
             "weight_override", "weight_override_reason", "change_note",
         )  # fmt: skip
 
@@ -156,18 +155,16 @@ class PartitionVersionForm(forms.ModelForm):
         document: dict[str, Any] = {
             "name": partition.name,
             "nodelist": data.get("nodelist"),
-            "sockets": data.get("sockets"),
-            "cores_per_socket": data.get("cores_per_socket"),
-            "memory_mb": data.get("memory_mb"),
-            "gpus": data.get("gpus") or 0,
-            "cpu_tdp_watts": str(data.get("cpu_tdp_watts")),
-            "gpu_streaming_multiprocessors": data.get("gpu_streaming_multiprocessors") or 0,
             "node_local": data.get("node_local") or {},
         }
-        optional = ("gpu_tdp_watts", "cpu_peak_flops", "gpu_peak_flops", "weight_override")
-        for name in optional:
-            if data.get(name):
-                document[name] = str(data[name])
+        for field in HARDWARE:  # as a spec file writes them: decimals as strings
+            value = data.get(field.name)
+            if field.kind == "int":
+                document[field.name] = value if field.required else (value or field.default)
+            elif field.required or value:
+                document[field.name] = str(value)
+        if data.get("weight_override"):
+            document["weight_override"] = str(data["weight_override"])
         if data.get("weight_override_reason"):
             document["weight_override_reason"] = data["weight_override_reason"]
         cluster = {"name": partition.cluster.name, "partitions": [document]}
@@ -193,15 +190,7 @@ class PartitionVersionAdmin(admin.ModelAdmin):
         "partition",
         "effective_from",
         "nodelist",
-        "sockets",
-        "cores_per_socket",
-        "memory_mb",
-        "gpus",
-        "cpu_tdp_watts",
-        "gpu_tdp_watts",
-        "gpu_streaming_multiprocessors",
-        "cpu_peak_flops",
-        "gpu_peak_flops",
+        *HARDWARE_NAMES,
         "node_local",
         "weight_override",
         "weight_override_reason",

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from accounting.clusters import charging
+from accounting.clusters.hardware import HARDWARE_NAMES
 
 DEFAULT_SACCT_ARGUMENTS = "--allusers --parsable2 --allocations --duplicates"
 
@@ -185,15 +186,7 @@ class PartitionVersion(models.Model):
         """This version as the pure charging engine's input."""
         return charging.PartitionSpec(
             name=self.partition.name,
-            sockets=self.sockets,
-            cores_per_socket=self.cores_per_socket,
-            memory_mb=self.memory_mb,
-            gpus=self.gpus,
-            cpu_tdp_watts=self.cpu_tdp_watts,
-            gpu_tdp_watts=self.gpu_tdp_watts,
-            gpu_streaming_multiprocessors=self.gpu_streaming_multiprocessors,
-            cpu_peak_flops=self.cpu_peak_flops,
-            gpu_peak_flops=self.gpu_peak_flops,
+            **{name: getattr(self, name) for name in HARDWARE_NAMES},
             node_local={name: Decimal(str(value)) for name, value in self.node_local.items()},
             weight_override=self.weight_override,
         )

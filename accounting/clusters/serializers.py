@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounting.clusters.charging import MODELS
+from accounting.clusters.hardware import HARDWARE, HARDWARE_BY_NAME, HardwareField
 from accounting.clusters.quotes import weight_explanation
 from accounting.clusters.selectors import NotFound, cluster_get, partition_get
 from accounting.clusters.specs import SpecFileError, cluster_definition_parse
@@ -24,26 +25,11 @@ from accounting.models import (
 from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
 
 SU_DIGITS = 24
-
-
 SU_PLACES = 6
 
-
-# Sanity bounds of hardware in a spec sent over the API: generous for any real machine, and
-# small enough that every derived value (eq 15's weight) fits its column.
-_MAX_SOCKETS = 16
-
-
-_MAX_CORES_PER_SOCKET = 4096
-
-
-_MAX_GPUS = 1024
-
-
-_MAX_MEMORY_MB = 2**40
-
-
-_MAX_WATTS = Decimal(100_000)
+# A planned job asks for at most what a node of the registry can hold.
+_MAX_GPUS = int(HARDWARE_BY_NAME["gpus"].maximum or 0)
+_MAX_MEMORY_MB = int(HARDWARE_BY_NAME["memory_mb"].maximum or 0)
 
 
 def su_field(**kwargs: Any) -> serializers.DecimalField:
@@ -87,32 +73,32 @@ class GpuPeakSerializer(serializers.Serializer):
     )
 
 
+def _hardware_field(field: HardwareField) -> serializers.Field[Any, Any, Any, Any]:
+    """The API's input field of one hardware figure: its bounds keep every derived value
+    (eq 15's weight) inside its column."""
+    if field.kind == "int":
+        extra: dict[str, Any] = {"default": field.default} if field.default is not None else {}
+        return serializers.IntegerField(
+            min_value=int(field.minimum),
+            max_value=None if field.maximum is None else int(field.maximum),
+            required=field.required and not extra, help_text=field.help, **extra,
+        )  # fmt: skip
+    return serializers.DecimalField(
+        max_digits=26, decimal_places=3, min_value=Decimal(field.minimum),
+        max_value=None if field.maximum is None else Decimal(field.maximum),
+        required=field.required, help_text=field.help,
+    )  # fmt: skip
+
+
 class PartitionSpecSerializer(serializers.Serializer):
     """One partition of a spec file (docs/cluster-specs.md)."""
 
     name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     nodelist = serializers.CharField(max_length=4096, help_text="Slurm hostlist")
-    sockets = serializers.IntegerField(min_value=1, max_value=_MAX_SOCKETS)
-    cores_per_socket = serializers.IntegerField(min_value=1, max_value=_MAX_CORES_PER_SOCKET)
-    memory_mb = serializers.IntegerField(min_value=1, max_value=_MAX_MEMORY_MB)
-    gpus = serializers.IntegerField(min_value=0, max_value=_MAX_GPUS, default=0)
-    cpu_tdp_watts = serializers.DecimalField(
-        max_digits=10, decimal_places=3, min_value=Decimal(1), max_value=_MAX_WATTS
-    )
-    gpu_tdp_watts = serializers.DecimalField(
-        max_digits=10, decimal_places=3, min_value=Decimal(1), max_value=_MAX_WATTS,
-        required=False,
-    )  # fmt: skip
-    gpu_streaming_multiprocessors = serializers.IntegerField(
-        min_value=0, max_value=10**6, required=False
-    )
-    cpu_peak_flops = serializers.DecimalField(
-        max_digits=26, decimal_places=3, min_value=Decimal(1), required=False
-    )
-    gpu_peak_flops = serializers.DecimalField(
-        max_digits=26, decimal_places=3, min_value=Decimal(1), required=False
-    )
+    # The hardware figures come from the registry (accounting/clusters/hardware.py), in its
+    # order: adding one there adds it here.
+    locals().update({field.name: _hardware_field(field) for field in HARDWARE})
     cpu_peak = CpuPeakSerializer(required=False)
     gpu_peak = GpuPeakSerializer(required=False)
     node_local = serializers.DictField(

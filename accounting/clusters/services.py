@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.clusters import charging
+from accounting.clusters.hardware import HARDWARE_NAMES
 from accounting.clusters.specs import ClusterDefinition, PartitionDefinition
 from accounting.models import Cluster, Partition, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
@@ -81,15 +82,7 @@ def _version_fields(definition: PartitionDefinition) -> dict[str, Any]:
     return {
         "nodelist": definition.nodelist,
         "node_count": definition.node_count,
-        "sockets": spec.sockets,
-        "cores_per_socket": spec.cores_per_socket,
-        "memory_mb": spec.memory_mb,
-        "gpus": spec.gpus,
-        "cpu_tdp_watts": spec.cpu_tdp_watts,
-        "gpu_tdp_watts": spec.gpu_tdp_watts,
-        "gpu_streaming_multiprocessors": spec.gpu_streaming_multiprocessors,
-        "cpu_peak_flops": spec.cpu_peak_flops,
-        "gpu_peak_flops": spec.gpu_peak_flops,
+        **{name: getattr(spec, name) for name in HARDWARE_NAMES},
         "cpu_peak_n_stream": cpu_peak.n_stream if cpu_peak else None,
         "cpu_peak_n_unit": cpu_peak.n_unit if cpu_peak else None,
         "cpu_peak_frequency_hz": cpu_peak.frequency_hz if cpu_peak else None,

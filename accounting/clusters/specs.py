@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import hostlist
 
 from accounting.clusters.charging import PartitionSpec, SpecError
+from accounting.clusters.hardware import HARDWARE, HARDWARE_NAMES, HardwareField
 
 
 class SpecFileError(ValueError):
@@ -83,15 +84,7 @@ _PARTITION_KEYS = {
     "name",
     "description",
     "nodelist",
-    "sockets",
-    "cores_per_socket",
-    "memory_mb",
-    "gpus",
-    "cpu_tdp_watts",
-    "gpu_tdp_watts",
-    "gpu_streaming_multiprocessors",
-    "cpu_peak_flops",
-    "gpu_peak_flops",
+    *HARDWARE_NAMES,
     "cpu_peak",
     "gpu_peak",
     "node_local",
@@ -190,6 +183,15 @@ def _node_local(reader: _Reader) -> dict[str, Decimal]:
     return {name: sub.decimal(name, required=True) or Decimal(0) for name in sorted(data)}
 
 
+def _hardware(reader: _Reader, field: HardwareField) -> Any:
+    """One figure of the hardware registry, read as its entry says (``hardware.py``)."""
+    if field.kind == "int":
+        default = None if field.default is None else int(field.default)
+        return reader.integer(field.name, default, minimum=int(field.minimum))
+    value = reader.decimal(field.name, required=field.required)
+    return field.default if value is None else value
+
+
 def _partition(where: str, data: Any) -> PartitionDefinition:
     name = data.get("name") if isinstance(data, dict) else None
     if isinstance(name, str) and name.strip():
@@ -201,10 +203,10 @@ def _partition(where: str, data: Any) -> PartitionDefinition:
         node_count = len(hostlist.expand_hostlist(nodelist))
     except hostlist.BadHostlist as error:
         raise reader.error("nodelist", f"is not a Slurm hostlist ({error})") from None
-    gpus = reader.integer("gpus", 0)
-    cpu_tdp = reader.decimal("cpu_tdp_watts", required=True)
-    gpu_tdp = reader.decimal("gpu_tdp_watts", required=gpus > 0)
-    if gpus == 0 and gpu_tdp is not None:
+    hardware = {field.name: _hardware(reader, field) for field in HARDWARE}
+    if hardware["gpus"] > 0 and "gpu_tdp_watts" not in reader.data:
+        raise reader.error("gpu_tdp_watts", "is required")
+    if hardware["gpus"] == 0 and "gpu_tdp_watts" in reader.data:
         raise reader.error("gpu_tdp_watts", "is given but the partition has no GPUs")
     override = reader.decimal("weight_override")
     reason = reader.text("weight_override_reason", "")
@@ -212,15 +214,7 @@ def _partition(where: str, data: Any) -> PartitionDefinition:
         raise reader.error("weight_override_reason", "is required with weight_override")
     spec = PartitionSpec(
         name=name,
-        sockets=reader.integer("sockets", minimum=1),
-        cores_per_socket=reader.integer("cores_per_socket", minimum=1),
-        memory_mb=reader.integer("memory_mb", minimum=1),
-        gpus=gpus,
-        cpu_tdp_watts=cpu_tdp or Decimal(0),
-        gpu_tdp_watts=gpu_tdp or Decimal(0),
-        gpu_streaming_multiprocessors=reader.integer("gpu_streaming_multiprocessors", 0),
-        cpu_peak_flops=reader.decimal("cpu_peak_flops"),
-        gpu_peak_flops=reader.decimal("gpu_peak_flops"),
+        **hardware,
         node_local=_node_local(reader),
         weight_override=override,
     )
