@@ -91,8 +91,6 @@ def quote(request: HttpRequest) -> HttpResponse:
 
 
 PAPER = "paper"
-
-
 EXPLORER_DEFAULTS = {
     "system": PAPER, "cpu_node_hours": "1", "speedup": "8", "grid_intensity": "500",
 }  # fmt: skip

@@ -100,8 +100,6 @@ class QuarantinedLineFilter(django_filters.FilterSet):
 
 # A page of jobs is rendered from ``values()`` rows: no model objects to build.
 _JOB_ROWS = JobOutputSerializer()
-
-
 _JOB_COLUMNS = _JOB_ROWS.row_columns()
 
 

@@ -44,8 +44,6 @@ from allocations.page_selectors import project_for_user, role_in_project
 from portal import charts
 
 JOBS_PER_PAGE = 50
-
-
 CSV_COLUMNS = (
     "job_id", "job_name", "user", "cluster", "partition", "state", "submit", "start", "end",
     "elapsed_seconds", "nodes", "cores", "memory_mb", "gpus", "charge_state", "service_units",

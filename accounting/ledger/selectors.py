@@ -67,11 +67,7 @@ def quarantine_open(*, cluster: Cluster | None = None) -> QuerySet[QuarantinedRe
 
 
 _SUM_FIELD = DecimalField(max_digits=24, decimal_places=6)
-
-
 _USAGE_KEYS = ("period", "project", "user", "cluster", "partition")
-
-
 _USAGE_SUMS = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
 
 
@@ -179,14 +175,8 @@ def _usage_currencies(rows: QuerySet[UsageDaily]) -> dict[str, str | None]:
 
 
 Step = Literal["day", "week", "month"]
-
-
 UsageGroup = Literal["partition", "user"]
-
-
 _ZERO = Decimal(0)
-
-
 _SU_FIELD = DecimalField(max_digits=24, decimal_places=6)
 
 

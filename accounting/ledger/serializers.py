@@ -204,8 +204,6 @@ class JobDetailOutputSerializer(JobOutputSerializer):
 
 
 GRANULARITIES = ("day", "week", "month", "total")
-
-
 GROUPINGS = ("project", "user", "partition")
 
 
