@@ -19,7 +19,6 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from accounting.clusters.quotes import QuoteRequest
@@ -101,12 +100,6 @@ from portal.api import (
     acting_user,
 )
 
-
-def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]) -> Response:
-    page = view.paginate_queryset(queryset)
-    return view.get_paginated_response(serializer(page, many=True).data)
-
-
 # --- Selectors the API needs (read-only; scoped to what the caller may see) -----------------
 
 
@@ -185,7 +178,7 @@ class ProjectViewSet(ApiViewSet):
 
     def list(self, request: Request) -> Response:
         """Your projects (staff: every project)."""
-        return _paginated(self, self.filter_queryset(self.get_queryset()), ProjectOutputSerializer)
+        return self.paginated(self.filter_queryset(self.get_queryset()), ProjectOutputSerializer)
 
     def retrieve(self, request: Request, code: str) -> Response:
         return Response(
@@ -213,7 +206,7 @@ class ProjectMemberViewSet(ApiViewSet):
         return project_visible(user=self.request.user, code=self.kwargs["code"])
 
     def list(self, request: Request, code: str) -> Response:
-        return _paginated(self, memberships_of(project=self._project()), MemberOutputSerializer)
+        return self.paginated(memberships_of(project=self._project()), MemberOutputSerializer)
 
     def retrieve(self, request: Request, code: str, username: str) -> Response:
         membership = get_object_or_404(
@@ -297,7 +290,7 @@ class AllocationViewSet(ApiViewSet):
     def list(self, request: Request) -> Response:
         """Grants of your projects (staff: all)."""
         queryset = self.filter_queryset(self.get_queryset())
-        return _paginated(self, queryset, AllocationOutputSerializer)
+        return self.paginated(queryset, AllocationOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(AllocationOutputSerializer(self.get_object()).data)
@@ -334,7 +327,7 @@ class RoundViewSet(ApiViewSet):
 
     def list(self, request: Request) -> Response:
         """Rounds, the newest first, with the SU each offers per pool."""
-        return _paginated(self, self.get_queryset(), RoundOutputSerializer)
+        return self.paginated(self.get_queryset(), RoundOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(RoundOutputSerializer(self.get_object()).data)
@@ -407,7 +400,7 @@ class RequestViewSet(ApiViewSet):
 
     def list(self, request: Request) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
-        return _paginated(self, queryset, RequestOutputSerializer)
+        return self.paginated(queryset, RequestOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(RequestOutputSerializer(self.get_object()).data)
@@ -510,7 +503,7 @@ class ReviewViewSet(ApiViewSet):
         )
 
     def list(self, request: Request) -> Response:
-        return _paginated(self, self.filter_queryset(self.get_queryset()), ReviewOutputSerializer)
+        return self.paginated(self.filter_queryset(self.get_queryset()), ReviewOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(ReviewOutputSerializer(self.get_object()).data)
@@ -556,7 +549,7 @@ class AdjustmentViewSet(ApiViewSet):
     def list(self, request: Request) -> Response:
         """Adjustments of your projects (staff: all)."""
         queryset = self.filter_queryset(self.get_queryset())
-        return _paginated(self, queryset, AdjustmentOutputSerializer)
+        return self.paginated(queryset, AdjustmentOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(AdjustmentOutputSerializer(self.get_object()).data)

@@ -34,6 +34,7 @@ from rest_framework.permissions import SAFE_METHODS, AllowAny, BasePermission
 from rest_framework.relations import PKOnlyObject
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView, set_rollback
@@ -149,6 +150,11 @@ class ApiViewSet(GenericViewSet):
     """Base of the API's view sets: paginated lists; each action a thin operation."""
 
     pagination_class = ApiPagination
+
+    def paginated(self, queryset: Any, serializer: type[BaseSerializer]) -> Response:
+        """One page of ``queryset`` rendered by ``serializer``, in the API's page envelope."""
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(serializer(page, many=True).data)
 
 
 class TokenObtainThrottle(AnonRateThrottle):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import django_filters  # type: ignore[import-untyped]
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -12,7 +10,7 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer, ValidationError
+from rest_framework.serializers import ValidationError
 from rest_framework.views import APIView
 
 from accounting.clusters.charging import SpecError
@@ -49,11 +47,6 @@ from portal.api import (
     IsStaffOrReadOnly,
     acting_user,
 )
-
-
-def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]) -> Response:
-    page = view.paginate_queryset(queryset)
-    return view.get_paginated_response(serializer(page, many=True).data)
 
 
 def cost_ratio_partitions(
@@ -97,7 +90,7 @@ class ClusterViewSet(ApiViewSet):
 
     def list(self, request: Request) -> Response:
         """Every cluster with its partitions' names."""
-        return _paginated(self, self.filter_queryset(self.get_queryset()), ClusterOutputSerializer)
+        return self.paginated(self.filter_queryset(self.get_queryset()), ClusterOutputSerializer)
 
     def retrieve(self, request: Request, name: str) -> Response:
         return Response(ClusterOutputSerializer(self.get_object()).data)
@@ -149,7 +142,7 @@ class PartitionViewSet(ApiViewSet):
     def list(self, request: Request) -> Response:
         """Every partition with its newest rate version and why its weight is what it is."""
         queryset = self.filter_queryset(self.get_queryset())
-        return _paginated(self, queryset, PartitionOutputSerializer)
+        return self.paginated(queryset, PartitionOutputSerializer)
 
     @extend_schema(responses=PartitionDetailOutputSerializer)
     def retrieve(self, request: Request, pk: str) -> Response:

@@ -17,7 +17,6 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer
 
 from accounting.access import jobs_visible
 from accounting.clusters.serializers import (
@@ -51,11 +50,6 @@ from portal.api import (
     UtcIsoDateTimeFilter,
     acting_user,
 )
-
-
-def _paginated(view: ApiViewSet, queryset: Any, serializer: type[BaseSerializer]) -> Response:
-    page = view.paginate_queryset(queryset)
-    return view.get_paginated_response(serializer(page, many=True).data)
 
 
 class JobFilter(django_filters.FilterSet):
@@ -201,7 +195,7 @@ class ImportRunViewSet(ApiViewSet):
     def list(self, request: Request) -> Response:
         """Recent imports, newest first."""
         queryset = self.filter_queryset(self.get_queryset())
-        return _paginated(self, queryset, ImportRunOutputSerializer)
+        return self.paginated(queryset, ImportRunOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         """One import and its summary (the buckets add up to ``lines``)."""
@@ -233,7 +227,7 @@ class ImportRunViewSet(ApiViewSet):
         """The lines of this import that could not be charged, in file order."""
         run = self.get_object()
         lines = run.quarantined_records.select_related("cluster").order_by("line_number", "pk")
-        return _paginated(self, lines, QuarantinedLineOutputSerializer)
+        return self.paginated(lines, QuarantinedLineOutputSerializer)
 
 
 @extend_schema(tags=["imports"])
@@ -253,7 +247,7 @@ class QuarantinedLineViewSet(ApiViewSet):
     def list(self, request: Request) -> Response:
         """Quarantined lines of every import (``resolved=false`` for the open ones)."""
         queryset = self.filter_queryset(self.get_queryset())
-        return _paginated(self, queryset, QuarantinedLineOutputSerializer)
+        return self.paginated(queryset, QuarantinedLineOutputSerializer)
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(QuarantinedLineOutputSerializer(self.get_object()).data)

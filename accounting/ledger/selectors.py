@@ -177,7 +177,6 @@ def _usage_currencies(rows: QuerySet[UsageDaily]) -> dict[str, str | None]:
 Step = Literal["day", "week", "month"]
 UsageGroup = Literal["partition", "user"]
 _ZERO = Decimal(0)
-_SU_FIELD = DecimalField(max_digits=24, decimal_places=6)
 
 
 # The sort keys of the jobs table: a URL value and the ordering it stands for (a stable tie-break
@@ -277,7 +276,7 @@ def usage_series(
         UsageDaily.objects.filter(project=project, day__gte=start, day__lt=end)
         .annotate(period=period)
         .values("period", key)
-        .annotate(total=Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SU_FIELD))
+        .annotate(total=Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SUM_FIELD))
         .order_by("period", key)
     )
     points = []
