@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.contrib.auth import authenticate
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, models
 from django.forms import ValidationError as FormValidationError
 from django.http import Http404, HttpRequest, JsonResponse
 from django_filters.fields import IsoDateTimeField  # type: ignore[import-untyped]
@@ -373,23 +373,6 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
 # --- Tokens ---------------------------------------------------------------------------------
 
 
-def token_get_or_create(*, user: User) -> Token:
-    """The user's API token, made on first use."""
-    from rest_framework.authtoken.models import Token
-
-    token, _ = Token.objects.get_or_create(user=user)
-    return token
-
-
-@transaction.atomic
-def token_regenerate(*, user: User) -> Token:
-    """Replace the user's token: the old one stops working at once."""
-    from rest_framework.authtoken.models import Token
-
-    Token.objects.filter(user=user).delete()
-    return Token.objects.create(user=user)
-
-
 class TokenObtainInputSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, style={"input_type": "password"})
@@ -429,6 +412,8 @@ class TokenObtainView(APIView):
             raise exceptions.ValidationError(
                 {"password": ["wrong username or password"]}, code="authorization"
             )
+        from portal.services import token_get_or_create
+
         return Response(_token_body(token_get_or_create(user=user)))
 
 
@@ -437,4 +422,6 @@ class TokenRegenerateView(APIView):
 
     @extend_schema(tags=["auth"], request=None, responses={200: TokenOutputSerializer})
     def post(self, request: Request) -> Response:
+        from portal.services import token_regenerate
+
         return Response(_token_body(token_regenerate(user=acting_user(request))))
