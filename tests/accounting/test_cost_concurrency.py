@@ -21,6 +21,20 @@ from tests.accounting.test_cost_services import MODEL, SPEC
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
+def _wait_until_a_session_waits_for_a_lock(timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            assert time.monotonic() < deadline, "the version never waited for the batch's lock"
+            time.sleep(0.02)
+
+
 def test_saving_a_version_waits_for_an_import_batch_that_is_pricing():
     if connection.vendor != "postgresql":
         pytest.skip("row locks need PostgreSQL (SQLite writers take turns anyway)")
@@ -54,7 +68,7 @@ def test_saving_a_version_waits_for_an_import_batch_that_is_pricing():
     assert batch_holds_lock.wait(timeout=30)
     saver = threading.Thread(target=save_version)
     saver.start()
-    time.sleep(1.0)
+    _wait_until_a_session_waits_for_a_lock()  # the saver is blocked: a state, not a delay
     assert events == []  # the version waits for the batch
     release_batch.set()
     batch.join(timeout=30)
