@@ -207,6 +207,18 @@ def _balance_of(
     )
 
 
+def _wanted(
+    periods: list[_Period], *, day: date, all_periods: bool, period_id: int | None
+) -> list[_Period]:
+    """The periods whose balances are asked for: the one containing ``day``, every period of
+    the grant covering ``day`` (``all_periods``), or the period ``period_id``."""
+    if period_id is not None:
+        return [p for p in periods if p.pk == period_id]
+    if all_periods:
+        return [p for p in periods if p.grant_start <= day < p.grant_end]
+    return [p for p in periods if p.start <= day < p.end][:1]
+
+
 def _balances(
     *,
     project: Project,
@@ -238,9 +250,24 @@ def _balances(
     if not pools:
         return ProjectBalances(project=project, pools=[])
 
-    first = min(min(p.start for p in periods[k]) for k in pools)
-    first = min(first, *(days[k] - timedelta(days=30) for k in pools))
-    last = max(max(max(p.end for p in periods[k]), days[k]) for k in pools)
+    # Read only the days the wanted balances need: their periods, the 30 days before ``on``
+    # for the burn rates and, where SU carry over, the grant's earlier periods.
+    wanted: dict[int, list[_Period]] = {
+        k: _wanted(periods[k], day=days[k], all_periods=all_periods, period_id=period_id)
+        for k in pools
+    }
+    read = {  # the wanted periods and the current one, whose balance is always returned
+        k: wanted[k] + _wanted(periods[k], day=days[k], all_periods=False, period_id=None)
+        for k in pools
+    }
+    spans = [
+        (p.start, p.end)
+        for k in pools
+        for p in (periods[k] if pools[k][2] else read[k])
+        if not pools[k][2] or any(w.allocation == p.allocation for w in read[k])
+    ]
+    first = min([start for start, _ in spans] + [days[k] - timedelta(days=30) for k in pools])
+    last = max([end for _, end in spans] + [days[k] for k in pools])
     pool_ids = list(pools)
     period_ids = [p.pk for k in pools for p in periods[k]]
     with connection.cursor() as cursor:
@@ -282,12 +309,10 @@ def _balances(
 
         current = next((p for p in periods[pool] if p.start <= day < p.end), None)
         current_balance = balance(current) if current is not None else None
-        if period_id is not None:
-            history = [balance(p) for p in periods[pool] if p.pk == period_id]
-        elif all_periods:
-            history = [balance(p) for p in periods[pool] if p.grant_start <= day < p.grant_end]
-        else:
+        if period_id is None and not all_periods:
             history = [current_balance] if current_balance is not None else []
+        else:
+            history = [balance(p) for p in wanted[pool]]
         result.append(
             PoolBalances(
                 pool=pool_name, cluster=cluster_name, partitions=names[pool],
