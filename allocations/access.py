@@ -67,6 +67,24 @@ def is_chair(user: Actor, round_: AllocationRound) -> bool:
     return CommitteeMember.objects.filter(round=round_, user=user, is_chair=True).exists()
 
 
+def leads_a_project(user: Actor) -> bool:
+    """Staff, or the PI of some project: who may apply or transfer SU at all."""
+    if is_staff(user):
+        return True
+    if not isinstance(user, User):
+        return False
+    return Project.objects.filter(
+        Q(pi_id=user.pk) | Q(memberships__user_id=user.pk, memberships__role=Membership.Role.PI)
+    ).exists()
+
+
+def sits_on_a_committee(user: Actor) -> bool:
+    """Sits on some round's committee: who may send a review at all."""
+    if not isinstance(user, User):
+        return False
+    return CommitteeMember.objects.filter(user=user).exists()
+
+
 def chairs_any_round(user: Actor) -> bool:
     if not isinstance(user, User):
         return False

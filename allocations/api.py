@@ -27,10 +27,12 @@ from allocations.access import (
     Actor,
     can_decide,
     can_manage_project,
+    leads_a_project,
     projects_visible,
     requests_visible,
     require,
     reviews_visible,
+    sits_on_a_committee,
 )
 from allocations.api_serializers import (
     AdjustmentOutputSerializer,
@@ -408,6 +410,7 @@ class RequestViewSet(ApiViewSet):
     @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestOutputSerializer})
     def create(self, request: Request) -> Response:
         """The PI starts a request (a draft) in a round: SU per pool and a justification."""
+        require(leads_a_project(request.user), "only a project's PI applies for it")
         data = RequestCreateInputSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         values = data.validated_data
@@ -512,6 +515,7 @@ class ReviewViewSet(ApiViewSet):
     def create(self, request: Request) -> Response:
         """A committee member scores (1-5) and comments a request under review; again
         replaces their review. Never on a project they belong to."""
+        require(sits_on_a_committee(request.user), "only the round's committee reviews requests")
         data = ReviewInputSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         review = review_submit(
@@ -596,6 +600,7 @@ class AdjustmentViewSet(ApiViewSet):
     def transfer(self, request: Request) -> Response:
         """Staff, or the source project's PI, move SU to another project on one pool; never
         more than the source has left."""
+        require(leads_a_project(request.user), "only centre staff or a project's PI transfer SU")
         data = TransferInputSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         values = data.validated_data

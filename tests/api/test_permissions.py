@@ -211,8 +211,9 @@ CASES = [
          STAFF_NOT_ALLOWED, body=lambda w: {}),
     # --- requests and reviews ---
     Case("requests: read", "get", _url("/api/v1/requests/"), ALL_200),
+    # Who leads no project (the committee, the chair) is refused before the body is read.
     Case("requests: apply for a top-up", "post", _url("/api/v1/requests/"),
-         "401 403 400 201 400 400 201",
+         "401 403 400 201 403 403 201",
          body=lambda w: {"round": w.round.pk, "project": "pawsey0003", "kind": "top_up",
                          "amounts": [{"pool": "testbed CPU", "su": "5"}]},
          named=frozenset({"pawsey0003"})),
@@ -244,7 +245,7 @@ CASES = [
          "401 403 404 403 403 200 200", body=lambda w: {"granted": AMOUNT}),
     Case("reviews: read", "get", _url("/api/v1/reviews/"), ALL_200),
     Case("reviews: write one (the committee)", "post", _url("/api/v1/reviews/"),
-         "401 403 400 403 201 201 403",
+         "401 403 403 403 201 201 403",
          body=lambda w: {"request": w.under_review.pk, "score": 5, "comment": "great"}),
     Case("review: read", "get", lambda w: f"/api/v1/reviews/{w.review.pk}/",
          "401 404 404 404 200 200 200"),
@@ -266,7 +267,7 @@ CASES = [
     Case("top-up has no read", "get", _url("/api/v1/adjustments/top-up/"), STAFF_NOT_ALLOWED),
     Case("transfer has no read", "get", _url("/api/v1/adjustments/transfer/"), NOT_ALLOWED),
     Case("adjustments: transfer (the source's PI)", "post",
-         _url("/api/v1/adjustments/transfer/"), "401 403 400 201 400 400 201",
+         _url("/api/v1/adjustments/transfer/"), "401 403 400 201 403 403 201",
          body=lambda w: {"source": "pawsey0003", "target": "pawsey0002", "pool": "testbed CPU",
                          "amount": "1", "reason": "collaboration", "on": "2026-11-22"},
          named=frozenset({"pawsey0002", "pawsey0003"})),

@@ -54,7 +54,7 @@ PI = frozenset({"pi", "staff"})
 REQUEST_READERS = PROJECT | {"committee", "chair"}  # a submitted request: also its committee
 CHAIR = frozenset({"chair", "staff"})
 COMMITTEE = frozenset({"committee", "chair", "staff"})
-NOBODY: frozenset[str] = frozenset()
+ANY_PI = frozenset({"pi", "other", "member", "staff"})  # alice (member here) leads pawsey0001
 
 # Not in the matrix, on purpose: Django's admin (its own staff checks), the sign-in and
 # password pages (for everyone by nature), the schema and its viewers (public documentation),
@@ -218,7 +218,8 @@ MATRIX: dict[str, Entry] = {
     "api:round-list": Entry(lambda s: "/api/v1/rounds/", read=SIGNED_IN, write=STAFF),
     "api:round-detail": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN),
     "api:round-overview": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/overview/", read=CHAIR),
-    "api:request-list": Entry(lambda s: "/api/v1/requests/", read=SIGNED_IN, write=SIGNED_IN),
+    # Applying and transferring: PIs (of any project) and staff; reviewing: any committee.
+    "api:request-list": Entry(lambda s: "/api/v1/requests/", read=SIGNED_IN, write=ANY_PI),
     "api:request-detail": Entry(
         lambda s: f"/api/v1/requests/{s.request.pk}/",
         read=REQUEST_READERS,
@@ -233,12 +234,14 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/requests/{s.request.pk}/review-start/", write=CHAIR
     ),
     "api:request-submit": Entry(lambda s: f"/api/v1/requests/{s.request.pk}/submit/", write=PI),
-    "api:review-list": Entry(lambda s: "/api/v1/reviews/", read=SIGNED_IN, write=SIGNED_IN),
+    "api:review-list": Entry(
+        lambda s: "/api/v1/reviews/", read=SIGNED_IN, write=frozenset({"committee", "chair"})
+    ),
     "api:review-detail": Entry(lambda s: f"/api/v1/reviews/{_first(Review)}/", read=COMMITTEE),
     "api:adjustment-list": Entry(lambda s: "/api/v1/adjustments/", read=SIGNED_IN),
     "api:adjustment-refund": Entry(lambda s: "/api/v1/adjustments/refund/", write=STAFF),
     "api:adjustment-top-up": Entry(lambda s: "/api/v1/adjustments/top-up/", write=STAFF),
-    "api:adjustment-transfer": Entry(lambda s: "/api/v1/adjustments/transfer/", write=SIGNED_IN),
+    "api:adjustment-transfer": Entry(lambda s: "/api/v1/adjustments/transfer/", write=ANY_PI),
     "api:adjustment-detail": Entry(
         lambda s: f"/api/v1/adjustments/{_first(Adjustment, project=s.project)}/", read=PROJECT
     ),
