@@ -599,6 +599,11 @@ def _changes_for(
     return changes
 
 
+def _storable(value: Any) -> Any:
+    """Text PostgreSQL can keep: a NUL byte (binary junk in a dump) is shown as U+2400."""
+    return value.replace("\x00", "\u2400") if isinstance(value, str) else value
+
+
 def _quarantine_store(
     quarantine: list[_Quarantine],
     *,
@@ -612,6 +617,11 @@ def _quarantine_store(
     """Keep the batch's unusable lines (a line seen before keeps its first sighting) and mark
     resolved the quarantined lines this batch has now stored."""
     if quarantine:
+        # The same line twice in one batch (two blank lines, a repeated bad line) is one
+        # record: one upsert may not touch a row twice. Both count as quarantined lines.
+        first: dict[str, _Quarantine] = {}
+        for item in quarantine:
+            first.setdefault(_raw_hash(header, item.raw), item)
         QuarantinedRecord.objects.bulk_create(
             [
                 QuarantinedRecord(
@@ -619,10 +629,10 @@ def _quarantine_store(
                     import_run=run,
                     source=run.source,
                     header=header,
-                    raw_hash=_raw_hash(header, item.raw),
-                    **asdict(item),
+                    raw_hash=raw_hash,
+                    **{name: _storable(value) for name, value in asdict(item).items()},
                 )
-                for item in quarantine
+                for raw_hash, item in first.items()
             ],
             update_conflicts=True,
             unique_fields=["cluster", "raw_hash"],

@@ -918,7 +918,10 @@ def _parse_lines_counting_steps(
     for line_number, line in enumerate(lines, start=header_line_number + 1):
         # Only a line with the header's shape is taken for a step; anything else is parsed
         # in full, so a broken step line still becomes a SacctLineError with its reason.
-        if "." in line.split("|", position + 1)[position] and line.count("|") == separators:
+        # A line shorter than the JobIDRaw column (blank, truncated, junk) has no JobIDRaw to
+        # look at: it is parsed in full and becomes a SacctLineError, never an IndexError.
+        fields = line.split("|", position + 1)
+        if len(fields) > position and "." in fields[position] and line.count("|") == separators:
             yield SacctStep(line_number)
         else:
             yield parse(line_number, line)

@@ -149,3 +149,28 @@ def test_export_charges_filters_by_end_time():
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert rows
     assert all("2026-11-22T02:03:00Z" <= row["end"] < "2026-11-22T02:04:00Z" for row in rows)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["\n", "\r\n", "\n\n", "nid001|trunc\n", "\x00\x01\x02\n"],
+    ids=["blank", "crlf-blank", "two-blank", "truncated", "binary"],
+)
+def test_a_short_line_after_the_data_never_crashes_the_import(tmp_path, tail):
+    """Real dumps end with a blank line; a line shorter than the JobIDRaw column raised
+    IndexError in the parser and failed the whole import (exit 1, nothing imported). Now it is
+    one quarantined line with its reason, and every other line is imported."""
+    sample = SAMPLE / "sacct_allocations.psv"
+    data = sample.read_text()
+    path = tmp_path / "with-tail.psv"
+    path.write_text(data + tail, newline="")
+    baseline = _import_json(str(sample))  # pawsey0004's lines are quarantined in both
+    Job.objects.all().delete()
+
+    summary = _import_json(str(path))
+
+    extra = len(tail.splitlines())
+    assert summary["lines"] == baseline["lines"] + extra
+    assert summary["quarantined"] == baseline["quarantined"] + extra
+    assert sum(summary[key] for key in KEYS if key != "lines") == summary["lines"]
+    assert Job.objects.count() > 0
