@@ -32,7 +32,7 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
+from portal.api import ApiModelSerializer, SlugField, UtcDateTimeField, slug_of
 
 
 def _su_field(**kwargs: Any) -> serializers.DecimalField:
@@ -48,7 +48,7 @@ def _su_out(**kwargs: Any) -> serializers.DecimalField:
 
 
 @extend_schema_field(OpenApiTypes.STR)
-class VisibleProjectField(serializers.SlugRelatedField):
+class VisibleProjectField(SlugField):
     """A project code among the caller's projects (any project for staff)."""
 
     default_error_messages = {
@@ -65,7 +65,7 @@ class VisibleProjectField(serializers.SlugRelatedField):
 
 
 @extend_schema_field(OpenApiTypes.STR)
-class ProjectCodeField(serializers.SlugRelatedField):
+class ProjectCodeField(SlugField):
     """Any project's code: a transfer may go to a project the caller does not belong to."""
 
     default_error_messages = VisibleProjectField.default_error_messages
@@ -77,14 +77,14 @@ class ProjectCodeField(serializers.SlugRelatedField):
 
 
 def _pool_field(**kwargs: Any) -> serializers.SlugRelatedField[ResourcePool]:
-    return serializers.SlugRelatedField(
+    return SlugField(
         slug_field="name", queryset=ResourcePool.objects.all(), help_text="resource pool name",
         error_messages={"does_not_exist": "unknown pool {value}"}, **kwargs,
     )  # fmt: skip
 
 
 def _user_field(**kwargs: Any) -> serializers.SlugRelatedField[User]:
-    return serializers.SlugRelatedField(
+    return SlugField(
         slug_field="username", queryset=User.objects.filter(is_active=True),
         error_messages={"does_not_exist": "unknown user {value}"}, **kwargs,
     )  # fmt: skip

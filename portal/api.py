@@ -201,6 +201,17 @@ def acting_user(request: Request) -> User:
     return user
 
 
+class SlugField(serializers.SlugRelatedField[Any]):
+    """A related object named by one of its fields, in input. A NUL byte is refused as
+    invalid: PostgreSQL cannot compare text holding one, and the lookup would fail with a
+    DataError (HTTP 500) instead of answering 400."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and "\x00" in data:
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def slug_of(slug_field: str, **kwargs: Any) -> serializers.SlugRelatedField[Any]:
     """A related object rendered as one of its fields (a name, a code, a username)."""
     kwargs.setdefault("read_only", True)
