@@ -23,6 +23,12 @@ class Cluster(models.Model):
 
     name = models.SlugField(max_length=64, unique=True)
     description = models.TextField(blank=True)
+    slurm_cluster_name = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Slurm's ClusterName, when it differs from the portal's name: selects the rows"
+        " of sacct/sacctmgr output and is passed as -M",
+    )
     timezone = models.CharField(
         max_length=64, default="UTC", help_text="Time zone sacct prints its times in."
     )
@@ -63,6 +69,11 @@ class Cluster(models.Model):
     @property
     def zoneinfo(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def slurm_name(self) -> str:
+        """The name Slurm knows this cluster by (``ClusterName`` in slurm.conf)."""
+        return self.slurm_cluster_name or self.name
 
 
 class Partition(models.Model):
@@ -230,7 +241,14 @@ class ImportRun(models.Model):
     window_start = models.DateTimeField(null=True, blank=True)
     window_end = models.DateTimeField(null=True, blank=True)
     header = models.TextField(blank=True, help_text="the header line, to re-read quarantined lines")
+    checksum = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="sha256 of an uploaded file"
+    )
     lines = models.PositiveBigIntegerField(default=0, help_text="data lines read (header excluded)")
+    blank = models.PositiveBigIntegerField(default=0, help_text="empty lines, skipped")
+    other_clusters = models.PositiveBigIntegerField(
+        default=0, help_text="rows of other Slurm clusters (Cluster column), skipped"
+    )
     steps_skipped = models.PositiveBigIntegerField(default=0)
     imported = models.PositiveBigIntegerField(default=0)
     updated = models.PositiveBigIntegerField(default=0)
@@ -325,6 +343,9 @@ class Job(models.Model):
     weight = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=6)
     dominant_resource = models.CharField(max_length=32, blank=True)
     node_fractions = models.JSONField(default=list, blank=True)
+    warnings = models.JSONField(
+        default=list, blank=True, help_text="bad optional sacct values left out, and why"
+    )
     energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     # Money (PeCoH cost model in force at the job's end); null when the cluster has none.
     cost = models.DecimalField(null=True, blank=True, max_digits=24, decimal_places=6)

@@ -11,8 +11,8 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from accounting.ledger.pipeline import ImportSummary, jobs_import, quarantine_retry
-from accounting.ledger.sources import sacct_window_import
+from accounting.ledger.pipeline import ImportSummary, quarantine_retry
+from accounting.ledger.sources import import_file, sacct_window_import
 from accounting.locks import ImportLockBusy, cluster_import_lock, named_lock
 from accounting.models import Cluster, ImportRun, OverheadRun
 
@@ -46,19 +46,26 @@ def import_sacct_window(self: Task, cluster_id: int) -> dict[str, Any]:
     bind=True, name="accounting.tasks.import_sacct_file", soft_time_limit=3300, time_limit=3600
 )
 def import_sacct_file(
-    self: Task, run_id: int, path: str, create_projects: bool = False
+    self: Task,
+    run_id: int,
+    path: str,
+    create_projects: bool = False,
+    columns: str | None = None,
+    delimiter: str | None = None,
 ) -> dict[str, Any]:
-    """Import a sacct file already on disk (a staff upload) into the run ``run_id``."""
+    """Import a sacct file already on disk (a staff upload) into the run ``run_id``. A file that
+    is not sacct output fails its run with the reason, not the task."""
     run = ImportRun.objects.select_related("cluster").get(pk=run_id)
-    with Path(path).open(encoding="utf-8", errors="replace", newline="") as lines:
-        run, summary = jobs_import(
-            cluster=run.cluster,
-            lines=lines,
-            source=run.source,
-            run=run,
-            create_projects=create_projects,
-            progress=_progress(self, run.pk),
-        )
+    run, summary = import_file(
+        run=run,
+        path=Path(path),
+        create_projects=create_projects,
+        columns=columns,
+        delimiter=delimiter,
+        progress=_progress(self, run.pk),
+    )
+    if summary is None:
+        return {"import_run": run.pk, "error": run.error}
     return {"import_run": run.pk, **summary.as_dict()}
 
 

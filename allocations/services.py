@@ -537,6 +537,7 @@ class AccountsSyncResult:
     users_created: list[str] = field(default_factory=list)
     memberships_created: list[tuple[str, str]] = field(default_factory=list)
     skipped_lines: list[tuple[int, str]] = field(default_factory=list)
+    other_clusters: dict[str, int] = field(default_factory=dict)
 
 
 @transaction.atomic
@@ -547,7 +548,9 @@ def slurm_accounts_sync(*, lines: Iterable[str], cluster: str | None = None) -> 
     the centre's identity provider or after a password reset). Nothing is removed.
     """
     associations = associations_parse(lines, cluster=cluster)
-    result = AccountsSyncResult(skipped_lines=associations.skipped_lines)
+    result = AccountsSyncResult(
+        skipped_lines=associations.skipped_lines, other_clusters=dict(associations.other_clusters)
+    )
     user_model = get_user_model()
     for account, usernames in sorted(associations.accounts.items()):
         project, created = Project.objects.get_or_create(

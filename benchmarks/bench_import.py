@@ -6,7 +6,9 @@ Measured in one run, on the same generated file (benchmarks/sacct_generator.py):
   (b) the full import on PostgreSQL (parse, charge, ledger, roll-ups);
   (c) a re-import of the same file, which must change nothing in the ledger;
   (d) the full import with the embedded default (SQLite);
-  and the peak RSS of the import process.
+  (e) the full import of the same jobs as ``sacct --json`` (data_parser v0.0.40 shapes, steps
+      nested), on a fresh PostgreSQL database: the JSON path must stay within 1.5 x (b);
+  and the peak RSS of each import process.
 
 Every import runs as ``manage.py import_sacct`` in a child process, so its peak RSS is its own.
 
@@ -84,7 +86,7 @@ def _ledger_checksum(env: dict[str, str]) -> str:
 
 
 def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
-    from benchmarks.sacct_generator import write_sacct_file
+    from benchmarks.sacct_generator import write_sacct_file, write_sacct_json
 
     OUT.mkdir(exist_ok=True)
     data = OUT / f"sacct-{lines}.psv"
@@ -122,6 +124,20 @@ def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
     print(f"first import:  {summary_first}")
     print(f"second import: {summary_second}")
 
+    data_json = OUT / f"sacct-{lines}.json"
+    if not data_json.exists():
+        print(f"writing {data_json.name} (the same jobs as sacct --json) ...", flush=True)
+        write_sacct_json(data, data_json)
+    _psql("postgres", f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
+    _prepare(env)
+    imp_json = _manage(
+        "import_sacct", str(data_json), "--cluster", "slurm-testbed", "--create-projects", "--json"
+    )
+    results["json_import_s"], results["json_import_rss_mb"], third = _timed_child(imp_json, env)
+    summary_json = json.loads(third)
+    print(f"JSON import:   {summary_json}")
+    results["json_same_buckets"] = float(summary_json == summary_first)
+
     if not skip_sqlite:
         with tempfile.TemporaryDirectory() as var:
             lite = {**os.environ, "PORTAL_VAR_DIR": var}
@@ -152,6 +168,13 @@ def report(results: dict[str, float]) -> None:
         print(
             f"  (d) full import, SQLite:      {results['sqlite_import_s']:7.2f} s  "
             f"(target <= 120 s)  peak RSS {results['sqlite_rss_mb']} MB"
+        )
+    if "json_import_s" in results:
+        print(
+            f"  (e) same jobs as sacct --json: {results['json_import_s']:7.2f} s  "
+            f"= {results['json_import_s'] / results['import_s']:5.2f} x (b)  (target <= 1.5)  "
+            f"peak RSS {results['json_import_rss_mb']} MB  same buckets as (b): "
+            f"{'yes' if results['json_same_buckets'] else 'NO'}"
         )
     print("  peak RSS target: <= 400 MB")
 

@@ -11,8 +11,9 @@ and memory printed with Slurm's unit suffixes. Deterministic for a given seed.
 from __future__ import annotations
 
 import argparse
+import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,108 @@ def write_sacct_file(
     """Write ``lines`` data lines (plus the header) to ``path``. ``cluster`` is informative."""
     with path.open("w") as out:
         out.writelines(sacct_lines(lines=lines, seed=seed, **options))
+    return path
+
+
+def _tres_list(tres: Mapping[str, str]) -> list[dict[str, Any]]:
+    from accounting.clusters.units import parse_memory_mb
+
+    items = []
+    for key, value in tres.items():
+        kind, _, name = key.partition("/")
+        count = int(parse_memory_mb(value)) if kind == "mem" else int(value)
+        items.append({"type": kind, "name": name, "id": 0, "count": count})
+    return items
+
+
+def _epoch(moment: datetime | None) -> dict[str, Any]:
+    if moment is None:
+        return {"set": True, "infinite": False, "number": 0}
+    return {"set": True, "infinite": False, "number": int(moment.timestamp())}
+
+
+def _json_exit(exit_code: str | None) -> dict[str, Any]:
+    status, _, signal = (exit_code or "0:0").partition(":")
+    if int(signal or 0):
+        return {"status": ["SIGNALED"], "signal": {"id": {"set": True, "number": int(signal)}}}
+    return {
+        "status": ["SUCCESS" if status == "0" else "ERROR"],
+        "return_code": {"set": True, "infinite": False, "number": int(status)},
+    }
+
+
+def write_sacct_json(psv: Path, path: Path, *, cluster: str = "setonix") -> Path:
+    """Write the jobs of a generated ``--parsable2`` file as ``sacct --json`` would print them
+    (data_parser v0.0.40 shapes, steps nested in their job): the JSON benchmark reads the very
+    jobs the text benchmark reads."""
+    from accounting.ledger.sacct import SacctRecord, parse_sacct
+
+    def flush(out: Any, job: dict[str, Any] | None, first: bool) -> bool:
+        if job is None:
+            return first
+        out.write(("" if first else ",\n") + json.dumps(job, separators=(",", ":")))
+        return False
+
+    with psv.open() as lines, path.open("w") as out:
+        out.write('{"meta":{"plugin":{"data_parser":"v0.0.40"}},"errors":[],"jobs":[\n')
+        job: dict[str, Any] | None = None
+        first = True
+        for record in parse_sacct(lines):
+            assert isinstance(record, SacctRecord), record
+            if record.kind == "step":
+                assert job is not None
+                job["steps"].append(
+                    {
+                        "step": {"id": record.job_id_raw, "name": record.job_name or ""},
+                        "time": {
+                            "start": _epoch(record.start),
+                            "end": _epoch(record.end),
+                            "elapsed": record.elapsed_seconds,
+                        },
+                        "state": [record.state],
+                        "exit_code": _json_exit(record.exit_code),
+                        "nodes": {"count": record.nnodes, "range": record.nodelist},
+                        "tres": {"allocated": _tres_list(record.alloc_tres)},
+                    }
+                )
+                continue
+            first = flush(out, job, first)
+            job = {
+                "cluster": cluster,
+                "job_id": int(record.job_id_raw),
+                "array": {
+                    "job_id": int(record.array_job_id or 0),
+                    "task_id": {
+                        "set": record.array_task_id is not None,
+                        "infinite": False,
+                        "number": int(record.array_task_id or 0),
+                    },
+                },
+                "name": record.job_name or "",
+                "user": record.user,
+                "account": record.account,
+                "partition": record.partition,
+                "qos": record.qos or "",
+                "state": {"current": [record.state], "reason": "None"},
+                "kill_request_user": "alice" if record.cancelled_by_uid else None,
+                "exit_code": _json_exit(record.exit_code),
+                "time": {
+                    "submission": _epoch(record.submit),
+                    "start": _epoch(record.start),
+                    "end": _epoch(record.end),
+                    "elapsed": record.elapsed_seconds,
+                    "limit": {"set": True, "infinite": False, "number": record.timelimit_minutes},
+                },
+                "allocation_nodes": record.nnodes,
+                "nodes": record.nodelist,
+                "tres": {
+                    "allocated": _tres_list(record.alloc_tres),
+                    "requested": _tres_list(record.req_tres),
+                },
+                "steps": [],
+            }
+        flush(out, job, first)
+        out.write("\n]}\n")
     return path
 
 

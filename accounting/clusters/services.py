@@ -161,15 +161,20 @@ def cluster_apply(
     """
     cluster, cluster_created = Cluster.objects.select_for_update().get_or_create(
         name=definition.name,
-        defaults={"description": definition.description, "timezone": definition.timezone},
+        defaults={
+            "description": definition.description,
+            "timezone": definition.timezone,
+            "slurm_cluster_name": definition.slurm_cluster_name,
+        },
     )
     result = ClusterApplyResult(cluster=cluster, cluster_created=cluster_created)
-    if not cluster_created and (
-        cluster.description != definition.description or cluster.timezone != definition.timezone
+    described = ("description", "timezone", "slurm_cluster_name")
+    if not cluster_created and any(
+        getattr(cluster, name) != getattr(definition, name) for name in described
     ):
-        cluster.description = definition.description
-        cluster.timezone = definition.timezone
-        cluster.save(update_fields=["description", "timezone", "updated_at"])
+        for name in described:
+            setattr(cluster, name, getattr(definition, name))
+        cluster.save(update_fields=[*described, "updated_at"])
         result.cluster_updated = True
     when = effective_from or next_hour(cluster=cluster, after=timezone.now())
 

@@ -77,9 +77,11 @@ class ClusterDefinition:
     timezone: str
     description: str = ""
     partitions: tuple[PartitionDefinition, ...] = field(default_factory=tuple)
+    # Slurm's ClusterName when it is not the portal's name ("" = the same).
+    slurm_cluster_name: str = ""
 
 
-_CLUSTER_KEYS = {"name", "description", "timezone", "partitions"}
+_CLUSTER_KEYS = {"name", "description", "timezone", "partitions", "slurm_cluster_name"}
 _PARTITION_KEYS = {
     "name",
     "description",
@@ -255,11 +257,13 @@ def cluster_definition_parse(data: Any, *, source: str = "<spec>") -> ClusterDef
         if partition.name in seen:
             raise SpecFileError(f"{source}: partition {partition.name!r} is defined twice")
         seen.add(partition.name)
+    slurm_cluster_name = reader.text("slurm_cluster_name", name)
     return ClusterDefinition(
         name=name,
         timezone=timezone,
         description=reader.text("description", ""),
         partitions=partitions,
+        slurm_cluster_name="" if slurm_cluster_name == name else slurm_cluster_name,
     )
 
 

@@ -33,7 +33,7 @@ from accounting.ledger.serializers import (
     UsageQuerySerializer,
     UsageRowSerializer,
 )
-from accounting.ledger.sources import import_upload_start
+from accounting.ledger.sources import AlreadyImported, import_upload_start
 from accounting.models import (
     ImportRun,
     Job,
@@ -49,6 +49,7 @@ from portal.api import (
     StaffOnlyHidden,
     UtcIsoDateTimeFilter,
     acting_user,
+    error_body,
 )
 
 
@@ -206,19 +207,30 @@ class ImportRunViewSet(ApiViewSet):
         responses={202: ImportRunOutputSerializer},
     )
     def create(self, request: Request) -> Response:
-        """Upload a sacct --parsable2 file; it is kept and imported by a worker (202). Follow
-        the run with GET /api/v1/imports/{id}/."""
+        """Upload a sacct --parsable2 or --json file; it is kept and imported by a worker (202).
+        Follow the run with GET /api/v1/imports/{id}/. Content this cluster imported before
+        answers 409 with the earlier run's id in ``import_run``, unless ``import_again`` is
+        set."""
         data = ImportUploadInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
-        run = import_upload_start(
-            cluster=data.validated_data["cluster_object"],
-            name=upload.name or "upload",
-            chunks=upload.chunks(),
-            started_by=acting_user(request),
-            create_projects=data.validated_data["create_projects"],
-            upload_dir=Path(settings.VAR_DIR) / "uploads",
-        )
+        try:
+            run = import_upload_start(
+                cluster=data.validated_data["cluster_object"],
+                name=upload.name or "upload",
+                chunks=upload.chunks(),
+                started_by=acting_user(request),
+                create_projects=data.validated_data["create_projects"],
+                upload_dir=Path(settings.VAR_DIR) / "uploads",
+                columns=data.validated_data["columns"],
+                delimiter=data.validated_data["delimiter"],
+                again=data.validated_data["import_again"],
+            )
+        except AlreadyImported as already:
+            body = error_body(str(already), {"import_again": [str(already)]})
+            return Response(
+                {**body, "import_run": already.earlier.pk}, status=status.HTTP_409_CONFLICT
+            )
         return Response(ImportRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=QuarantinedLineOutputSerializer(many=True))

@@ -12,9 +12,27 @@ MAX_UPLOAD_BYTES = 2 * 1024**3
 
 class SacctUploadForm(forms.Form):
     cluster = forms.ModelChoiceField(queryset=Cluster.objects.all(), empty_label=None)
-    file = forms.FileField(help_text="sacct --parsable2 output with its header line")
+    file = forms.FileField(
+        help_text="sacct --parsable2 output with its header line, or sacct --json output"
+    )
+    columns = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="only for a --noheader dump: the columns it was made with, e.g."
+        " JobID,JobIDRaw,User,Account,...",
+    )
+    delimiter = forms.CharField(
+        required=False,
+        max_length=8,
+        strip=False,
+        help_text="only for a --noheader dump made with sacct --delimiter (default |)",
+    )
     create_projects = forms.BooleanField(
         required=False, help_text="create missing projects from accounts instead of quarantining"
+    )
+    import_again = forms.BooleanField(
+        required=False,
+        help_text="import a file whose content was imported before, on purpose",
     )
 
     def clean_file(self) -> object:
@@ -25,9 +43,12 @@ class SacctUploadForm(forms.Form):
             )
         head = upload.read(4096)
         upload.seek(0)
-        if b"|" not in head or b"JobID" not in head:
+        if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+            return upload  # sacct --json: checked as it is read
+        if b"jobid" not in head.lower() and not self.data.get("columns"):
             raise forms.ValidationError(
-                "this does not look like sacct --parsable2 output (no header with JobID)"
+                "this does not look like sacct output: no header with JobID (for a --noheader"
+                " dump, give its columns)"
             )
         return upload
 

@@ -35,7 +35,7 @@ from accounting.ledger.selectors import (
     jobs_of_project,
     quarantine_open,
 )
-from accounting.ledger.sources import import_upload_start
+from accounting.ledger.sources import AlreadyImported, import_upload_start
 from accounting.models import Cluster, CostModelVersion, ImportRun, Job, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
@@ -298,16 +298,23 @@ def import_list(request: HttpRequest) -> HttpResponse:
     form = SacctUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
-        run = import_upload_start(
-            cluster=form.cleaned_data["cluster"],
-            name=upload.name,
-            chunks=upload.chunks(),
-            started_by=request.user,
-            create_projects=form.cleaned_data["create_projects"],
-            upload_dir=Path(settings.VAR_DIR) / "uploads",
-        )
-        messages.success(request, f"Import {run.pk} of {upload.name} started.")
-        return redirect("accounting:import-detail", pk=run.pk)
+        try:
+            run = import_upload_start(
+                cluster=form.cleaned_data["cluster"],
+                name=upload.name,
+                chunks=upload.chunks(),
+                started_by=request.user,
+                create_projects=form.cleaned_data["create_projects"],
+                upload_dir=Path(settings.VAR_DIR) / "uploads",
+                columns=form.cleaned_data["columns"],
+                delimiter=form.cleaned_data["delimiter"],
+                again=form.cleaned_data["import_again"],
+            )
+        except AlreadyImported as already:
+            form.add_error("import_again", str(already))
+        else:
+            messages.success(request, f"Import {run.pk} of {upload.name} started.")
+            return redirect("accounting:import-detail", pk=run.pk)
     runs = list(import_runs_recent())
     open_records = quarantine_open()
     return render(

@@ -12,8 +12,10 @@ So:
   insert, the batch is retried, and the retry sees the other's committed row as existing;
 - memory stays flat: one batch of records is held at a time.
 
-Every data line lands in exactly one bucket of the summary: ``steps_skipped``, ``imported``
-(recorded, nothing to book: already in the ledger as read, or a job that never ran),
+Every data line lands in exactly one bucket of the summary: ``blank`` (an empty line, skipped),
+``other_clusters`` (a row whose Cluster column names another Slurm cluster, skipped),
+``steps_skipped``, ``imported`` (recorded, nothing to book: already in the ledger as read, or a
+job that never ran),
 ``updated`` (a known job whose record changed; the difference is booked), ``charged`` (a
 finished job booked in this run), ``pending`` (not finished; shown as a pending charge) or
 ``quarantined`` (kept with its line number and reason, charged once the cause is fixed).
@@ -28,9 +30,9 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -40,15 +42,19 @@ from django.utils import timezone
 
 from accounting.clusters import charging
 from accounting.costs.services import CostOutOfRange, JobPricer
+from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran
 from accounting.ledger.rollups import Deltas, daily_apply, hourly_apply, is_booked, rollup_add
 from accounting.ledger.sacct import (
+    EMPTY_LINE_REASON,
     SacctHeaderError,
     SacctLineError,
     SacctRecord,
     SacctStep,
+    columns_header,
     parse_sacct,
 )
+from accounting.ledger.sacct_json import JSON_HEADER, parse_sacct_json
 from accounting.locks import cluster_row_lock
 from accounting.models import (
     Cluster,
@@ -62,7 +68,16 @@ from allocations.models import Project
 
 logger = logging.getLogger(__name__)
 
-BUCKETS = ("steps_skipped", "imported", "updated", "charged", "pending", "quarantined")
+BUCKETS = (
+    "blank",
+    "other_clusters",
+    "steps_skipped",
+    "imported",
+    "updated",
+    "charged",
+    "pending",
+    "quarantined",
+)
 BATCH_SIZE = 5000
 _RETRIES = 5
 _HOURS = Decimal(3600)
@@ -78,6 +93,8 @@ class ImportSummary:
     """Counts of input lines (the header excluded); the buckets add up to ``lines``."""
 
     lines: int = 0
+    blank: int = 0
+    other_clusters: int = 0
     steps_skipped: int = 0
     imported: int = 0
     updated: int = 0
@@ -115,17 +132,20 @@ class _Batch:
     quarantine: list[_Quarantine] = field(default_factory=list)
     lines: int = 0
     steps: int = 0
+    blank: int = 0
+    other_clusters: int = 0
 
     def __len__(self) -> int:
         return self.lines
 
 
 class _HeaderTap:
-    """Passes lines through and remembers the header (the first non-blank line)."""
+    """Passes lines through and remembers the header (the first non-blank line), unless it was
+    given (a ``--noheader`` dump read with its column list)."""
 
-    def __init__(self, lines: Iterable[str]) -> None:
+    def __init__(self, lines: Iterable[str], header: str | None = None) -> None:
         self._lines = lines
-        self.header: str | None = None
+        self.header: str | None = header
 
     def __iter__(self) -> Iterator[str]:
         for line in self._lines:
@@ -146,6 +166,8 @@ class _Lookups:
         self.versions: dict[int, list[PartitionVersion]] = {}
         self.users: dict[str, int | None] = {}
         self.pricer: JobPricer | None = None
+        # Times after this are refused (see _time_problem); fixed for the whole import.
+        self.horizon = timezone.now() + FUTURE_SLACK
 
     def pricer_refresh(self) -> None:
         """Read the cluster's cost model versions again (one small query per batch: a version
@@ -225,9 +247,47 @@ def _quarantine_for(record: SacctRecord, reason: str, field_name: str = "") -> _
     )
 
 
-def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quarantine:
+class _NothingToCharge:
+    """A job that never ran and has no partition the portal knows: counted, nothing stored."""
+
+
+NOTHING_TO_CHARGE = _NothingToCharge()
+# No allocation is held longer: a line that says so has a broken Start, End or ElapsedRaw, and
+# would otherwise add an hourly utilisation row for every hour of it.
+MAX_HELD = timedelta(days=366)
+# Times later than this after the import are a clock or file error (End=2999-01-01).
+FUTURE_SLACK = timedelta(days=1)
+
+
+def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] | None:
+    """Why the line's times cannot be right, naming the column, or None."""
+    for name, moment in (("Submit", record.submit), ("Start", record.start), ("End", record.end)):
+        if moment is not None and moment > horizon:
+            return name, (
+                f"{name} {moment.isoformat()} is more than a day after this import"
+                f" ({horizon.isoformat()}): a clock or file error"
+            )
+    if record.start is None:
+        return None
+    if record.end is not None:
+        if record.start > record.end:
+            return "End", "Start is after End"
+        held, name = record.end - record.start, "End"
+    else:
+        held, name = timedelta(seconds=min(record.elapsed_seconds, 10**12)), "ElapsedRaw"
+        if record.start + held > horizon:
+            return name, f"ElapsedRaw {record.elapsed_seconds} runs past this import"
+    if held > MAX_HELD:
+        return name, f"the job would have held its nodes for {held.days} days (over a year)"
+    return None
+
+
+def _row_for(
+    record: SacctRecord, lookups: _Lookups
+) -> dict[str, Any] | _Quarantine | _NothingToCharge:
     """The ledger row a job allocation stands for, charged when finished, or why it cannot be."""
     cluster = lookups.cluster
+    never_ran = record.nnodes == 0 or not record.nodes or record.start is None
     project = lookups.project(record.account)
     if project is None:
         return _quarantine_for(
@@ -235,16 +295,19 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         )
     partition = lookups.partition(record.partition)
     if partition is None:
+        if never_ran:
+            return NOTHING_TO_CHARGE
         return _quarantine_for(
             record,
             f"unknown partition {record.partition!r} on cluster {cluster.name!r}",
             "Partition",
         )
-    if record.start is not None and record.end is not None and record.start > record.end:
-        return _quarantine_for(record, "Start is after End", "End")
+    problem = _time_problem(record, horizon=lookups.horizon)
+    if problem is not None:
+        return _quarantine_for(record, problem[1], problem[0])
     priced_at = record.start or record.submit or record.end
     version = lookups.version(partition, priced_at) if priced_at else None
-    if version is None:
+    if version is None and not never_ran:
         return _quarantine_for(
             record,
             f"partition {partition} has no specification in effect at the job's start",
@@ -262,7 +325,7 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         "username": record.user,
         "user_id": lookups.user_id(record.user),
         "partition_id": partition.pk,
-        "partition_version_id": version.pk,
+        "partition_version_id": version.pk if version else None,
         "qos": record.qos or "",
         "state": record.state,
         "state_raw": record.state_raw,
@@ -282,14 +345,18 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
         "charge_state": Job.ChargeState.PENDING,
         "service_units": Decimal(0),
         "pending_service_units": Decimal(0),
-        "weight": version.weight,
+        "weight": version.weight if version else None,
         "dominant_resource": "",
         "node_fractions": [],
+        "warnings": list(record.warnings),
         "energy_wh": Decimal(0),
         "cost": None,
         "cost_model_version_id": None,
     }
-    if record.nnodes == 0 or not record.nodes or record.start is None:
+    problem = limits_check(row, INPUT_LIMITS)
+    if problem is not None:
+        return _quarantine_for(record, problem[1], problem[0])
+    if never_ran or version is None:
         row["charge_state"] = booking_never_ran(finished=record.is_finished).outcome
         return row
     try:
@@ -325,6 +392,9 @@ def _row_for(record: SacctRecord, lookups: _Lookups) -> dict[str, Any] | _Quaran
             return _quarantine_for(record, str(error), "")
         if priced is not None:
             row["cost"], row["cost_model_version_id"] = priced
+    problem = limits_check(row, CHARGE_LIMITS)
+    if problem is not None:
+        return _quarantine_for(record, problem[1], problem[0])
     return row
 
 
@@ -334,7 +404,7 @@ _COMPARED = (
     "state_raw", "exit_code", "submit", "start", "end", "elapsed_seconds", "timelimit_minutes",
     "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "billing", "consumed_energy_joules",
     "charge_state", "service_units", "pending_service_units", "weight", "dominant_resource",
-    "node_fractions", "energy_wh", "cost", "cost_model_version_id",
+    "node_fractions", "warnings", "energy_wh", "cost", "cost_model_version_id",
 )  # fmt: skip
 
 
@@ -380,6 +450,7 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
     ):
         for row in rows:
             row["node_fractions"] = json.dumps(row["node_fractions"])
+            row["warnings"] = json.dumps(row["warnings"])
             copy.write_row([row[name] for name in attnames])
 
 
@@ -444,7 +515,12 @@ def _batch_write(
 ) -> ImportSummary:
     """Write one batch in one transaction -- jobs, roll-ups, quarantined lines and the run's
     counters together -- and return its counts."""
-    summary = ImportSummary(lines=batch.lines, steps_skipped=batch.steps)
+    summary = ImportSummary(
+        lines=batch.lines,
+        blank=batch.blank,
+        other_clusters=batch.other_clusters,
+        steps_skipped=batch.steps,
+    )
     cluster = lookups.cluster
     now = timezone.now()
     quarantine = list(batch.quarantine)
@@ -477,7 +553,8 @@ def _batch_write(
 
         _quarantine_store(
             quarantine, cluster=cluster, run=run, header=header, summary=summary,
-            resolve_lines=changes.stored_lines if resolve_quarantine else [], now=now,
+            resolve_lines=changes.stored_lines if resolve_quarantine else [],
+            resolve_jobs=changes.stored_ids if resolve_quarantine else [], now=now,
         )  # fmt: skip
 
         ImportRun.objects.filter(pk=run.pk).update(
@@ -530,6 +607,8 @@ class _Changes:
     deltas: Deltas = field(default_factory=Deltas)
     quarantine: list[_Quarantine] = field(default_factory=list)
     stored_lines: list[str] = field(default_factory=list)
+    # The jobs now in the ledger: their earlier quarantined lines are closed.
+    stored_ids: list[str] = field(default_factory=list)
 
 
 def _changes_for(
@@ -559,13 +638,20 @@ def _changes_for(
             bucket = "pending" if stored[2] == Job.ChargeState.PENDING else "imported"
             summary.add_one(bucket)
             changes.stored_lines.append(record.raw)
+            changes.stored_ids.append(record.job_id_raw)
             continue
         values = _row_for(record, lookups)
         if isinstance(values, _Quarantine):
             changes.quarantine.append(values)
             continue
+        if isinstance(values, _NothingToCharge):
+            summary.add_one("imported")
+            changes.stored_lines.append(record.raw)
+            changes.stored_ids.append(record.job_id_raw)
+            continue
         values["source_hash"] = fingerprints[key]
         changes.stored_lines.append(record.raw)
+        changes.stored_ids.append(record.job_id_raw)
         job = old_jobs.get(key)
         if job is None:
             changes.inserts.append(
@@ -599,9 +685,21 @@ def _changes_for(
     return changes
 
 
-def _storable(value: Any) -> Any:
-    """Text PostgreSQL can keep: a NUL byte (binary junk in a dump) is shown as U+2400."""
-    return value.replace("\x00", "\u2400") if isinstance(value, str) else value
+def _storable(name: str, value: Any) -> Any:
+    """Text a quarantine column can keep: a NUL byte (binary junk in a dump) is shown as
+    U+2400, and a value longer than its column (an account of 300 characters) is cut."""
+    if not isinstance(value, str):
+        return value
+    value = value.replace("\x00", "\u2400")
+    max_length = _QUARANTINE_LENGTHS.get(name)
+    return value[:max_length] if max_length else value
+
+
+_QUARANTINE_LENGTHS = {
+    f.attname: f.max_length
+    for f in QuarantinedRecord._meta.concrete_fields
+    if isinstance(f, models.CharField)
+}
 
 
 def _quarantine_store(
@@ -612,10 +710,12 @@ def _quarantine_store(
     header: str,
     summary: ImportSummary,
     resolve_lines: list[str],
+    resolve_jobs: list[str],
     now: datetime,
 ) -> None:
     """Keep the batch's unusable lines (a line seen before keeps its first sighting) and mark
-    resolved the quarantined lines this batch has now stored."""
+    resolved the quarantined lines this batch has now stored, and those of jobs it booked (a
+    corrected line of the same job closes the broken one)."""
     if quarantine:
         # The same line twice in one batch (two blank lines, a repeated bad line) is one
         # record: one upsert may not touch a row twice. Both count as quarantined lines.
@@ -630,7 +730,7 @@ def _quarantine_store(
                     source=run.source,
                     header=header,
                     raw_hash=raw_hash,
-                    **{name: _storable(value) for name, value in asdict(item).items()},
+                    **{name: _storable(name, value) for name, value in asdict(item).items()},
                 )
                 for raw_hash, item in first.items()
             ],
@@ -646,6 +746,10 @@ def _quarantine_store(
             resolved_at__isnull=True,
             raw_hash__in=[_raw_hash(header, raw) for raw in resolve_lines],
         ).update(resolved_at=now, resolution=f"imported by run {run.pk}")
+    if resolve_jobs:
+        QuarantinedRecord.objects.filter(
+            cluster=cluster, resolved_at__isnull=True, job_id_raw__in=resolve_jobs
+        ).update(resolved_at=now, resolution=f"job booked from another line by run {run.pk}")
 
 
 def _bucket_new(values: dict[str, Any]) -> str:
@@ -684,7 +788,8 @@ def _fault_point(batches_written: int) -> None:
 def jobs_import(
     *,
     cluster: Cluster,
-    lines: Iterable[str],
+    lines: Iterable[str] = (),
+    json_stream: IO[bytes] | None = None,
     source: str,
     create_projects: bool = False,
     started_by: Any = None,
@@ -692,10 +797,16 @@ def jobs_import(
     tz: tzinfo | None = None,
     batch_size: int = BATCH_SIZE,
     progress: Callable[[ImportSummary], None] | None = None,
+    columns: str | None = None,
+    delimiter: str | None = None,
 ) -> tuple[ImportRun, ImportSummary]:
-    """Import ``sacct --parsable2`` lines for ``cluster``; return the run and its summary.
+    """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
+    for ``cluster``; return the run and its summary.
 
     Times are read in ``tz``, by default the cluster's time zone (sacct prints local time).
+    ``columns`` reads a ``--noheader`` dump made with that column list; ``delimiter`` is the
+    one sacct was given (``--delimiter``; by default read from the header, ``|`` with
+    ``columns``).
     Raises ``ImportFatal`` (after recording the run as failed) when the input has no usable
     header. Quarantined lines are not errors: they are counted and kept.
     """
@@ -703,7 +814,17 @@ def jobs_import(
         run = ImportRun.objects.create(cluster=cluster, source=source[:500], started_by=started_by)
     lookups = _Lookups(cluster, create_projects=create_projects)
     resolve = QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True).exists()
-    tap = _HeaderTap(lines)
+    try:
+        given = None if columns is None else columns_header(columns, delimiter or "|")
+        if json_stream is not None:
+            # Records read from JSON carry the parsable2 line sacct would have printed for
+            # them: quarantined ones are kept, and read again, under this header.
+            given = JSON_HEADER
+        tap = _HeaderTap(lines, header=given)
+    except SacctHeaderError as error:
+        _run_failed(run, str(error))
+        raise ImportFatal(str(error)) from None
+    slurm_name = cluster.slurm_name
     total = ImportSummary()
     batch = _Batch()
     batches_written = 0
@@ -727,22 +848,40 @@ def jobs_import(
         batch = _Batch()
 
     try:
-        for item in parse_sacct(tap, tz=tz or lookups.zone, cluster=cluster.name, steps=False):
+        items = (
+            parse_sacct_json(json_stream, tz=tz or lookups.zone, cluster=slurm_name, steps=False)
+            if json_stream is not None
+            else parse_sacct(
+                tap,
+                tz=tz or lookups.zone,
+                cluster=slurm_name,
+                steps=False,
+                columns=columns,
+                delimiter=delimiter,
+            )
+        )
+        for item in items:
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
                 ImportRun.objects.filter(pk=run.pk).update(header=tap.header)
             batch.lines += 1
             if isinstance(item, SacctLineError):
+                if item.reason == EMPTY_LINE_REASON:
+                    batch.blank += 1
+                    continue
                 batch.quarantine.append(
                     _Quarantine(
                         line_number=item.line_number,
                         raw=item.raw,
                         reason=item.reason,
                         field=item.field or "",
+                        job_id_raw=item.job_id_raw,
                     )
                 )
             elif isinstance(item, SacctStep):
                 batch.steps += 1
+            elif item.cluster != slurm_name:
+                batch.other_clusters += 1
             else:
                 key = (item.job_id_raw, item.run_key)
                 if key in batch.records:
@@ -785,6 +924,10 @@ def quarantine_retry(*, cluster: Cluster) -> ImportSummary:
     headers = list(open_records.values_list("header", flat=True).distinct().order_by("header"))
     for header in headers:
         raws = open_records.filter(header=header).order_by("pk").values_list("raw", flat=True)
+        if header == JSON_HEADER:
+            # A JSON job object that could not be converted is kept as JSON: only a new dump
+            # of the job can replace it (its import closes the record).
+            raws = raws.exclude(raw__startswith="{")
         _, summary = jobs_import(
             cluster=cluster,
             lines=[header, *raws.iterator()],

@@ -30,13 +30,13 @@ Decisions an importer relies on:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Literal, overload
+from typing import Literal, TypeVar, overload
 
 import hostlist
 
@@ -55,6 +55,8 @@ __all__ = [
     "SacctHeaderError",
     "SacctLineError",
     "SacctRecord",
+    "columns_header",
+    "header_delimiter",
     "parse_elapsed",
     "parse_sacct",
     "parse_sacct_time",
@@ -73,11 +75,16 @@ REQUIRED_FIELDS = (
     "End",
     "NNodes",
     "NodeList",
-    "AllocTRES",
 )
 # At least one of these is required too; ElapsedRaw wins when both are present.
 ELAPSED_FIELDS = ("ElapsedRaw", "Elapsed")
 OPTIONAL_FIELDS = (
+    # Without AllocTRES (dumps made for Open XDMoD before 2020, for instance) the resources
+    # are read from NCPUS, ReqMem and the GPUs of ReqTRES or AllocGRES/ReqGRES, and each job
+    # says so in its warnings.
+    "AllocTRES",
+    "AllocGRES",
+    "ReqGRES",
     "Cluster",
     "JobName",
     "QOS",
@@ -145,6 +152,7 @@ _EMPTY_MAPPING: Mapping[str, str] = MappingProxyType({})
 # Bounds of the per-parse caches: they hold repeated values (times shared by a job and its
 # steps, a few TRES strings), and are simply emptied when full so memory stays flat.
 _CACHE_LIMIT = 4096
+_T = TypeVar("_T")
 
 
 class SacctHeaderError(ValueError):
@@ -205,6 +213,8 @@ class SacctRecord:
     req_mem_mb: Decimal | None
     consumed_energy_joules: int | None
     timelimit_minutes: int | None
+    # A bad value in an optional column is left out and noted here; it never costs the job.
+    warnings: tuple[str, ...] = ()
 
     @property
     def is_finished(self) -> bool:
@@ -233,6 +243,9 @@ class SacctLineError:
     raw: str
     reason: str
     field: str | None
+    # The line's JobIDRaw when it could be read (the line had the header's shape), so a later
+    # import that books the job can close this error; "" otherwise.
+    job_id_raw: str = ""
 
 
 class _FieldError(Exception):
@@ -384,18 +397,46 @@ def _resources_from_tres(text: str) -> _Resources:
     return _Resources(mapping, cpus, memory_mb, gpus, billing)
 
 
+_NO_RESOURCES = _Resources(_EMPTY_MAPPING, 0, Decimal(0), 0, None)
+
 # Every column the parser reads, in the order _Layout.values() returns them.
 _COLUMNS = (*REQUIRED_FIELDS, *ELAPSED_FIELDS, *OPTIONAL_FIELDS)
+# Other names sacct has for a column the parser reads.
+_ALIASES = {"alloccpus": "NCPUS"}
+_NO_HEADER_HINT = (
+    "the first line is a job, not a header: for a --noheader dump give the columns it was"
+    " made with (import_sacct --columns JobID,JobIDRaw,...)"
+)
+
+
+def header_delimiter(header: str) -> str:
+    """The delimiter of a header line: what follows its first column name (``|`` for
+    ``--parsable2``; sacct's ``--delimiter`` allows any string, e.g. ``;|;`` or ``☃``)."""
+    text = header.lstrip("\ufeff").strip()
+    end = 0
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    start = end
+    while end < len(text) and not (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    delimiter = text[start:end].strip()
+    return delimiter or "|"
 
 
 class _Layout:
     """Column positions read from the header line."""
 
-    def __init__(self, header: str) -> None:
+    def __init__(self, header: str, delimiter: str | None = None) -> None:
+        self.delimiter = delimiter or header_delimiter(header)
         # A byte-order mark survives from files saved by some editors.
-        names = [name.strip() for name in header.lstrip("\ufeff").split("|")]
+        names = [name.strip() for name in header.lstrip("\ufeff").split(self.delimiter)]
         # sacct prints canonical capitalisation; hand-written files may not.
         canonical = {name.lower(): name for name in _COLUMNS}
+        lowered = {name.lower() for name in names}
+        # An alias stands in only for a column the header lacks (AllocCPUS for NCPUS).
+        canonical |= {
+            alias: name for alias, name in _ALIASES.items() if name.lower() not in lowered
+        }
         positions: dict[str, int] = {}
         duplicates = []
         for position, name in enumerate(names):
@@ -408,6 +449,8 @@ class _Layout:
         missing = [name for name in REQUIRED_FIELDS if name not in positions]
         if not any(name in positions for name in ELAPSED_FIELDS):
             missing.append(" or ".join(ELAPSED_FIELDS))
+        if missing and not positions and is_ascii_digits(names[0].partition("_")[0][:1]):
+            raise SacctHeaderError(_NO_HEADER_HINT, missing)
         if missing:
             raise SacctHeaderError(
                 f"sacct header lacks required columns: {', '.join(missing)}", missing
@@ -420,6 +463,7 @@ class _Layout:
         # One C-level call picks every needed value; an absent optional column points one
         # past the end, where the parser appends "" (absent and empty mean the same).
         self.values = itemgetter(*(positions.get(name, len(names)) for name in _COLUMNS))
+        self.has_alloc_tres = "AllocTRES" in positions
 
 
 class _MutableRecord:
@@ -474,6 +518,7 @@ class _MutableRecord:
         req_mem_mb: Decimal | None,
         consumed_energy_joules: int | None,
         timelimit_minutes: int | None,
+        warnings: tuple[str, ...],
     ) -> None:
         self.line_number = line_number
         self.raw = raw
@@ -513,6 +558,7 @@ class _MutableRecord:
         self.req_mem_mb = req_mem_mb
         self.consumed_energy_joules = consumed_energy_joules
         self.timelimit_minutes = timelimit_minutes
+        self.warnings = warnings
 
 
 def _check_record_twin() -> None:
@@ -537,22 +583,32 @@ class _LineParser:
         self.resources: dict[str, _Resources] = {}
         self.states: dict[str, tuple[str, int | None]] = {}
         self.exit_codes: set[str] = set()
-        self.memories: dict[str, Decimal] = {}
+        self.memories: dict[str, _ReqMem] = {}
 
     def parse(self, line_number: int, line: str) -> SacctRecord | SacctLineError:
         raw = line.rstrip("\r\n")
         try:
             return self._parse(line_number, raw)
         except _FieldError as exc:
-            return SacctLineError(line_number, raw, _shorten(exc.reason), exc.field_name)
+            reason, field_name = exc.reason, exc.field_name
         except Exception as exc:
             # The contract is one object per line: a parser bug must not stop an import.
-            reason = _shorten(f"unexpected parser error: {exc!r}")
-            return SacctLineError(line_number, raw, reason, None)
+            reason, field_name = f"unexpected parser error: {exc!r}", None
+        return SacctLineError(line_number, raw, _shorten(reason), field_name, self._job_id(raw))
+
+    def _job_id(self, raw: str) -> str:
+        # Read only from a line of the header's shape, and only a plausible id: a later import
+        # that books this job closes the error by it.
+        fields = raw.split(self.layout.delimiter)
+        if len(fields) != self.layout.field_count:
+            return ""
+        job_id_raw = fields[self.layout.positions["JobIDRaw"]]
+        base = job_id_raw.partition(".")[0]
+        return job_id_raw if is_ascii_digits(base) and len(job_id_raw) <= 64 else ""
 
     def _parse(self, line_number: int, raw: str) -> SacctRecord | SacctLineError:
         layout = self.layout
-        fields = raw.split("|")
+        fields = raw.split(layout.delimiter)
         if len(fields) != layout.field_count or raw == layout.header:
             return self._misshapen(line_number, raw, len(fields))
         fields.append("")
@@ -568,9 +624,11 @@ class _LineParser:
             end_text,
             nnodes_text,
             nodelist,
-            alloc_tres_text,
             elapsed_raw_text,
             elapsed_text,
+            alloc_tres_text,
+            alloc_gres_text,
+            req_gres_text,
             cluster,
             job_name,
             qos,
@@ -599,8 +657,9 @@ class _LineParser:
         else:
             state, cancelled_by_uid = self._state(state_raw)
 
+        warnings: list[str] = []
         if exit_code and exit_code not in self.exit_codes:
-            self._check_exit_code(exit_code)
+            exit_code = self._optional(self._check_exit_code, exit_code, warnings)
 
         times = self.times
         submit = times[submit_text] if submit_text in times else self._time(submit_text, "Submit")
@@ -627,11 +686,35 @@ class _LineParser:
                 raise _FieldError("NodeList", str(exc)) from None
 
         resources = self.resources
-        alloc = resources.get(alloc_tres_text) or self._resources(alloc_tres_text, "AllocTRES")
-        requested = resources.get(req_tres_text) or self._resources(req_tres_text, "ReqTRES")
+        if layout.has_alloc_tres:
+            alloc = resources.get(alloc_tres_text) or self._resources(alloc_tres_text, "AllocTRES")
+        requested = (
+            resources.get(req_tres_text)
+            or self._optional(self._req_tres, req_tres_text, warnings)
+            or _NO_RESOURCES
+        )
+        if ncpus_text.isdigit() and ncpus_text.isascii():
+            ncpus: int | None = int(ncpus_text)
+        else:
+            ncpus = self._optional(_optional_count("NCPUS"), ncpus_text, warnings)
+        if not layout.has_alloc_tres:
+            alloc = self._resources_without_alloc_tres(
+                ncpus=ncpus,
+                nnodes=nnodes,
+                req_mem=req_mem_text,
+                requested=requested,
+                gres=alloc_gres_text or req_gres_text,
+                warnings=warnings,
+            )
+        memory_mb = alloc.memory_mb
         req_mem_mb: Decimal | None
         if req_mem_text:
-            req_mem_mb = self.memories.get(req_mem_text) or self._req_mem(req_mem_text)
+            per_unit = self.memories.get(req_mem_text) or self._optional(
+                self._req_mem, req_mem_text, warnings
+            )
+            req_mem_mb, memory_mb = _memory_totals(
+                per_unit, alloc, ncpus=ncpus, nnodes=nnodes, warnings=warnings
+            )
         else:
             # Without a ReqMem column, ReqTRES holds the same job total.
             req_mem_mb = requested.memory_mb if "mem" in requested.tres else None
@@ -639,7 +722,13 @@ class _LineParser:
         if timelimit_text in _NO_TIMELIMIT:
             timelimit_minutes = None
         else:
-            timelimit_minutes = _whole_number(timelimit_text, "TimelimitRaw")
+            timelimit_minutes = self._optional(
+                _optional_count("TimelimitRaw"), timelimit_text, warnings
+            )
+        if energy_text.isdigit() and energy_text.isascii():
+            energy: int | None = int(energy_text)
+        else:
+            energy = self._optional(_optional_count("ConsumedEnergyRaw"), energy_text, warnings)
 
         record = _MutableRecord(
             line_number,
@@ -668,22 +757,19 @@ class _LineParser:
             end,
             elapsed_seconds,
             nnodes,
-            int(ncpus_text)
-            if ncpus_text.isdigit() and ncpus_text.isascii()
-            else _optional_whole_number(ncpus_text, "NCPUS"),
+            ncpus,
             nodelist,
             nodes,
             alloc.tres,
             alloc.cpus,
-            alloc.memory_mb,
+            memory_mb,
             alloc.gpus,
             alloc.billing,
             requested.tres,
             req_mem_mb,
-            int(energy_text)
-            if energy_text.isdigit() and energy_text.isascii()
-            else _optional_whole_number(energy_text, "ConsumedEnergyRaw"),
+            energy,
             timelimit_minutes,
+            tuple(warnings) if warnings else (),
         )
         record.__class__ = SacctRecord  # type: ignore[assignment]
         return record  # type: ignore[return-value]
@@ -720,15 +806,66 @@ class _LineParser:
         self.resources[text] = resources
         return resources
 
-    def _req_mem(self, text: str) -> Decimal:
+    def _req_tres(self, text: str) -> _Resources | None:
+        return self._resources(text, "ReqTRES")
+
+    def _resources_without_alloc_tres(
+        self,
+        *,
+        ncpus: int | None,
+        nnodes: int,
+        req_mem: str,
+        requested: _Resources,
+        gres: str,
+        warnings: list[str],
+    ) -> _Resources:
+        """What a job held, for a dump without AllocTRES: NCPUS, the ReqMem total (Slurm
+        allocates the memory asked for) and the GPUs asked for."""
+        memory_mb = requested.memory_mb
+        if req_mem:
+            per_unit = self.memories.get(req_mem) or self._optional(self._req_mem, req_mem, [])
+            if per_unit is not None:
+                memory_mb = _memory_totals(
+                    per_unit, _NO_RESOURCES, ncpus=ncpus, nnodes=nnodes, warnings=[]
+                )[0] or Decimal(0)
+        gpus = requested.gpus or _gres_gpus(gres)
+        warnings.append("no AllocTRES column: charged from NCPUS, ReqMem and the GPUs requested")
+        return _Resources(_EMPTY_MAPPING, ncpus or 0, memory_mb, gpus, None)
+
+    def _req_mem(self, text: str) -> _ReqMem:
+        # Slurm before 21.08 ends ReqMem with "n" (per node) or "c" (per CPU); 20.11 still
+        # prints "0n". From 21.08 on it is the job's total.
+        per = text[-1] if text[-1:] in ("n", "c") else ""
+        number = text[:-1] if per else text
+        # Some Slurm 16.05 builds printed a per-CPU request with Slurm's MEM_PER_CPU flag bit
+        # still set in the number and an "n": 2147486648Mn is 3000 MB per CPU.
+        digits = number.rstrip("KMGTP")
+        if per == "n" and is_ascii_digits(digits):
+            for flag in (2**63, 2**31):
+                if int(digits) >= flag:
+                    number, per = f"{int(digits) - flag}{number[len(digits) :]}", "c"
+                    break
         try:
-            memory_mb = parse_memory_mb(text)
+            memory_mb = parse_memory_mb(number)
         except ValueError as exc:
             raise _FieldError("ReqMem", str(exc)) from None
         if len(self.memories) >= _CACHE_LIMIT:
             self.memories.clear()
-        self.memories[text] = memory_mb
-        return memory_mb
+        self.memories[text] = req_mem = _ReqMem(memory_mb, per)
+        return req_mem
+
+    def _optional(
+        self, parse: Callable[[str], _T | None], text: str, warnings: list[str]
+    ) -> _T | None:
+        """Parse an optional column's value; a bad one is left out with a warning."""
+        try:
+            return parse(text)
+        except _FieldError as exc:
+            reason = exc.reason
+            if not reason.startswith(str(exc.field_name)):
+                reason = f"{exc.field_name}: {reason}"
+            warnings.append(_shorten(f"{reason} (optional column, ignored)"))
+            return None
 
     def _state(self, text: str) -> tuple[str, int | None]:
         state, by, uid_text = text.partition(" by ")
@@ -744,13 +881,14 @@ class _LineParser:
         self.states[text] = (state, uid)
         return state, uid
 
-    def _check_exit_code(self, exit_code: str) -> None:
+    def _check_exit_code(self, exit_code: str) -> str:
         status, colon, signal = exit_code.partition(":")
         if not (colon and is_ascii_digits(status) and is_ascii_digits(signal)):
             raise _FieldError("ExitCode", f"exit code {exit_code!r} is not status:signal")
         if len(self.exit_codes) >= _CACHE_LIMIT:
             self.exit_codes.clear()
         self.exit_codes.add(exit_code)
+        return exit_code
 
     def _elapsed(self, elapsed_raw_text: str, elapsed_text: str) -> int:
         # ElapsedRaw wins; Elapsed is read only when ElapsedRaw is absent or empty.
@@ -772,8 +910,62 @@ def _shorten(reason: str) -> str:
     return reason[: MAX_REASON_LENGTH - 3] + "..."
 
 
-def _optional_whole_number(text: str, name: str) -> int | None:
-    return _whole_number(text, name) if text else None
+def _optional_count(name: str) -> Callable[[str], int | None]:
+    def parse(text: str) -> int | None:
+        return _whole_number(text, name) if text else None
+
+    return parse
+
+
+def _gres_gpus(text: str) -> int:
+    """The GPUs of a GRES string: ``gpu:2``, ``gpu:v100:2(IDX:0-1)``, ``gpu:2,mps:100``."""
+    gpus = 0
+    for item in text.split(","):
+        name, _, rest = item.partition(":")
+        if name != "gpu" or not rest:
+            continue
+        count = rest.split("(")[0].rpartition(":")[2]
+        gpus += int(count) if is_ascii_digits(count) else 0
+    return gpus
+
+
+@dataclass(frozen=True, slots=True)
+class _ReqMem:
+    """A ReqMem value and what it is per: "" the job, "n" each node, "c" each CPU."""
+
+    memory_mb: Decimal
+    per: str
+
+
+def _memory_totals(
+    req_mem: _ReqMem | None,
+    alloc: _Resources,
+    *,
+    ncpus: int | None,
+    nnodes: int,
+    warnings: list[str],
+) -> tuple[Decimal | None, Decimal]:
+    """The job's requested memory total, and its allocated memory, from ReqMem and AllocTRES.
+
+    Per node means times NNodes, per CPU times NCPUS (or the allocated CPUs). Slurm before
+    17.02 printed AllocTRES ``mem=`` as the per-CPU figure of a ``--mem-per-cpu`` job: a "c"
+    ReqMem equal to ``mem=`` on a job of several CPUs is read that way, and said so.
+    """
+    if req_mem is None:
+        return None, alloc.memory_mb
+    memory_mb = alloc.memory_mb
+    if req_mem.per == "n":
+        return req_mem.memory_mb * nnodes, memory_mb
+    if req_mem.per == "c":
+        cpus = ncpus if ncpus else alloc.cpus
+        if alloc.cpus > 1 and memory_mb == req_mem.memory_mb and memory_mb > 0:
+            memory_mb = memory_mb * alloc.cpus
+            warnings.append(
+                "AllocTRES: mem= equals the per-CPU ReqMem, read as per CPU as Slurm before"
+                f" 17.02 printed it: {memory_mb} MB in all"
+            )
+        return req_mem.memory_mb * cpus, memory_mb
+    return req_mem.memory_mb, memory_mb
 
 
 def _whole_number(text: str, name: str) -> int:
@@ -843,6 +1035,8 @@ def parse_sacct(
     tz: tzinfo = UTC,
     cluster: str | None = None,
     steps: Literal[True] = True,
+    columns: str | None = None,
+    delimiter: str | None = None,
 ) -> Iterator[SacctRecord | SacctLineError]: ...
 
 
@@ -853,6 +1047,8 @@ def parse_sacct(
     tz: tzinfo = UTC,
     cluster: str | None = None,
     steps: Literal[False],
+    columns: str | None = None,
+    delimiter: str | None = None,
 ) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
 
 
@@ -862,6 +1058,8 @@ def parse_sacct(
     tz: tzinfo = UTC,
     cluster: str | None = None,
     steps: bool = True,
+    columns: str | None = None,
+    delimiter: str | None = None,
 ) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
     """Parse ``sacct --parsable2`` output lazily, one line at a time.
 
@@ -876,13 +1074,24 @@ def parse_sacct(
     With ``steps=False`` a well-formed job-step line (a ``.`` in its JobIDRaw) yields a bare
     :class:`SacctStep` instead, for readers that only count steps: most lines of a full dump
     are steps, and this skips reading their fields.
+
+    ``columns`` reads a ``--noheader`` dump: the column list given to sacct (``--format`` or
+    Open XDMoD's documented list), comma- or ``|``-separated. Every line is then data and the
+    first is line 1. ``delimiter`` is sacct's ``--delimiter`` (default: read from the header
+    line, ``|`` with ``columns``).
     """
     _check_time_zone(tz)
     iterator = iter(lines)
+    if columns is not None:
+        delimiter = delimiter or "|"
+        parser = _LineParser(_Layout(columns_header(columns, delimiter), delimiter), tz, cluster)
+        if not steps:
+            return _parse_lines_counting_steps(parser, iterator, 0)
+        return _parse_lines(parser, iterator, 0)
     for line_number, line in enumerate(iterator, start=1):
         header = line.rstrip("\r\n")
         if header.strip():
-            parser = _LineParser(_Layout(header), tz, cluster)
+            parser = _LineParser(_Layout(header, delimiter), tz, cluster)
             if not steps:
                 return _parse_lines_counting_steps(parser, iterator, line_number)
             return _parse_lines(parser, iterator, line_number)
@@ -890,6 +1099,15 @@ def parse_sacct(
         f"empty input: no sacct header line (it needs {', '.join(REQUIRED_FIELDS)})",
         REQUIRED_FIELDS,
     )
+
+
+def columns_header(columns: str, delimiter: str = "|") -> str:
+    """The header line of a ``--noheader`` dump whose columns were given on the command line
+    (``JobID,JobIDRaw,...`` or ``JobID|JobIDRaw|...``), joined with the dump's delimiter."""
+    names = [name.strip() for name in columns.replace(",", "|").split("|")]
+    if not all(names):
+        raise SacctHeaderError(f"the column list {columns!r} has an empty name")
+    return delimiter.join(names)
 
 
 def _parse_lines(
@@ -915,13 +1133,18 @@ def _parse_lines_counting_steps(
     layout = parser.layout
     position = layout.positions["JobIDRaw"]
     separators = layout.field_count - 1
+    delimiter = layout.delimiter
     for line_number, line in enumerate(lines, start=header_line_number + 1):
         # Only a line with the header's shape is taken for a step; anything else is parsed
         # in full, so a broken step line still becomes a SacctLineError with its reason.
         # A line shorter than the JobIDRaw column (blank, truncated, junk) has no JobIDRaw to
         # look at: it is parsed in full and becomes a SacctLineError, never an IndexError.
-        fields = line.split("|", position + 1)
-        if len(fields) > position and "." in fields[position] and line.count("|") == separators:
+        fields = line.split(delimiter, position + 1)
+        if (
+            len(fields) > position
+            and "." in fields[position]
+            and line.count(delimiter) == separators
+        ):
             yield SacctStep(line_number)
         else:
             yield parse(line_number, line)

@@ -59,6 +59,11 @@ class JobOutputSerializer(ApiModelSerializer):
         "number", allow_null=True, help_text="the number of the rate version the charge used"
     )
     node_fractions = NodeFractionsField(read_only=True)
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="bad optional sacct values left out of the record, and why (never charged)",
+    )
     cost_model_version = slug_of(
         "number", allow_null=True, help_text="the number of the cost model version priced with"
     )
@@ -102,6 +107,7 @@ class JobOutputSerializer(ApiModelSerializer):
             "weight",
             "dominant_resource",
             "node_fractions",
+            "warnings",
             "partition_version",
             "energy_wh",
             "charged_at",
@@ -263,7 +269,10 @@ class ImportRunOutputSerializer(ApiModelSerializer):
             "started_by",
             "window_start",
             "window_end",
+            "checksum",
             "lines",
+            "blank",
+            "other_clusters",
             "steps_skipped",
             "imported",
             "updated",
@@ -275,12 +284,31 @@ class ImportRunOutputSerializer(ApiModelSerializer):
 
 
 class ImportUploadInputSerializer(serializers.Serializer):
-    """A sacct --parsable2 file with its header line, imported in the background."""
+    """A sacct --parsable2 file with its header line (or a --noheader one with its columns),
+    or sacct --json output, imported in the background."""
 
     cluster = serializers.SlugField(max_length=64)
     file = serializers.FileField()
     create_projects = serializers.BooleanField(
         default=False, help_text="create missing projects from accounts instead of quarantining"
+    )
+    columns = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=2000,
+        help_text="for a --noheader dump: the columns it was made with",
+    )
+    delimiter = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=8,
+        trim_whitespace=False,
+        help_text="for a --noheader dump made with sacct --delimiter (default |)",
+    )
+    import_again = serializers.BooleanField(
+        default=False, help_text="import content that was imported before, on purpose"
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -291,7 +319,13 @@ class ImportUploadInputSerializer(serializers.Serializer):
         upload: UploadedFile = attrs["file"]
         # The upload page's form holds the rules (size, a sacct header): one place for them.
         form = SacctUploadForm(
-            data={"cluster": cluster.pk, "create_projects": attrs["create_projects"]},
+            data={
+                "cluster": cluster.pk,
+                "create_projects": attrs["create_projects"],
+                "columns": attrs["columns"],
+                "delimiter": attrs["delimiter"],
+                "import_again": attrs["import_again"],
+            },
             files=MultiValueDict({"file": [upload]}),
         )
         if not form.is_valid():

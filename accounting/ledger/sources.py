@@ -4,10 +4,13 @@ staff upload. Both feed the one pipeline (``accounting.ledger.pipeline.jobs_impo
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import shlex
 import subprocess
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportFatal, ImportSummary, jobs_import
+from accounting.ledger.sacct_json import detect_format
+from accounting.locks import cluster_row_lock
 from accounting.models import (
     Cluster,
     ImportRun,
@@ -37,13 +42,26 @@ class SacctFailed(ImportFatal):
 def sacct_command(*, cluster: Cluster, since: datetime, until: datetime) -> list[str]:
     """The command line that dumps one window; times are given and printed in UTC."""
     utc_format = "%Y-%m-%dT%H:%M:%S"
+    arguments = shlex.split(cluster.sacct_arguments)
     return [
         cluster.sacct_command,
-        *shlex.split(cluster.sacct_arguments),
+        *arguments,
+        *clusters_option(arguments, cluster=cluster),
         f"--starttime={since.astimezone(UTC).strftime(utc_format)}",
         f"--endtime={until.astimezone(UTC).strftime(utc_format)}",
         f"--format={SACCT_FORMAT}",
     ]
+
+
+def clusters_option(arguments: list[str], *, cluster: Cluster) -> list[str]:
+    """``--clusters=<Slurm's name>`` for sacct/sacctmgr, unless the configured arguments already
+    choose clusters: on a site whose slurmdbd serves several clusters, sacct would otherwise
+    print only the cluster of the host it runs on."""
+    chosen = any(
+        argument in ("-M", "--clusters") or argument.startswith(("-M", "--clusters="))
+        for argument in arguments
+    )
+    return [] if chosen else [f"--clusters={cluster.slurm_name}"]
 
 
 @contextmanager
@@ -104,7 +122,18 @@ def sacct_window_import(
     return result
 
 
-@transaction.atomic
+class AlreadyImported(Exception):
+    """The uploaded content was imported before (same checksum); nothing was started."""
+
+    def __init__(self, earlier: ImportRun) -> None:
+        super().__init__(
+            f"this file was already imported as run {earlier.pk} on"
+            f" {earlier.started_at:%Y-%m-%d %H:%M} UTC (same sha256 checksum); import it again"
+            " on purpose to read it once more"
+        )
+        self.earlier = earlier
+
+
 def import_upload_start(
     *,
     cluster: Cluster,
@@ -113,19 +142,116 @@ def import_upload_start(
     started_by: Any = None,
     create_projects: bool = False,
     upload_dir: Path,
+    columns: str = "",
+    delimiter: str = "",
+    again: bool = False,
 ) -> ImportRun:
-    """Keep an uploaded sacct file and enqueue its import (after the commit)."""
+    """Keep an uploaded sacct file and enqueue its import (after the commit).
+
+    Raises :class:`AlreadyImported` when a run of this cluster already read the same content
+    and ``again`` is not set: uploading a file twice by mistake must not look like new data.
+    """
     upload_dir.mkdir(parents=True, exist_ok=True)
-    run = ImportRun.objects.create(
-        cluster=cluster, source=f"upload {Path(name).name}"[:500], started_by=started_by
-    )
-    path = upload_dir / f"import-{run.pk}.psv"
-    with path.open("wb") as out:
+    digest = hashlib.sha256()
+    with tempfile.NamedTemporaryFile(dir=upload_dir, prefix="upload-", delete=False) as out:
         for chunk in chunks:
+            digest.update(chunk)
             out.write(chunk)
+    kept = Path(out.name)
+    checksum = digest.hexdigest()
+    try:
+        run = _upload_run_create(
+            cluster=cluster, name=name, checksum=checksum, started_by=started_by, again=again
+        )
+    except BaseException:
+        kept.unlink(missing_ok=True)
+        raise
+    path = kept.rename(upload_dir / f"import-{run.pk}{_suffix(name)}")
     task_enqueue(
         name="accounting.tasks.import_sacct_file",
         args=(run.pk, str(path)),
-        kwargs={"create_projects": create_projects},
+        kwargs={
+            "create_projects": create_projects,
+            "columns": columns or None,
+            "delimiter": delimiter or None,
+        },
     )
     return run
+
+
+@transaction.atomic
+def _upload_run_create(
+    *, cluster: Cluster, name: str, checksum: str, started_by: Any, again: bool
+) -> ImportRun:
+    # The cluster row lock makes two uploads of one file at once see each other.
+    cluster_row_lock(cluster, exclusive=True)
+    earlier = (
+        ImportRun.objects.filter(cluster=cluster, checksum=checksum)
+        .exclude(status=ImportRun.Status.FAILED)
+        .order_by("-started_at")
+        .first()
+    )
+    if earlier is not None and not again:
+        raise AlreadyImported(earlier)
+    return ImportRun.objects.create(
+        cluster=cluster,
+        source=f"upload {Path(name).name}"[:500],
+        started_by=started_by,
+        checksum=checksum,
+    )
+
+
+def _suffix(name: str) -> str:
+    return ".json" if name.lower().endswith(".json") else ".psv"
+
+
+FORMATS = ("auto", "parsable", "json")
+
+
+def sacct_stream_import(
+    stream: io.BufferedReader | io.BytesIO,
+    *,
+    format: str = "auto",
+    on_text: Callable[[Iterable[str]], Iterable[str]] = lambda lines: lines,
+    **options: Any,
+) -> tuple[ImportRun, ImportSummary]:
+    """Import a binary stream of sacct output, ``--parsable2`` text or ``--json``: ``auto``
+    tells them apart by the first character (``{`` is JSON). ``on_text`` wraps the text lines
+    (a progress bar); ``options`` go to :func:`jobs_import`."""
+    if not hasattr(stream, "peek"):
+        stream = io.BufferedReader(stream)
+    if format == "auto":
+        format = detect_format(stream.peek(4096)[:4096])
+    if format == "json":
+        return jobs_import(json_stream=stream, **options)
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+    return jobs_import(lines=on_text(text), **options)
+
+
+def import_file(
+    *,
+    run: ImportRun,
+    path: Path,
+    create_projects: bool = False,
+    columns: str | None = None,
+    delimiter: str | None = None,
+    progress: Callable[[ImportSummary], None] | None = None,
+) -> tuple[ImportRun, ImportSummary | None]:
+    """Import a kept file (text or JSON) into ``run``. A file that cannot be imported at all (no
+    header, not sacct output) ends the run as failed with the reason and gives no summary: the
+    caller (a worker, or the in-process worker of the demo) reports it rather than failing."""
+    try:
+        with path.open("rb") as stream:
+            return sacct_stream_import(
+                stream,
+                cluster=run.cluster,
+                source=run.source,
+                run=run,
+                create_projects=create_projects,
+                columns=columns,
+                delimiter=delimiter,
+                progress=progress,
+            )
+    except ImportFatal:
+        run.refresh_from_db()
+        return run, None

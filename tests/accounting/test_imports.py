@@ -349,8 +349,8 @@ def test_bad_lines_are_quarantined_with_line_number_and_reason_and_nothing_is_lo
     ]
     summary = jobs_import(cluster=testbed, lines=lines, source="t")[1]
     assert summary.as_dict() == {
-        "lines": 4, "steps_skipped": 0, "imported": 0, "updated": 0, "charged": 1, "pending": 0,
-        "quarantined": 3,
+        "lines": 4, "blank": 0, "other_clusters": 0, "steps_skipped": 0, "imported": 0,
+        "updated": 0, "charged": 1, "pending": 0, "quarantined": 3,
     }  # fmt: skip
     reasons = dict(QuarantinedRecord.objects.values_list("line_number", "reason"))
     assert set(reasons) == {3, 4, 5}

@@ -27,6 +27,7 @@ from accounting.ledger.sacct import (
     SacctLineError,
     SacctRecord,
     SacctStep,
+    header_delimiter,
     parse_elapsed,
     parse_sacct,
     parse_tres,
@@ -459,12 +460,55 @@ def test_unknown_columns_are_ignored_and_names_are_case_insensitive() -> None:
 
 
 def test_missing_required_columns_are_all_named() -> None:
-    header = HEADER.replace("NodeList|", "").replace("|AllocTRES", "")
+    header = HEADER.replace("NodeList|", "").replace("|Account", "")
 
-    with pytest.raises(SacctHeaderError, match="NodeList, AllocTRES") as raised:
+    with pytest.raises(SacctHeaderError, match="Account, NodeList") as raised:
         parse_sacct([header])
 
-    assert raised.value.missing_fields == ("NodeList", "AllocTRES")
+    assert raised.value.missing_fields == ("Account", "NodeList")
+
+
+def test_without_alloc_tres_the_job_is_read_from_ncpus_req_mem_and_the_gpus_asked_for() -> None:
+    header = HEADER.replace("|AllocTRES", "") + "|ReqGRES"
+    line = line_with(
+        header=HEADER,
+        NCPUS="12",
+        NNodes="2",
+        NodeList="nid[1001-1002]",
+        ReqMem="31000Mn",
+        ReqTRES="cpu=12,node=2",
+    )
+    line = line.replace("|billing=1,cpu=1,mem=1914M,node=1|31000Mn", "|31000Mn") + "|gpu:2"
+
+    record = record_from(line, header)
+
+    assert (record.cpus, record.memory_mb, record.gpus, record.billing) == (12, 62000, 2, None)
+    assert record.warnings == (
+        "no AllocTRES column: charged from NCPUS, ReqMem and the GPUs requested",
+    )
+
+
+@pytest.mark.parametrize(
+    ("header", "delimiter"),
+    [("JobID|JobIDRaw", "|"), ("JobID;|;JobIDRaw", ";|;"), ("jobid\u2603jobidraw\u2603", "\u2603")],
+)
+def test_the_delimiter_is_read_from_the_header(header: str, delimiter: str) -> None:
+    assert header_delimiter(header) == delimiter
+
+
+def test_a_dump_with_another_delimiter_and_a_trailing_one_reads_as_parsable2() -> None:
+    # sacct --parsable --delimiter=';|;': every line ends with the delimiter too.
+    header = HEADER.replace("|", ";|;") + ";|;"
+    line = line_with().replace("|", ";|;") + ";|;"
+
+    assert record_from(line, header) == dataclasses.replace(record_from(line_with()), raw=line)
+
+
+def test_the_mem_per_cpu_flag_bit_of_old_slurm_is_read_as_per_cpu() -> None:
+    # Open XDMoD's 2016 reference data: 2147486648Mn with ReqTRES mem=24000M for 8 CPUs.
+    line = line_with(ReqMem="2147486648Mn", NCPUS="8", AllocTRES="cpu=8,mem=24000M,node=1")
+
+    assert record_from(line).req_mem_mb == 24000
 
 
 def test_one_of_elapsed_raw_or_elapsed_is_required() -> None:
@@ -652,23 +696,17 @@ def test_large_node_count_printed_with_a_unit_is_expanded() -> None:
         ("JobIDRaw", "1332598.batch", "is a step"),
         ("State", "EXPLODED", "unknown job state"),
         ("State", "CANCELLED by root", "numeric uid"),
-        ("ExitCode", "0", "status:signal"),
         ("Submit", "22/11/2026", "not YYYY-MM-DDTHH:MM:SS"),
         ("Start", "2026-13-01T00:00:00", "not YYYY-MM-DDTHH:MM:SS"),
         ("End", "soon", "not YYYY-MM-DDTHH:MM:SS"),
         ("ElapsedRaw", "-5", "not a whole number"),
         ("NNodes", "one", "not a whole number"),
-        ("NCPUS", "1.5", "not a whole number"),
         ("NodeList", "nid[1001-", "not a hostlist"),
         ("NodeList", "nid[9-1]", "not a hostlist"),
         ("AllocTRES", "cpu=1,mem", "not name=value"),
         ("AllocTRES", "cpu=x,mem=1G", "cpu count"),
         ("AllocTRES", "cpu=1,mem=lots", "memory"),
         ("AllocTRES", "cpu=1,cpu=2", "appears twice"),
-        ("ReqTRES", "billing=NaN", "billing"),
-        ("ReqMem", "4000Mn", "memory"),
-        ("ConsumedEnergyRaw", "1e6", "not a whole number"),
-        ("TimelimitRaw", "01:00:00", "not a whole number"),
     ],
 )
 def test_a_bad_field_gives_a_line_error_naming_the_field(
@@ -681,6 +719,100 @@ def test_a_bad_field_gives_a_line_error_naming_the_field(
     assert error.field == column
     assert reason_part in error.reason
     assert (error.line_number, error.raw) == (2, line)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "reason_part", "attribute"),
+    [
+        ("ExitCode", "0", "status:signal", "exit_code"),
+        ("NCPUS", "1.5", "not a whole number", "ncpus"),
+        ("ReqTRES", "billing=NaN", "billing", "req_tres"),
+        ("ReqMem", "4000Xn", "memory", "req_mem_mb"),
+        ("ConsumedEnergyRaw", "1e6", "not a whole number", "consumed_energy_joules"),
+        ("TimelimitRaw", "01:00:00", "not a whole number", "timelimit_minutes"),
+    ],
+)
+def test_a_bad_optional_field_is_a_warning_on_the_record_never_an_error(
+    column: str, value: str, reason_part: str, attribute: str
+) -> None:
+    good = record_from(line_with())
+
+    record = record_from(line_with(**{column: value}))
+
+    (warning,) = record.warnings
+    assert warning.startswith(column)
+    assert reason_part in warning
+    assert "ignored" in warning
+    assert getattr(record, attribute) in (None, {})
+    # What charging reads is untouched.
+    assert (record.cpus, record.memory_mb, record.gpus, record.elapsed_seconds) == (
+        good.cpus,
+        good.memory_mb,
+        good.gpus,
+        good.elapsed_seconds,
+    )
+    assert good.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("req_mem", "nnodes", "ncpus", "expected_mb"),
+    [
+        ("31000Mn", "2", "64", Decimal(62000)),  # Slurm 16.05-20.11: per node
+        ("62.50Gn", "1", "8", Decimal(64000)),
+        ("0n", "1", "8", Decimal(0)),  # 20.11 prints 0n for no explicit request
+        ("3000Mc", "1", "4", Decimal(12000)),  # per CPU: times NCPUS
+        ("1914M", "1", "1", Decimal(1914)),  # 21.08 and later: the job's total
+    ],
+)
+def test_old_req_mem_suffixes_are_per_node_or_per_cpu(
+    req_mem: str, nnodes: str, ncpus: str, expected_mb: Decimal
+) -> None:
+    line = line_with(
+        ReqMem=req_mem,
+        NNodes=nnodes,
+        NCPUS=ncpus,
+        NodeList="nid[1001-1002]" if nnodes == "2" else "nid1001",
+        AllocTRES=f"cpu={ncpus},mem=12000M,node={nnodes}",
+    )
+
+    record = record_from(line)
+
+    assert record.req_mem_mb == expected_mb
+    assert record.memory_mb == 12000
+    assert record.warnings == ()
+
+
+def test_old_per_cpu_alloc_tres_memory_is_multiplied_by_the_cpus() -> None:
+    # Slurm 16.05 printed AllocTRES mem= per CPU for --mem-per-cpu jobs: 32 nodes, 256 CPUs.
+    line = line_with(
+        ReqMem="3000Mc",
+        NNodes="32",
+        NCPUS="256",
+        NodeList="nid[1001-1032]",
+        AllocTRES="cpu=256,mem=3000M,node=32",
+    )
+
+    record = record_from(line)
+
+    assert record.memory_mb == 256 * 3000
+    assert record.req_mem_mb == 256 * 3000
+    (warning,) = record.warnings
+    assert "per CPU" in warning
+
+
+def test_a_per_cpu_req_mem_with_a_total_alloc_tres_is_left_alone() -> None:
+    # Slurm 17.02-20.11: ReqMem per CPU, AllocTRES mem= the job's total.
+    line = line_with(ReqMem="3000Mc", NCPUS="4", AllocTRES="cpu=4,mem=12000M,node=1")
+
+    record = record_from(line)
+
+    assert (record.memory_mb, record.req_mem_mb, record.warnings) == (12000, 12000, ())
+
+
+def test_a_line_error_carries_the_job_id_when_the_line_has_the_header_shape() -> None:
+    assert error_from(line_with(State="EXPLODED")).job_id_raw == "1332598"
+    assert error_from(line_with(JobName="a|b")).job_id_raw == ""
+    assert error_from(line_with(JobIDRaw="x1")).job_id_raw == ""
 
 
 def test_a_huge_bad_value_gives_a_short_reason() -> None:
@@ -813,3 +945,33 @@ def test_step_lines_can_be_counted_without_being_read() -> None:
 def test_a_broken_step_line_is_still_an_error_when_steps_are_only_counted() -> None:
     items = list(parse_sacct([HEADER, "1.batch|1.batch|x"], steps=False))
     assert isinstance(items[0], SacctLineError)
+
+
+# --------------------------------------------------------------------------------------
+# --noheader dumps read with the column list they were made with
+
+
+def test_a_noheader_dump_is_read_with_the_columns_given() -> None:
+    lines = (EXAMPLES / "sacct_allocations.psv").read_text().splitlines()
+    columns = lines[0].replace("|", ",")
+
+    with_header = list(parse_sacct(lines))
+    without = list(parse_sacct(lines[1:], columns=columns))
+
+    assert len(without) == len(with_header) == 225
+    assert [r.line_number for r in without] == [r.line_number - 1 for r in with_header]
+    assert [dataclasses.replace(r, line_number=0) for r in without] == [
+        dataclasses.replace(r, line_number=0) for r in with_header
+    ]
+
+
+def test_a_noheader_dump_without_columns_says_how_to_read_it() -> None:
+    lines = (EXAMPLES / "sacct_allocations.psv").read_text().splitlines()
+
+    with pytest.raises(SacctHeaderError, match="--noheader dump give the columns"):
+        parse_sacct(lines[1:])
+
+
+def test_a_column_list_with_an_empty_name_is_refused() -> None:
+    with pytest.raises(SacctHeaderError, match="empty name"):
+        parse_sacct([], columns="JobID,,JobIDRaw")

@@ -1,5 +1,6 @@
 """Onboarding from sacctmgr associations."""
 
+import tempfile
 from io import StringIO
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from accounting.models import Cluster
 from allocations.models import Membership, Project
 from allocations.slurm_accounts import AssociationsError, associations_parse
 
@@ -55,3 +57,39 @@ def test_run_sacctmgr_reports_a_missing_binary():
             "slurm_accounts_sync", "--cluster", "setonix", "--run-sacctmgr",
             "--sacctmgr", "/nonexistent/sacctmgr", stdout=StringIO(),
         )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_portal_cluster_named_unlike_slurm_finds_no_row_and_says_what_to_set():
+    # The real centre's failure: "projects created: 0", then every job quarantined.
+    Cluster.objects.create(name="slurm-testbed")
+
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "slurm_accounts_sync", "--cluster", "slurm-testbed", "--file", str(SAMPLE),
+            stdout=StringIO(),
+        )  # fmt: skip
+
+    message = str(raised.value)
+    assert "the file holds clusters setonix" in message
+    assert "Slurm name is slurm-testbed" in message
+    assert "set slurm_cluster_name" in message
+    assert not Project.objects.exists()
+
+
+@pytest.mark.django_db
+def test_slurm_cluster_name_selects_the_rows_and_the_others_are_counted():
+    Cluster.objects.create(name="slurm-testbed", slurm_cluster_name="setonix")
+    lines = SAMPLE.read_text().splitlines()
+    path = Path(SAMPLE).with_name("assoc-two-clusters.psv")
+    out = StringIO()
+    with tempfile.TemporaryDirectory() as folder:
+        mixed = Path(folder) / path.name
+        mixed.write_text("\n".join([*lines, "other|proj9|dave||normal"]) + "\n")
+        call_command(
+            "slurm_accounts_sync", "--cluster", "slurm-testbed", "--file", str(mixed), stdout=out
+        )
+
+    assert "projects created: 4" in out.getvalue()
+    assert "rows of other clusters skipped: other: 1" in out.getvalue()
+    assert not Project.objects.filter(code="proj9").exists()

@@ -130,3 +130,34 @@ def test_staff_read_an_imports_quarantined_lines_and_retry_them(world):
     assert retry.json() == {
         "message": "1 open line(s) of slurm-testbed are read again",
     }
+
+
+def test_uploading_content_imported_before_answers_409_with_the_earlier_run(
+    world, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    settings.VAR_DIR = tmp_path
+    content = (SAMPLE / "midrun" / "sacct_midrun_allocations.psv").read_bytes()
+    staff = world.client("staff")
+
+    def upload(**fields):
+        with django_capture_on_commit_callbacks(execute=True):
+            return staff.post(
+                "/api/v1/imports/",
+                {
+                    "cluster": "slurm-testbed",
+                    "file": SimpleUploadedFile("m.psv", content),
+                    **fields,
+                },
+                format="multipart",
+            )
+
+    first = upload()
+    second = upload()
+    third = upload(import_again=True)
+
+    assert first.status_code == 202
+    assert second.status_code == 409
+    assert second.json()["import_run"] == first.json()["id"]
+    assert "already imported" in second.json()["message"]
+    assert third.status_code == 202
+    assert third.json()["checksum"] == first.json()["checksum"]

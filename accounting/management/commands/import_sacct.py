@@ -1,5 +1,10 @@
 """python manage.py import_sacct FILE|- --cluster NAME [--create-projects] [--json]
+    [--format auto|parsable|json] [--columns JobID,JobIDRaw,...] [--delimiter STR]
 python manage.py import_sacct --run-sacct --cluster NAME --since ISO [--until ISO] [--json]
+
+FILE is ``sacct --parsable2`` (or ``--parsable``) text with its header line, a ``--noheader``
+dump read with ``--columns``, or ``sacct --json`` output; ``--format auto`` (the default) tells
+text from JSON by the first character.
 
 Exit status is non-zero only for fatal errors (unknown cluster, unreadable file, no header,
 sacct failing); quarantined lines are reported in the summary, not as failures.
@@ -9,10 +14,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.dateparse import parse_datetime
@@ -20,10 +25,12 @@ from tqdm import tqdm
 
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
-from accounting.ledger.sources import sacct_lines
+from accounting.ledger.sources import FORMATS, sacct_lines, sacct_stream_import
 
 
-def _lines_with_progress(stream: IO[str], total_bytes: int | None, enabled: bool) -> Iterator[str]:
+def _lines_with_progress(
+    stream: Iterable[str], total_bytes: int | None, enabled: bool
+) -> Iterator[str]:
     with tqdm(
         total=total_bytes,
         unit="B",
@@ -52,6 +59,19 @@ class Command(BaseCommand):
         parser.add_argument("--since", help="with --run-sacct: window start (ISO 8601)")
         parser.add_argument("--until", help="with --run-sacct: window end (default: now)")
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="auto",
+            help="input format: sacct --parsable2 text or sacct --json (default: detected)",
+        )
+        parser.add_argument(
+            "--columns",
+            help="for a --noheader dump: the columns it was made with, e.g. JobID,JobIDRaw,...",
+        )
+        parser.add_argument(
+            "--delimiter", help="the --delimiter sacct was given (default: read from the header)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -73,26 +93,25 @@ class Command(BaseCommand):
         name = options["file"]
         interactive = sys.stderr.isatty() and not options["json"]
         if name == "-":
-            lines = _lines_with_progress(sys.stdin, None, interactive)
-            _, summary = jobs_import(
-                cluster=cluster,
-                lines=lines,
-                source="stdin",
-                create_projects=options["create_projects"],
-            )
-            return summary
-        path = Path(name)
-        try:
-            stream = path.open(encoding="utf-8", errors="replace", newline="")
-        except OSError as error:
-            raise CommandError(f"{path}: cannot be read ({error.strerror})") from None
+            stream: Any = sys.stdin.buffer
+            size, source = None, "stdin"
+        else:
+            path = Path(name)
+            try:
+                stream = path.open("rb")
+                size, source = path.stat().st_size, f"file {path.resolve()}"
+            except OSError as error:
+                raise CommandError(f"{path}: cannot be read ({error.strerror})") from None
         with stream:
-            lines = _lines_with_progress(stream, path.stat().st_size, interactive)
-            _, summary = jobs_import(
+            _, summary = sacct_stream_import(
+                stream,
+                format=options["format"],
+                on_text=lambda lines: _lines_with_progress(lines, size, interactive),
                 cluster=cluster,
-                lines=lines,
-                source=f"file {path.resolve()}",
+                source=source,
                 create_projects=options["create_projects"],
+                columns=options["columns"],
+                delimiter=options["delimiter"],
             )
         return summary
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounting.models import Cluster
 from allocations.services import slurm_accounts_sync
 from allocations.slurm_accounts import AssociationsError
 
@@ -16,7 +17,11 @@ class Command(BaseCommand):
     help = "Create projects and memberships from Slurm's account associations."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--cluster", required=True, help="only this cluster's associations")
+        parser.add_argument(
+            "--cluster",
+            required=True,
+            help="the portal cluster (its slurm_cluster_name selects the rows), or Slurm's name",
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--file", type=Path, help="saved sacctmgr --parsable2 output")
         source.add_argument("--run-sacctmgr", action="store_true", help="run sacctmgr here")
@@ -30,12 +35,15 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{options['file']}: cannot be read ({error.strerror})"
                 ) from None
-        else:
-            lines = self._run_sacctmgr(options["sacctmgr"], options["cluster"])
+        slurm_name = self._slurm_name(options["cluster"])
+        if not options["file"]:
+            lines = self._run_sacctmgr(options["sacctmgr"], slurm_name)
         try:
-            result = slurm_accounts_sync(lines=lines, cluster=options["cluster"])
+            result = slurm_accounts_sync(lines=lines, cluster=slurm_name)
         except AssociationsError as error:
             raise CommandError(str(error)) from None
+        for name, rows in sorted(result.other_clusters.items()):
+            self.stdout.write(f"rows of other clusters skipped: {name}: {rows}")
         self.stdout.write(
             f"projects created: {len(result.projects_created)} {result.projects_created}"
         )
@@ -43,6 +51,12 @@ class Command(BaseCommand):
         self.stdout.write(f"memberships created: {len(result.memberships_created)}")
         for number, why in result.skipped_lines:
             self.stderr.write(f"line {number} skipped: {why}")
+
+    def _slurm_name(self, name: str) -> str:
+        """Slurm's ClusterName of the portal cluster ``name`` (its ``slurm_cluster_name``); a
+        name the portal does not know is taken as Slurm's own."""
+        cluster = Cluster.objects.filter(name=name).first()
+        return cluster.slurm_name if cluster is not None else name
 
     def _run_sacctmgr(self, binary: str, cluster: str) -> list[str]:
         command = [

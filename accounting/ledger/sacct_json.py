@@ -1,0 +1,706 @@
+"""Streaming reader for ``sacct --json`` output (Slurm's openapi/data_parser job dumps).
+
+Pure module: no Django. :func:`parse_sacct_json` turns every job object of the ``jobs`` array
+into the ``--parsable2`` lines sacct would have printed for it with :data:`JSON_COLUMNS` (one
+line for the allocation, then one per step) and hands those lines to the text parser's own
+line parser, so a record read from JSON is typed by exactly the code that types a record read
+from text. Jobs are read one at a time with ijson (its C backend when installed): memory does
+not grow with the file.
+
+Formats: ``dbv0.0.37`` (Slurm 21.08), ``dbv0.0.38`` (22.05) and the data_parser versions
+``v0.0.39`` (23.02) to ``v0.0.43`` (25.05). Values are read by shape rather than by a version
+switch: a number may be a plain integer or ``{"set", "infinite", "number"}``, a state a string
+or a list of flags, a step id an int, a name, an object or a ``"<job>.<step>"`` string.
+
+Decisions an importer relies on:
+
+* **Line numbers** are those of the synthesized text: the header (:data:`JSON_HEADER`) is
+  line 1, and a record's ``raw`` is its synthesized line. A job object that cannot be
+  converted yields one :class:`SacctLineError` and uses one line number.
+* **Bad job objects** (not an object, a missing key, a value of the wrong type) yield a
+  :class:`SacctLineError` whose reason names the job's position and the JSON field
+  (``"JSON job #12: time.start is not a number"``) and whose ``raw`` is the object's
+  compact JSON, cut to :data:`MAX_RAW_LENGTH`. The stream goes on.
+* **Broken JSON syntax** after the ``jobs`` array has begun yields one SacctLineError
+  (:data:`INVALID_JSON_REASON`) and ends the stream: nothing after a syntax error can be
+  trusted. An input without a top-level ``jobs`` array, or that is not JSON before it, raises
+  :class:`SacctHeaderError` when :func:`parse_sacct_json` is called.
+* **``|`` inside a value** (a JobName, say) is replaced by ``¦`` (U+00A6): the line keeps its
+  field count and the name still reads as the user wrote it.
+* **Times** are written as ISO 8601 UTC with an explicit ``+00:00``; 0, unset and infinite
+  are ``Unknown``. ``tz`` is therefore only checked, never used.
+* **Who cancelled.** sacct prints ``CANCELLED by <uid>``, the JSON only a user name
+  (``kill_request_user``). ``user_ids`` maps names to uids (``root`` is always 0); a name it
+  does not know gives a plain ``CANCELLED`` and ``cancelled_by_uid`` None.
+* **Memory** is written the way sacct writes it (``1914M``, ``239.25G``), except that a value
+  is never rounded: where sacct would print an inexact ``1.00T`` for 1049088 MB, this writes
+  ``1024.50G``, so the typed value always equals the JSON's count.
+
+Known losses, from Slurm itself: dbv0.0.37 to v0.0.39 write every normal exit as
+``{"status": "SUCCESS", "return_code": 0}``, so a job that exited 1 reads as ``0:0`` (v0.0.40
+fixed it); dbv0.0.37 writes the eligible time as ``time.start``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, tzinfo
+from typing import IO, Any, Literal, overload
+
+import ijson  # type: ignore[import-untyped]
+
+from accounting.ledger.sacct import (
+    SacctHeaderError,
+    SacctLineError,
+    SacctRecord,
+    SacctStep,
+    _check_time_zone,
+    _Layout,
+    _LineParser,
+    _shorten,
+)
+
+__all__ = [
+    "INVALID_JSON_REASON",
+    "JSON_COLUMNS",
+    "JSON_HEADER",
+    "MAX_RAW_LENGTH",
+    "detect_format",
+    "job_lines",
+    "parse_sacct_json",
+]
+
+JSON_COLUMNS = (
+    "Cluster",
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "User",
+    "Account",
+    "Partition",
+    "QOS",
+    "State",
+    "ExitCode",
+    "Submit",
+    "Start",
+    "End",
+    "ElapsedRaw",
+    "NNodes",
+    "NCPUS",
+    "NodeList",
+    "ReqTRES",
+    "AllocTRES",
+    "ReqMem",
+    "ConsumedEnergyRaw",
+    "TimelimitRaw",
+)
+JSON_HEADER = "|".join(JSON_COLUMNS)
+
+INVALID_JSON_REASON = "invalid JSON: the rest of the input is not read"
+# A bad job's raw JSON is cut to this many characters.
+MAX_RAW_LENGTH = 2000
+
+_UNKNOWN_TIME = "Unknown"
+_SEPARATOR_STAND_IN = "\u00a6"
+_BOM = b"\xef\xbb\xbf"
+_JOBS_ARRAY = re.compile(rb'"jobs"\s*:\s*\[')
+# Bytes kept from the end of one chunk, so a "jobs": [ split between two reads is found.
+_SCAN_OVERLAP = 64
+# job_state_string() prints the first of these flags that is set, else the base state.
+_STATE_FLAG_ORDER = (
+    "COMPLETING",
+    "STAGE_OUT",
+    "CONFIGURING",
+    "RESIZING",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "SPECIAL_EXIT",
+    "STOPPED",
+    "REVOKED",
+    "RESV_DEL_HOLD",
+    "SIGNALING",
+)
+_BASE_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+    }
+)
+_MEMORY_UNITS = "\0KMGTP"
+# Bound of the time-text cache (times repeat between a job and its steps); emptied when full.
+_CACHE_LIMIT = 4096
+_MEGA = 2
+
+
+class _JobError(Exception):
+    """Internal: a job object that cannot be converted; becomes a SacctLineError."""
+
+
+def detect_format(first_chunk: bytes | str) -> Literal["json", "parsable"]:
+    """Tell ``sacct --json`` from ``--parsable2`` output by its first bytes.
+
+    JSON when the first non-whitespace character, after an optional UTF-8 byte-order mark,
+    is ``{``: a parsable2 header starts with a column name.
+    """
+    if isinstance(first_chunk, bytes):
+        text = first_chunk.removeprefix(_BOM).lstrip()
+        return "json" if text[:1] == b"{" else "parsable"
+    return "json" if first_chunk.lstrip("\ufeff").lstrip()[:1] == "{" else "parsable"
+
+
+# --------------------------------------------------------------------------------------
+# Reading JSON values of every data_parser version
+
+
+def _number(value: object, path: str) -> int | None:
+    """An integer, or None when unset or infinite: plain (dbv0.0.37/38) or {set,number}."""
+    if type(value) is int:
+        return value
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        if value.get("set") is False or value.get("infinite") is True:
+            return None
+        return _number(value.get("number"), path)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _JobError(f"{path} is not a number")
+
+
+def _text(value: object, path: str) -> str:
+    """A string field; null is the empty string (sacct prints nothing)."""
+    if type(value) is str:
+        return value.replace("|", _SEPARATOR_STAND_IN) if "|" in value else value
+    if value is None:
+        return ""
+    raise _JobError(f"{path} is not a string")
+
+
+def _get(job: Mapping[str, Any], key: str, path: str) -> Any:
+    try:
+        return job[key]
+    except KeyError:
+        raise _JobError(f"{path} is missing") from None
+
+
+def _child(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    value = _get(parent, key, path)
+    if not isinstance(value, dict):
+        raise _JobError(f"{path} is not an object")
+    return value
+
+
+def _time(value: object, path: str, cache: dict[int, str]) -> str:
+    seconds = _number(value, path)
+    if not seconds:
+        return _UNKNOWN_TIME
+    text = cache.get(seconds)
+    if text is None:
+        try:
+            text = datetime.fromtimestamp(seconds, UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            raise _JobError(f"{path} is not a time") from None
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[seconds] = text
+    return text
+
+
+def _state(value: object, path: str) -> tuple[str, bool]:
+    """The state sacct prints, and whether its base state is CANCELLED."""
+    if type(value) is str:
+        return value, value == "CANCELLED"
+    if isinstance(value, list) and value and all(type(flag) is str for flag in value):
+        flags = set(value)
+        base = next((flag for flag in value if flag in _BASE_STATES), value[0])
+        shown = next((flag for flag in _STATE_FLAG_ORDER if flag in flags), base)
+        return shown, base == "CANCELLED"
+    raise _JobError(f"{path} is not a job state")
+
+
+def _cancelled_by(
+    state: str, cancelled: bool, user: object, user_ids: Mapping[str, int], path: str
+) -> str:
+    # sacct adds "by <uid>" to a CANCELLED base state when the canceller is known.
+    if not cancelled or user is None:
+        return state
+    name = _text(user, path)
+    uid = user_ids.get(name)
+    if uid is None and name.isdigit() and name.isascii():
+        uid = int(name)
+    return state if uid is None else f"{state} by {uid}"
+
+
+def _exit_code(value: object, path: str) -> str:
+    """ExitCode as sacct prints it, ``status:signal``; empty while pending or absent."""
+    if value is None:
+        return ""
+    if not isinstance(value, dict):
+        raise _JobError(f"{path} is not an object")
+    status = value.get("status")
+    statuses = status if isinstance(status, list) else [status]
+    if "PENDING" in statuses:
+        return ""
+    if "SIGNALED" in statuses or "CORE_DUMPED" in statuses:
+        signal = value.get("signal")
+        if not isinstance(signal, dict):
+            return "0:0"
+        number = signal.get("id", signal.get("signal_id"))
+        return f"0:{_number(number, path + '.signal.id') or 0}"
+    return_code = _number(value.get("return_code"), path + ".return_code") or 0
+    # sacct subtracts 128 from a shell's "killed by signal" status.
+    if return_code >= 128:
+        return_code -= 128
+    return f"{return_code}:0"
+
+
+def _format_memory(count: int) -> str:
+    """Write MB as sacct does (convert_num_unit, CONVERT_NUM_UNIT_EXACT), never rounding."""
+    if count == 0:
+        return "0"
+    number = float(count)
+    unit = _MEGA
+    # Slurm divides while the integer part is a multiple of 512; testing the value itself
+    # keeps every printed value exact at two decimals.
+    while number >= 1024 and number % 512 == 0 and unit < len(_MEMORY_UNITS) - 1:
+        number /= 1024
+        unit += 1
+    whole = int(number)
+    if whole == number:
+        return f"{whole}{_MEMORY_UNITS[unit]}"
+    return f"{number:.2f}{_MEMORY_UNITS[unit]}"
+
+
+class _Tres:
+    """One TRES list read into sacct's string and the counts the other columns need."""
+
+    __slots__ = ("counts", "text")
+
+    def __init__(self, value: object, path: str) -> None:
+        self.counts: dict[str, int | None] = {}
+        if value is None:
+            self.text = ""
+            return
+        if not isinstance(value, list):
+            raise _JobError(f"{path} is not a list")
+        items = []
+        for item in value:
+            if not isinstance(item, dict):
+                raise _JobError(f"{path} has an item that is not an object")
+            tres_type = _text(item.get("type"), path + ".type")
+            if not tres_type:
+                raise _JobError(f"{path} has an item without a type")
+            name = item.get("name")
+            key = f"{tres_type}/{name}" if name else tres_type
+            count = _number(item.get("count"), path + ".count")
+            self.counts[key] = count
+            if count is None:
+                # NO_VAL64: slurmdb_make_tres_string_from_simple leaves it out.
+                continue
+            if tres_type in {"mem", "bb"}:
+                items.append(f"{key}={_format_memory(count)}")
+            else:
+                items.append(f"{key}={count}")
+        # sacct's TRES strings are sorted by their "name=value" text.
+        items.sort()
+        self.text = ",".join(items)
+
+    def count(self, key: str) -> int | None:
+        return self.counts.get(key)
+
+
+# --------------------------------------------------------------------------------------
+# One job object -> the lines sacct prints for it
+
+
+class _JobConverter:
+    """Turn job objects into ``--parsable2`` lines in :data:`JSON_COLUMNS` order."""
+
+    def __init__(self, user_ids: Mapping[str, int]) -> None:
+        self.user_ids = {"root": 0, **user_ids}
+        self.times: dict[int, str] = {}
+
+    def lines(self, job: object, with_steps: bool = True) -> tuple[list[str], int]:
+        """The allocation line, then one line per step (none when ``with_steps`` is false),
+        and the number of steps the job has."""
+        if not isinstance(job, dict):
+            raise _JobError("the job is not an object")
+        time = _child(job, "time", "time")
+        job_id_raw = _number(_get(job, "job_id", "job_id"), "job_id")
+        if job_id_raw is None:
+            raise _JobError("job_id is not set")
+        job_id = self._job_id(job, job_id_raw)
+        cluster = _text(job.get("cluster"), "cluster")
+        account = _text(_get(job, "account", "account"), "account")
+        tres = _child(job, "tres", "tres")
+        allocated = _Tres(_get(tres, "allocated", "tres.allocated"), "tres.allocated")
+        requested = _Tres(tres.get("requested"), "tres.requested")
+        counted = allocated if allocated.text else requested
+        job_cpus = counted.count("cpu") or 0
+        steps = job.get("steps") or []
+        if not isinstance(steps, list):
+            raise _JobError("steps is not a list")
+        head = self._allocation_line(job, time, job_id, job_id_raw, cluster, account)
+        tail = self._allocation_tail(job, time, allocated, requested, counted, job_cpus)
+        result = [f"{head}|{'|'.join(tail)}"]
+        if with_steps:
+            for position, step in enumerate(steps):
+                result.append(
+                    self._step_line(step, position, job_id, job_id_raw, cluster, account, job_cpus)
+                )
+        return result, len(steps)
+
+    def _job_id(self, job: Mapping[str, Any], job_id_raw: int) -> str:
+        # slurmdb_get_job_id_str: array range, array task, het component, plain id.
+        array = job.get("array")
+        if isinstance(array, dict):
+            array_job_id = _number(array.get("job_id"), "array.job_id")
+            task_text = _text(array.get("task"), "array.task")
+            if array_job_id and task_text:
+                return f"{array_job_id}_[{task_text}]"
+            task_id = _number(array.get("task_id"), "array.task_id")
+            if array_job_id and task_id is not None:
+                return f"{array_job_id}_{task_id}"
+        het = job.get("het")
+        if isinstance(het, dict):
+            het_job_id = _number(het.get("job_id"), "het.job_id")
+            het_offset = _number(het.get("job_offset"), "het.job_offset")
+            if het_job_id and het_offset is not None:
+                return f"{het_job_id}+{het_offset}"
+        return str(job_id_raw)
+
+    def _allocation_line(
+        self,
+        job: Mapping[str, Any],
+        time: Mapping[str, Any],
+        job_id: str,
+        job_id_raw: int,
+        cluster: str,
+        account: str,
+    ) -> str:
+        state_value = _child(job, "state", "state").get("current")
+        state, cancelled = _state(state_value, "state.current")
+        state = _cancelled_by(
+            state, cancelled, job.get("kill_request_user"), self.user_ids, "kill_request_user"
+        )
+        times = self.times
+        return "|".join(
+            (
+                cluster,
+                job_id,
+                str(job_id_raw),
+                _text(job.get("name"), "name"),
+                _text(_get(job, "user", "user"), "user"),
+                account,
+                _text(_get(job, "partition", "partition"), "partition"),
+                _text(job.get("qos"), "qos"),
+                state,
+                _exit_code(job.get("exit_code"), "exit_code"),
+                _time(_get(time, "submission", "time.submission"), "time.submission", times),
+                _time(_get(time, "start", "time.start"), "time.start", times),
+                _time(_get(time, "end", "time.end"), "time.end", times),
+            )
+        )
+
+    def _allocation_tail(
+        self,
+        job: Mapping[str, Any],
+        time: Mapping[str, Any],
+        allocated: _Tres,
+        requested: _Tres,
+        counted: _Tres,
+        job_cpus: int,
+    ) -> tuple[str, ...]:
+        elapsed = _number(_get(time, "elapsed", "time.elapsed"), "time.elapsed") or 0
+        nnodes = _number(job.get("allocation_nodes"), "allocation_nodes") or 0
+        if not nnodes:
+            nnodes = counted.count("node") or 0
+        req_mem = requested.count("mem")
+        # ConsumedEnergyRaw of a job is the energy TRES it was allocated: absent is 0,
+        # present but unset (NO_VAL64) is empty.
+        if "energy" in allocated.counts:
+            energy = allocated.counts["energy"]
+            energy_text = "" if energy is None else str(energy)
+        else:
+            energy_text = "0"
+        return (
+            str(elapsed),
+            str(nnodes),
+            str(job_cpus),
+            _text(_get(job, "nodes", "nodes"), "nodes"),
+            requested.text,
+            allocated.text,
+            "" if req_mem is None else _format_memory(req_mem),
+            energy_text,
+            _timelimit(time.get("limit")),
+        )
+
+    def _step_line(
+        self,
+        step: object,
+        position: int,
+        job_id: str,
+        job_id_raw: int,
+        cluster: str,
+        account: str,
+        job_cpus: int,
+    ) -> str:
+        where = f"steps[{position}]"
+        if not isinstance(step, dict):
+            raise _JobError(f"{where} is not an object")
+        step_id = _step_id(_child(step, "step", f"{where}.step"), f"{where}.step")
+        time = _child(step, "time", f"{where}.time")
+        start = _time(_get(time, "start", f"{where}.time.start"), f"{where}.time.start", self.times)
+        state, cancelled = _state(_get(step, "state", f"{where}.state"), f"{where}.state")
+        state = _cancelled_by(
+            state,
+            cancelled,
+            step.get("kill_request_user"),
+            self.user_ids,
+            f"{where}.kill_request_user",
+        )
+        nodes = _child(step, "nodes", f"{where}.nodes")
+        tres = step.get("tres")
+        allocated = _Tres(
+            tres.get("allocated") if isinstance(tres, dict) else None, f"{where}.tres.allocated"
+        )
+        nnodes = _number(nodes.get("count"), f"{where}.nodes.count") or allocated.count("node")
+        cpus = allocated.count("cpu")
+        return "|".join(
+            (
+                cluster,
+                f"{job_id}.{step_id}",
+                f"{job_id_raw}.{step_id}",
+                _text(_child(step, "step", f"{where}.step").get("name"), f"{where}.step.name"),
+                "",
+                account,
+                "",
+                "",
+                state,
+                _exit_code(step.get("exit_code"), f"{where}.exit_code"),
+                start,
+                start,
+                _time(_get(time, "end", f"{where}.time.end"), f"{where}.time.end", self.times),
+                str(_number(time.get("elapsed"), f"{where}.time.elapsed") or 0),
+                str(nnodes or 0),
+                str(job_cpus if cpus is None else cpus),
+                _text(nodes.get("range"), f"{where}.nodes.range"),
+                "",
+                allocated.text,
+                "",
+                _step_energy(step, where),
+                "",
+            )
+        )
+
+
+def _timelimit(value: object) -> str:
+    # TimelimitRaw: INFINITE is UNLIMITED, NO_VAL is Partition_Limit (both null before
+    # v0.0.39, where the text parser reads all three as no limit).
+    if isinstance(value, dict) and value.get("set") is False:
+        return "UNLIMITED" if value.get("infinite") else "Partition_Limit"
+    minutes = _number(value, "time.limit")
+    return str(minutes) if minutes else ""
+
+
+def _step_energy(step: Mapping[str, Any], where: str) -> str:
+    statistics = step.get("statistics")
+    if not isinstance(statistics, dict):
+        return ""
+    energy = statistics.get("energy")
+    if not isinstance(energy, dict):
+        return ""
+    consumed = _number(energy.get("consumed"), f"{where}.statistics.energy.consumed")
+    return "" if consumed is None else str(consumed)
+
+
+def _step_id(step: Mapping[str, Any], path: str) -> str:
+    """The step part of a JobID (``batch``, ``0``, ``1+1`` for a het component)."""
+    value = _get(step, "id", f"{path}.id")
+    if isinstance(value, dict):
+        # v0.0.39: {"job_id", "step_het_component", "step_id"}.
+        component = _number(value.get("step_het_component"), f"{path}.id.step_het_component")
+        name = _step_name(value.get("step_id"), f"{path}.id.step_id")
+    else:
+        het = step.get("het")
+        component = None
+        if isinstance(het, dict):
+            component = _number(het.get("component"), f"{path}.het.component")
+        name = _step_name(value, f"{path}.id")
+        # v0.0.40 on: "<job>.<step>[+<component>]" with the job id in front.
+        _, dot, after = name.partition(".")
+        if dot:
+            name = after
+    if not name:
+        raise _JobError(f"{path}.id is empty")
+    return name if component is None else f"{name}+{component}"
+
+
+def _step_name(value: object, path: str) -> str:
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return value
+    raise _JobError(f"{path} is not a step id")
+
+
+def job_lines(job: object, *, user_ids: Mapping[str, int] | None = None) -> list[str]:
+    """The ``--parsable2`` lines (in :data:`JSON_COLUMNS` order) sacct prints for one job
+    object. Raises ValueError with the reason when the object cannot be converted."""
+    try:
+        return _JobConverter(user_ids or {}).lines(job)[0]
+    except _JobError as exc:
+        raise ValueError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------------------
+# Streaming
+
+
+class _JobsScanner:
+    """A binary reader over the input that notes whether a ``"jobs": [`` has been read.
+
+    ijson only reports the items under ``jobs``; an empty array and no array at all both
+    give none. Scanning the raw bytes (until the first hit) tells the two apart at no cost
+    worth measuring. A quote inside a JSON string is escaped, so the pattern cannot match
+    inside a value; it does not check that ``jobs`` is at the top level.
+    """
+
+    def __init__(self, stream: IO[bytes] | IO[str]) -> None:
+        self.stream = stream
+        self.jobs_seen = False
+        self.first = True
+        self.tail = b""
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.stream.read(size)
+        data = chunk.encode() if isinstance(chunk, str) else chunk
+        if self.first and data:
+            self.first = False
+            data = data.removeprefix(_BOM)
+        if not self.jobs_seen and data:
+            window = self.tail + data
+            if _JOBS_ARRAY.search(window):
+                self.jobs_seen = True
+                self.tail = b""
+            else:
+                self.tail = window[-_SCAN_OVERLAP:]
+        return data
+
+
+def _raw_json(job: object) -> str:
+    try:
+        text = json.dumps(job, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(job)
+    return text if len(text) <= MAX_RAW_LENGTH else text[: MAX_RAW_LENGTH - 3] + "..."
+
+
+@overload
+def parse_sacct_json(
+    stream: IO[bytes] | IO[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: Literal[True] = True,
+    user_ids: Mapping[str, int] | None = None,
+) -> Iterator[SacctRecord | SacctLineError]: ...
+
+
+@overload
+def parse_sacct_json(
+    stream: IO[bytes] | IO[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: Literal[False],
+    user_ids: Mapping[str, int] | None = None,
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
+
+
+def parse_sacct_json(
+    stream: IO[bytes] | IO[str],
+    *,
+    tz: tzinfo = UTC,
+    cluster: str | None = None,
+    steps: bool = True,
+    user_ids: Mapping[str, int] | None = None,
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    """Parse ``sacct --json`` output lazily, one job object at a time.
+
+    ``stream`` is a binary (best) or text file object. Yields what :func:`parse_sacct`
+    yields for the lines sacct would have printed (see the module docstring): a
+    :class:`SacctRecord` or :class:`SacctLineError` per line, and with ``steps=False`` a bare
+    :class:`SacctStep` for each step of a convertible job. ``cluster`` is used when the JSON
+    has none. ``user_ids`` maps user names to uids for ``CANCELLED by <uid>``.
+
+    Reads up to the first job at once, so :class:`SacctHeaderError` is raised by this call
+    when the input is not JSON or has no ``jobs`` array.
+    """
+    _check_time_zone(tz)
+    parser = _LineParser(_Layout(JSON_HEADER), tz, cluster)
+    converter = _JobConverter(user_ids or {})
+    scanner = _JobsScanner(stream)
+    jobs = ijson.items(scanner, "jobs.item", use_float=True)
+    try:
+        first = next(jobs)
+    except StopIteration:
+        if not scanner.jobs_seen:
+            raise SacctHeaderError('not sacct --json output: no "jobs" array') from None
+        return iter(())
+    except ijson.JSONError as exc:
+        if not scanner.jobs_seen:
+            raise SacctHeaderError(f"not sacct --json output: {exc}") from None
+        return iter((SacctLineError(2, "", _shorten(f"{INVALID_JSON_REASON} ({exc})"), None),))
+    return _parse_jobs(parser, converter, first, jobs, steps)
+
+
+def _parse_jobs(
+    parser: _LineParser,
+    converter: _JobConverter,
+    first: object,
+    jobs: Iterator[object],
+    with_steps: bool,
+) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    parse = parser.parse
+    lines_of = converter.lines
+    line_number = 1
+    position = 0
+    job = first
+    while True:
+        position += 1
+        try:
+            lines, step_count = lines_of(job, with_steps)
+        except _JobError as exc:
+            line_number += 1
+            reason = _shorten(f"JSON job #{position}: {exc}")
+            yield SacctLineError(line_number, _raw_json(job), reason, None)
+        else:
+            for line in lines:
+                line_number += 1
+                yield parse(line_number, line)
+            if not with_steps:
+                for _ in range(step_count):
+                    line_number += 1
+                    yield SacctStep(line_number)
+        try:
+            job = next(jobs)
+        except StopIteration:
+            return
+        except ijson.JSONError as exc:
+            reason = _shorten(f"{INVALID_JSON_REASON} ({exc}), after JSON job #{position}")
+            yield SacctLineError(line_number + 1, "", reason, None)
+            return
