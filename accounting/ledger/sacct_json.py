@@ -4,8 +4,8 @@ Pure module: no Django. :func:`parse_sacct_json` turns every job object of the `
 into the ``--parsable2`` lines sacct would have printed for it with :data:`JSON_COLUMNS` (one
 line for the allocation, then one per step) and hands those lines to the text parser's own
 line parser, so a record read from JSON is typed by exactly the code that types a record read
-from text. Jobs are read one at a time with ijson (its C backend when installed): memory does
-not grow with the file.
+from text. Jobs are read one at a time (the standard library's C decoder over a buffer refilled
+by chunks): memory does not grow with the file.
 
 Formats: ``dbv0.0.37`` (Slurm 21.08), ``dbv0.0.38`` (22.05) and the data_parser versions
 ``v0.0.39`` (23.02) to ``v0.0.43`` (25.05). Values are read by shape rather than by a version
@@ -43,13 +43,11 @@ fixed it); dbv0.0.37 writes the eligible time as ``time.start``.
 
 from __future__ import annotations
 
+import codecs
 import json
-import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import IO, Any, Literal, overload
-
-import ijson  # type: ignore[import-untyped]
 
 from accounting.ledger.sacct import (
     SacctHeaderError,
@@ -104,10 +102,6 @@ MAX_RAW_LENGTH = 2000
 
 _UNKNOWN_TIME = "Unknown"
 _SEPARATOR_STAND_IN = "\u00a6"
-_BOM = b"\xef\xbb\xbf"
-_JOBS_ARRAY = re.compile(rb'"jobs"\s*:\s*\[')
-# Bytes kept from the end of one chunk, so a "jobs": [ split between two reads is found.
-_SCAN_OVERLAP = 64
 # job_state_string() prints the first of these flags that is set, else the base state.
 _STATE_FLAG_ORDER = (
     "COMPLETING",
@@ -156,7 +150,7 @@ def detect_format(first_chunk: bytes | str) -> Literal["json", "parsable"]:
     is ``{``: a parsable2 header starts with a column name.
     """
     if isinstance(first_chunk, bytes):
-        text = first_chunk.removeprefix(_BOM).lstrip()
+        text = first_chunk.removeprefix(b"\xef\xbb\xbf").lstrip()
         return "json" if text[:1] == b"{" else "parsable"
     return "json" if first_chunk.lstrip("\ufeff").lstrip()[:1] == "{" else "parsable"
 
@@ -570,35 +564,106 @@ def job_lines(job: object, *, user_ids: Mapping[str, int] | None = None) -> list
 # Streaming
 
 
-class _JobsScanner:
-    """A binary reader over the input that notes whether a ``"jobs": [`` has been read.
+class _JsonSyntaxError(ValueError):
+    """The input is not valid JSON at some point."""
 
-    ijson only reports the items under ``jobs``; an empty array and no array at all both
-    give none. Scanning the raw bytes (until the first hit) tells the two apart at no cost
-    worth measuring. A quote inside a JSON string is escaped, so the pattern cannot match
-    inside a value; it does not check that ``jobs`` is at the top level.
+
+class _JobsReader:
+    """The items of the top-level ``jobs`` array, one at a time, from a stream.
+
+    The standard library's C decoder reads each job with ``raw_decode`` from a buffer that is
+    refilled by chunks and trimmed as jobs are consumed: memory holds one chunk and the job
+    being read, whatever the file's size. (It reads 3 to 4 times faster than an event parser
+    such as ijson, which matters: sacct's JSON is about twenty times the size of its text.)
+    Top-level members before ``jobs`` (``meta``, ``errors``, ``warnings``) are read and dropped.
+    ``jobs_seen`` tells an empty ``jobs`` array from none.
     """
+
+    CHUNK = 1 << 20
+    _decode = json.JSONDecoder().raw_decode
 
     def __init__(self, stream: IO[bytes] | IO[str]) -> None:
         self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.buffer = ""
+        self.position = 0
+        self.at_end = False
         self.jobs_seen = False
-        self.first = True
-        self.tail = b""
 
-    def read(self, size: int = -1) -> bytes:
-        chunk = self.stream.read(size)
-        data = chunk.encode() if isinstance(chunk, str) else chunk
-        if self.first and data:
-            self.first = False
-            data = data.removeprefix(_BOM)
-        if not self.jobs_seen and data:
-            window = self.tail + data
-            if _JOBS_ARRAY.search(window):
+    def _fill(self) -> bool:
+        """Read one more chunk into the buffer; False at the end of the input."""
+        if self.at_end:
+            return False
+        chunk = self.stream.read(self.CHUNK)
+        if not chunk:
+            self.at_end = True
+            self.buffer += self.decoder.decode(b"", final=True)
+            return False
+        text = chunk if isinstance(chunk, str) else self.decoder.decode(chunk)
+        if self.position > self.CHUNK:
+            self.buffer, self.position = self.buffer[self.position :], 0
+        if not self.buffer and text.startswith("\ufeff"):
+            text = text[1:]
+        self.buffer += text
+        return True
+
+    def _skip_space(self) -> str:
+        """The next character that is not white space ("" at the end of the input)."""
+        while True:
+            buffer, position = self.buffer, self.position
+            while position < len(buffer) and buffer[position] in " \t\r\n":
+                position += 1
+            self.position = position
+            if position < len(buffer):
+                return buffer[position]
+            if not self._fill():
+                return ""
+
+    def _expect(self, characters: str, where: str) -> str:
+        found = self._skip_space()
+        if not found or found not in characters:
+            shown = repr(found) if found else "the end of the input"
+            raise _JsonSyntaxError(f"expected {' or '.join(characters)} {where}, found {shown}")
+        self.position += 1
+        return found
+
+    def _value(self) -> object:
+        """Decode the JSON value at the current position, reading more input as needed."""
+        self._skip_space()
+        while True:
+            try:
+                value, end = self._decode(self.buffer, self.position)
+            except json.JSONDecodeError as exc:
+                # Incomplete, or wrong: only the end of the input tells.
+                if self._fill():
+                    continue
+                raise _JsonSyntaxError(f"{exc.msg} at character {exc.pos}") from None
+            if end == len(self.buffer) and not self.at_end and self._fill():
+                continue  # a number may go on in the next chunk
+            self.position = end
+            return value
+
+    def jobs(self) -> Iterator[object]:
+        """The job objects; raises _JsonSyntaxError where the input stops being JSON."""
+        self._expect("{", "at the start")
+        if self._skip_space() == "}":
+            return
+        while True:
+            key = self._value()
+            self._expect(":", "after a member name")
+            if key == "jobs":
+                self._expect("[", 'after "jobs"')
                 self.jobs_seen = True
-                self.tail = b""
-            else:
-                self.tail = window[-_SCAN_OVERLAP:]
-        return data
+                break
+            self._value()
+            if self._expect(",}", "between members") == "}":
+                return
+        if self._skip_space() == "]":
+            return
+        while True:
+            yield self._value()
+            if self._expect(",]", "between jobs") == "]":
+                return
 
 
 def _raw_json(job: object) -> str:
@@ -653,16 +718,16 @@ def parse_sacct_json(
     _check_time_zone(tz)
     parser = _LineParser(_Layout(JSON_HEADER), tz, cluster)
     converter = _JobConverter(user_ids or {})
-    scanner = _JobsScanner(stream)
-    jobs = ijson.items(scanner, "jobs.item", use_float=True)
+    reader = _JobsReader(stream)
+    jobs = reader.jobs()
     try:
         first = next(jobs)
     except StopIteration:
-        if not scanner.jobs_seen:
+        if not reader.jobs_seen:
             raise SacctHeaderError('not sacct --json output: no "jobs" array') from None
         return iter(())
-    except ijson.JSONError as exc:
-        if not scanner.jobs_seen:
+    except _JsonSyntaxError as exc:
+        if not reader.jobs_seen:
             raise SacctHeaderError(f"not sacct --json output: {exc}") from None
         return iter((SacctLineError(2, "", _shorten(f"{INVALID_JSON_REASON} ({exc})"), None),))
     return _parse_jobs(parser, converter, first, jobs, steps)
@@ -700,7 +765,7 @@ def _parse_jobs(
             job = next(jobs)
         except StopIteration:
             return
-        except ijson.JSONError as exc:
+        except _JsonSyntaxError as exc:
             reason = _shorten(f"{INVALID_JSON_REASON} ({exc}), after JSON job #{position}")
             yield SacctLineError(line_number + 1, "", reason, None)
             return
