@@ -96,42 +96,55 @@ def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
     if not rows:
         return
     table = UtilisationHourly._meta.db_table
-    placeholders = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
-    params: list[Any] = []
-    for (partition_id, hour_start), (core_seconds, gpu_seconds) in rows:
-        params.extend((partition_id, hour_start, core_seconds, gpu_seconds))
-    sql = (
-        f"INSERT INTO {table} (partition_id, hour_start, core_seconds, gpu_seconds) "  # noqa: S608
-        f"VALUES {placeholders} ON CONFLICT (partition_id, hour_start) DO UPDATE SET "
-        f"core_seconds = {table}.core_seconds + EXCLUDED.core_seconds, "
-        f"gpu_seconds = {table}.gpu_seconds + EXCLUDED.gpu_seconds"
+    columns = ("partition_id", "hour_start", "core_seconds", "gpu_seconds")
+    values = [(p, hour, core, gpu) for (p, hour), (core, gpu) in rows]
+    _upsert_adding(
+        table, columns, ("bigint", "timestamptz", "bigint", "bigint"), key=2, rows=values
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+
+
+_DAILY_SUMS = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
 
 
 def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     """Add the deltas to the daily roll-ups with one atomic upsert (sorted: no deadlocks)."""
-    rows = [(key, amounts) for key, amounts in sorted(deltas.items()) if any(amounts)]
+    rows = [(*key, *amounts) for key, amounts in sorted(deltas.items()) if any(amounts)]
     if not rows:
         return
-    table = UsageDaily._meta.db_table
-    columns = (
-        "project_id, partition_id, username, day, "
-        "service_units, core_hours, gpu_hours, energy_wh, cost, jobs"
-    )
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
-    params: list[Any] = []
-    for key, amounts in rows:
-        params.extend(key)
-        params.extend(amounts)
-    add = ", ".join(
-        f"{name} = {table}.{name} + EXCLUDED.{name}"
-        for name in ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
-    )
-    sql = (
-        f"INSERT INTO {table} ({columns}) VALUES {placeholders} "  # noqa: S608 - names are ours
-        f"ON CONFLICT (project_id, partition_id, username, day) DO UPDATE SET {add}"
-    )
+    columns = ("project_id", "partition_id", "username", "day", *_DAILY_SUMS)
+    types = ("bigint", "bigint", "text", "date", *["numeric"] * 5, "bigint")
+    _upsert_adding(UsageDaily._meta.db_table, columns, types, key=4, rows=rows)
+
+
+def _upsert_adding(
+    table: str,
+    columns: tuple[str, ...],
+    types: tuple[str, ...],
+    *,
+    key: int,
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """Insert ``rows`` into ``table``, adding the values of the columns after the first ``key``
+    ones to a row that exists.
+
+    On PostgreSQL the rows travel as one array per column (``unnest``): the statement's text is
+    the same for every batch, so the driver parses it once (its cache is keyed on the text)
+    instead of splitting a statement that grows with the batch, which was a third of the
+    roll-ups' time. Elsewhere one ``executemany`` of the single-row statement.
+    """
+    names = ", ".join(columns)
+    add = ", ".join(f"{name} = {table}.{name} + EXCLUDED.{name}" for name in columns[key:])
+    conflict = f"ON CONFLICT ({', '.join(columns[:key])}) DO UPDATE SET {add}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        if connection.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{kind}[]" for kind in types)
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}",  # noqa: S608
+                [list(column) for column in zip(*rows, strict=True)],
+            )
+            return
+        placeholders = ", ".join(["%s"] * len(columns))
+        cursor.executemany(
+            f"INSERT INTO {table} ({names}) VALUES ({placeholders}) {conflict}",  # noqa: S608
+            rows,
+        )
