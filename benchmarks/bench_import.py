@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -85,15 +86,15 @@ def _ledger_checksum(env: dict[str, str]) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
+def run(lines: int, skip_sqlite: bool, shape: str = "allocations") -> dict[str, Any]:
     from benchmarks.sacct_generator import write_sacct_file, write_sacct_json
 
     OUT.mkdir(exist_ok=True)
-    data = OUT / f"sacct-{lines}.psv"
+    data = OUT / f"sacct-{shape}-{lines}.psv"
     if not data.exists():
-        print(f"generating {data.name} ({lines:,} lines) ...", flush=True)
-        write_sacct_file(data, lines=lines, seed=42)
-    results: dict[str, float] = {"lines": lines}
+        print(f"generating {data.name} ({lines:,} lines, {shape}) ...", flush=True)
+        write_sacct_file(data, lines=lines, seed=42, allocations=shape == "allocations")
+    results: dict[str, Any] = {"lines": lines, "shape": shape}
 
     if shutil.which("psql") is None:
         raise SystemExit("psql is not installed: the PostgreSQL baseline cannot run")
@@ -124,7 +125,7 @@ def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
     print(f"first import:  {summary_first}")
     print(f"second import: {summary_second}")
 
-    data_json = OUT / f"sacct-{lines}.json"
+    data_json = data.with_suffix(".json")
     if not data_json.exists():
         print(f"writing {data_json.name} (the same jobs as sacct --json) ...", flush=True)
         write_sacct_json(data, data_json)
@@ -149,10 +150,15 @@ def run(lines: int, skip_sqlite: bool) -> dict[str, float]:
     return results
 
 
-def report(results: dict[str, float]) -> None:
+def report(results: dict[str, Any]) -> None:
     copy = results["copy_s"]
     lines = int(results["lines"])
-    print(f"sacct import of {lines:,} generated lines (one run; times are wall clock)")
+    shape = (
+        "job allocations only (sacct --allocations)"
+        if results["shape"] == "allocations"
+        else "allocations with their steps (3 lines of 4 are steps, which are only counted)"
+    )
+    print(f"sacct import of {lines:,} generated lines: {shape} (one run; wall clock)")
     print(f"  (a) psql \\copy into a typed table with the unique key: {copy:7.2f} s")
     print(
         f"  (b) full import, PostgreSQL:  {results['import_s']:7.2f} s  "
@@ -183,11 +189,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="sacct import benchmark")
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument(
+        "--shape",
+        choices=("allocations", "mixed", "both"),
+        default="both",
+        help="allocations only (the headline: what a centre imports), the mixed file with steps,"
+        " or both",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    results = run(args.lines, args.skip_sqlite)
-    (OUT / "import.json").write_text(json.dumps(results, indent=2))
-    report(results)
+    shapes = ("allocations", "mixed") if args.shape == "both" else (args.shape,)
+    for shape in shapes:
+        results = run(args.lines, args.skip_sqlite, shape)
+        (OUT / f"import-{shape}.json").write_text(json.dumps(results, indent=2))
+        report(results)
 
 
 if __name__ == "__main__":

@@ -93,8 +93,11 @@ def sacct_lines(
     start: datetime | None = None,
     mean_gap_seconds: int = 20,
     now: datetime | None = None,
+    allocations: bool = False,
 ) -> Iterator[str]:
-    """Yield the header and then ``lines`` data lines (allocations with their steps).
+    """Yield the header and then ``lines`` data lines (allocations with their steps, or with
+    ``allocations`` only allocations: what ``sacct --allocations``, a centre's usual import,
+    prints).
 
     Jobs are submitted every ``mean_gap_seconds`` on average from ``start``; with ``now``,
     generation stops at jobs not yet started, and a job still running at ``now`` is printed
@@ -146,6 +149,8 @@ def sacct_lines(
         )
         produced += 1
         steps = ["batch", "extern", *[str(n) for n in range(rng.choice((0, 0, 1, 2, 3)))]]
+        if allocations:
+            continue
         step_tres = f"cpu={cpus}{gres},mem={_memory(mem)},node={nodes}"
         step_state = "RUNNING" if running else "COMPLETED"
         for step in steps:
@@ -274,8 +279,11 @@ def main() -> None:
     parser.add_argument("output", type=Path)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--allocations", action="store_true", help="allocations only, as sacct --allocations"
+    )
     args = parser.parse_args()
-    write_sacct_file(args.output, lines=args.lines, seed=args.seed)
+    write_sacct_file(args.output, lines=args.lines, seed=args.seed, allocations=args.allocations)
 
 
 if __name__ == "__main__":
