@@ -36,7 +36,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Literal, TypeVar, overload
+from typing import IO, Literal, TypeVar, overload
 
 import hostlist
 
@@ -48,6 +48,7 @@ __all__ = [
     "EMPTY_LINE_REASON",
     "FINISHED_STATES",
     "KNOWN_STATES",
+    "MAX_LINE_CHARS",
     "MAX_REASON_LENGTH",
     "OPTIONAL_FIELDS",
     "REPEATED_HEADER_REASON",
@@ -55,6 +56,7 @@ __all__ = [
     "SacctHeaderError",
     "SacctLineError",
     "SacctRecord",
+    "bounded_lines",
     "columns_header",
     "header_delimiter",
     "parse_elapsed",
@@ -97,6 +99,11 @@ OPTIONAL_FIELDS = (
 )
 
 EMPTY_LINE_REASON = "empty line"
+# No sacct line is this long (the longest real ones, with big TRES and node lists, are a few
+# KiB); a longer one is junk, quarantined with its first characters, so that memory stays
+# bounded whatever the input (the readers cut lines at MAX_LINE_CHARS + 1).
+MAX_LINE_CHARS = 1 << 20
+_KEPT_OF_LONG_LINE = 4096
 # SacctLineError.reason never exceeds this, whatever the line holds.
 MAX_REASON_LENGTH = 300
 REPEATED_HEADER_REASON = "repeated header line"
@@ -587,6 +594,9 @@ class _LineParser:
 
     def parse(self, line_number: int, line: str) -> SacctRecord | SacctLineError:
         raw = line.rstrip("\r\n")
+        if len(raw) > MAX_LINE_CHARS:
+            reason = f"the line is longer than {MAX_LINE_CHARS:,} characters: not sacct output"
+            return SacctLineError(line_number, raw[:_KEPT_OF_LONG_LINE] + "...", reason, None)
         try:
             return self._parse(line_number, raw)
         except _FieldError as exc:
@@ -1099,6 +1109,20 @@ def parse_sacct(
         f"empty input: no sacct header line (it needs {', '.join(REQUIRED_FIELDS)})",
         REQUIRED_FIELDS,
     )
+
+
+def bounded_lines(stream: IO[str], limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of a text stream, each cut to ``limit`` + 1 characters (the rest of a longer
+    line is read and dropped), so one endless line cannot fill memory."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith("\n"):
+            rest = line
+            while rest and not rest.endswith("\n"):
+                rest = stream.readline(limit)
+        yield line
 
 
 def columns_header(columns: str, delimiter: str = "|") -> str:

@@ -580,6 +580,9 @@ class _JobsReader:
     """
 
     CHUNK = 1 << 20
+    # No job object of sacct is near this size (a job with thousands of steps is a few MiB):
+    # a longer value is junk, and reading on would hold it all.
+    MAX_VALUE_CHARS = 64 << 20
     _decode = json.JSONDecoder().raw_decode
 
     def __init__(self, stream: IO[bytes] | IO[str]) -> None:
@@ -602,6 +605,10 @@ class _JobsReader:
         text = chunk if isinstance(chunk, str) else self.decoder.decode(chunk)
         if self.position > self.CHUNK:
             self.buffer, self.position = self.buffer[self.position :], 0
+        if len(self.buffer) - self.position > self.MAX_VALUE_CHARS:
+            raise _JsonSyntaxError(
+                f"a JSON value longer than {self.MAX_VALUE_CHARS:,} characters: not sacct output"
+            )
         if not self.buffer and text.startswith("\ufeff"):
             text = text[1:]
         self.buffer += text

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportFatal, ImportSummary, jobs_import
+from accounting.ledger.sacct import bounded_lines
 from accounting.ledger.sacct_json import detect_format
 from accounting.locks import cluster_row_lock
 from accounting.models import (
@@ -82,7 +83,7 @@ def sacct_lines(*, cluster: Cluster, since: datetime, until: datetime) -> Iterat
     assert process.stderr is not None
     try:
         try:
-            yield iter(process.stdout)
+            yield bounded_lines(process.stdout)
         except ImportFatal:
             # Empty or broken output is most often sacct failing: report its own words.
             if process.wait() != 0:
@@ -225,7 +226,7 @@ def sacct_stream_import(
     if format == "json":
         return jobs_import(json_stream=stream, **options)
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-    return jobs_import(lines=on_text(text), **options)
+    return jobs_import(lines=on_text(bounded_lines(text)), **options)
 
 
 def import_file(

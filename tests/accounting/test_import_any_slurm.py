@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import BUCKETS, ImportSummary, jobs_import, quarantine_retry
+from accounting.ledger.sacct import MAX_LINE_CHARS, SacctLineError, bounded_lines
 from accounting.ledger.sacct_json import JSON_HEADER
 from accounting.models import (
     Cluster,
@@ -488,3 +489,46 @@ def test_the_portal_runs_sacct_for_slurm_s_name_of_the_cluster(testbed: Cluster)
     testbed.sacct_arguments = "-a --parsable2 --allocations -M all"
     command = sacct_command(cluster=testbed, **window)
     assert not any(argument.startswith("--clusters") for argument in command)
+
+
+# --------------------------------------------------------------------------------------
+# Memory stays bounded whatever the input
+
+
+def test_an_endless_line_is_cut_as_it_is_read_and_quarantined(
+    testbed: Cluster, tmp_path: Path
+) -> None:
+    path = tmp_path / "endless.psv"
+    with path.open("w") as out:
+        out.write(HEADER + "\n" + line() + "\n")
+        out.write("x" * (3 * MAX_LINE_CHARS))  # 3 M characters, no newline until here
+        out.write("\n" + line(JobID="9101", JobIDRaw="9101") + "\n")
+
+    call_command("import_sacct", str(path), "--cluster", "slurm-testbed", stdout=io.StringIO())
+
+    assert set(Job.objects.values_list("job_id_raw", flat=True)) == {"9100", "9101"}
+    record = QuarantinedRecord.objects.get()
+    assert record.line_number == 3
+    assert "longer than 1,048,576 characters" in record.reason
+    assert len(record.raw) < 5000
+
+
+def test_bounded_lines_holds_one_cut_line_at_a_time() -> None:
+    stream = io.StringIO("a|b\n" + "y" * 10_000 + "\nc|d")
+
+    lines = list(bounded_lines(stream, limit=100))
+
+    assert lines == ["a|b\n", "y" * 101, "c|d"]
+
+
+def test_a_json_value_beyond_any_sacct_job_stops_the_reader(monkeypatch) -> None:
+    from accounting.ledger import sacct_json
+
+    monkeypatch.setattr(sacct_json._JobsReader, "MAX_VALUE_CHARS", 5_000)
+    monkeypatch.setattr(sacct_json._JobsReader, "CHUNK", 1_000)
+    body = '{"jobs": [{"job_id": 1, "name": "' + "n" * 50_000 + '"}]}'
+
+    [error] = list(sacct_json.parse_sacct_json(io.BytesIO(body.encode())))
+
+    assert isinstance(error, SacctLineError)
+    assert "longer than 5,000 characters" in error.reason
