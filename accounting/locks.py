@@ -1,4 +1,5 @@
-"""A per-cluster lock so that scheduled imports of one cluster never overlap.
+"""A per-cluster lock so that scheduled imports of one cluster never overlap, and a lock per
+time window for backfills.
 
 On PostgreSQL it is a session advisory lock: held by the importing connection and released by
 the server if the worker dies, so a killed worker never leaves a stale lock behind. SQLite
@@ -10,6 +11,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 from django.db import connection
 
@@ -41,6 +43,14 @@ def cluster_import_lock(cluster: Cluster) -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+@contextmanager
+def window_import_lock(cluster: Cluster, since: datetime, until: datetime) -> Iterator[None]:
+    """A lock per cluster and time window: backfill tasks of disjoint windows of one cluster
+    run at once, and the same window is never imported twice at the same time."""
+    with named_lock(f"sacct window {cluster.pk} {since.isoformat()} {until.isoformat()}"):
+        yield
 
 
 @contextmanager

@@ -13,7 +13,12 @@ from celery import Task, shared_task
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
 from accounting.ledger.sources import import_file, sacct_window_import
-from accounting.locks import ImportLockBusy, cluster_import_lock, named_lock
+from accounting.locks import (
+    ImportLockBusy,
+    cluster_import_lock,
+    named_lock,
+    window_import_lock,
+)
 from accounting.models import Cluster, ImportRun, OverheadRun
 
 
@@ -40,6 +45,32 @@ def import_sacct_window(self: Task, cluster_id: int) -> dict[str, Any]:
     except ImportLockBusy:
         return {"skipped": f"an import of {cluster.name} is already running"}
     return {"import_run": run.pk, **summary.as_dict()}
+
+
+@shared_task(
+    bind=True,
+    name="accounting.tasks.import_sacct_backfill_window",
+    soft_time_limit=3300,
+    time_limit=3600,
+)
+def import_sacct_backfill_window(
+    self: Task, cluster_id: int, since: str, until: str
+) -> dict[str, Any]:
+    """Import one window of a backfill (``accounting.ledger.sources.backfill_enqueue``).
+
+    Windows of one cluster run at once on several workers, each under its own lock; the
+    schedule's ``last_imported_until`` is left alone.
+    """
+    cluster = Cluster.objects.get(pk=cluster_id)
+    start, end = datetime.fromisoformat(since), datetime.fromisoformat(until)
+    try:
+        with window_import_lock(cluster, start, end):
+            run, summary = sacct_window_import(
+                cluster=cluster, since=start, until=end, advance=False
+            )
+    except ImportLockBusy:
+        return {"skipped": f"the window {since} .. {until} is being imported"}
+    return {"import_run": run.pk, "worker": self.request.hostname, **summary.as_dict()}
 
 
 @shared_task(

@@ -103,24 +103,69 @@ def sacct_lines(*, cluster: Cluster, since: datetime, until: datetime) -> Iterat
 
 
 def sacct_window_import(
-    *, cluster: Cluster, until: datetime | None = None, since: datetime | None = None
+    *,
+    cluster: Cluster,
+    until: datetime | None = None,
+    since: datetime | None = None,
+    advance: bool = True,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import the next window of ``cluster``: from the previous window's end less the overlap
-    (or ``since``) to ``until`` (now). Overlaps are harmless: known jobs are left alone."""
+    (or ``since``) to ``until`` (now). Overlaps are harmless: known jobs are left alone.
+
+    ``advance`` moves the cluster's ``last_imported_until`` to ``until``; a backfill window
+    (below) leaves it where the schedule put it.
+    """
     until = until or timezone.now()
     if since is None:
         last = cluster.last_imported_until or (until - timedelta(days=1))
         since = last - timedelta(minutes=cluster.import_overlap_minutes)
+    kind = "sacct" if advance else "backfill sacct"
     run = ImportRun.objects.create(
         cluster=cluster,
-        source=f"sacct {since.isoformat()} .. {until.isoformat()}",
+        source=f"{kind} {since.isoformat()} .. {until.isoformat()}",
         window_start=since,
         window_end=until,
     )
     with sacct_lines(cluster=cluster, since=since, until=until) as lines:
         result = jobs_import(cluster=cluster, lines=lines, source=run.source, run=run, tz=UTC)
-    Cluster.objects.filter(pk=cluster.pk).update(last_imported_until=until)
+    if advance:
+        Cluster.objects.filter(pk=cluster.pk).update(last_imported_until=until)
     return result
+
+
+def backfill_windows(
+    *, since: datetime, until: datetime, window: timedelta
+) -> list[tuple[datetime, datetime]]:
+    """Split ``[since, until)`` into consecutive windows of ``window`` (the last one shorter).
+
+    sacct selects the jobs that ran at any time in a window, so a job that spans two windows
+    is read by both: the second read finds it in the ledger as read, and it is charged once.
+    """
+    if until <= since:
+        raise ValueError("the end of a backfill must be after its start")
+    if window <= timedelta(0):
+        raise ValueError("a backfill window must be longer than zero")
+    windows = []
+    start = since
+    while start < until:
+        end = min(start + window, until)
+        windows.append((start, end))
+        start = end
+    return windows
+
+
+def backfill_enqueue(
+    *, cluster: Cluster, since: datetime, until: datetime, window: timedelta
+) -> list[tuple[datetime, datetime]]:
+    """Enqueue one import task per window of ``[since, until)``: workers import them at once,
+    each window under its own lock (how a centre backfills years of jobs)."""
+    windows = backfill_windows(since=since, until=until, window=window)
+    for start, end in windows:
+        task_enqueue(
+            name="accounting.tasks.import_sacct_backfill_window",
+            args=(cluster.pk, start.isoformat(), end.isoformat()),
+        )
+    return windows
 
 
 class AlreadyImported(Exception):
