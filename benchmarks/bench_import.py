@@ -8,6 +8,8 @@ Measured in one run, on the same generated file (benchmarks/sacct_generator.py):
   (d) the full import with the embedded default (SQLite);
   (e) the full import of the same jobs as ``sacct --json`` (data_parser v0.0.40 shapes, steps
       nested), on a fresh PostgreSQL database: the JSON path must stay within 1.5 x (b);
+  (f) the full import with ``--workers 2`` (two processes, each a range of the file), on a
+      fresh PostgreSQL database;
   and the peak RSS of each import process.
 
 Every import runs as ``manage.py import_sacct`` in a child process, so its peak RSS is its own.
@@ -139,6 +141,14 @@ def run(lines: int, skip_sqlite: bool, shape: str = "allocations") -> dict[str, 
     print(f"JSON import:   {summary_json}")
     results["json_same_buckets"] = float(summary_json == summary_first)
 
+    _psql("postgres", f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
+    _prepare(env)
+    results["workers2_import_s"], results["workers2_rss_mb"], fourth = _timed_child(
+        [*imp, "--workers", "2"], env
+    )
+    results["workers2_same_buckets"] = float(json.loads(fourth) == summary_first)
+    results["workers2_ledger"] = _ledger_checksum(env)
+
     if not skip_sqlite:
         with tempfile.TemporaryDirectory() as var:
             lite = {**os.environ, "PORTAL_VAR_DIR": var}
@@ -181,6 +191,14 @@ def report(results: dict[str, Any]) -> None:
             f"= {results['json_import_s'] / results['import_s']:5.2f} x (b)  (target <= 1.5)  "
             f"peak RSS {results['json_import_rss_mb']} MB  same buckets as (b): "
             f"{'yes' if results['json_same_buckets'] else 'NO'}"
+        )
+    if "workers2_import_s" in results:
+        print(
+            f"  (f) --workers 2:              {results['workers2_import_s']:7.2f} s  "
+            f"= {results['workers2_import_s'] / copy:5.2f} x (a), "
+            f"{results['import_s'] / results['workers2_import_s']:4.2f} x faster than (b)  "
+            f"peak RSS {results['workers2_rss_mb']} MB per process  same buckets as (b): "
+            f"{'yes' if results['workers2_same_buckets'] else 'NO'}"
         )
     print("  peak RSS target: <= 400 MB")
 

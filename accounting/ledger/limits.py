@@ -76,14 +76,19 @@ def _bounds(attname: str) -> tuple[str, Any]:
     raise TypeError(f"no limit is known for {attname}")
 
 
+@functools.cache
+def _checks(limits: tuple[ColumnLimit, ...]) -> tuple[tuple[ColumnLimit, str, Any], ...]:
+    # Read once per process: the check runs for every new or changed job of an import.
+    return tuple((limit, *_bounds(limit.attname)) for limit in limits)
+
+
 def limits_check(row: dict[str, Any], limits: tuple[ColumnLimit, ...]) -> tuple[str, str] | None:
     """Return (sacct column, reason) when a required value does not fit its column; shorten or
     drop optional values that do not, noting each in ``row["warnings"]``."""
-    for limit in limits:
+    for limit, kind, bound in _checks(limits):
         value = row[limit.attname]
         if value is None or value == "":
             continue
-        kind, bound = _bounds(limit.attname)
         if kind == "text":
             if len(value) <= bound:
                 continue
@@ -103,7 +108,7 @@ def limits_check(row: dict[str, Any], limits: tuple[ColumnLimit, ...]) -> tuple[
             shown = f"{value}" if len(str(value)) <= 40 else f"{str(value)[:37]}..."
             reason = f"{limit.source} value {shown} is out of range ({low} to {high})"
         else:
-            if abs(value) < bound:
+            if -bound < value < bound:
                 continue
             reason = (
                 f"{limit.source} gives {limit.attname} {value:.6E}, beyond the ledger's {bound:.0E}"

@@ -220,6 +220,17 @@ class _Lookups:
 
 def _fractions_json(fractions: tuple[charging.NodeFractions, ...]) -> list[dict[str, str]]:
     """Per-node fractions, identical consecutive nodes folded into one entry with a count."""
+    first = fractions[0] if fractions else None
+    if first is not None and not first.node_local and all(n == first for n in fractions):
+        # The usual case: sacct gives totals, split evenly, so every node holds the same.
+        return [
+            {
+                "nodes": str(len(fractions)),
+                "cores": str(first.cores),
+                "memory": str(first.memory),
+                "gpus": str(first.gpus),
+            }
+        ]
     folded: list[dict[str, str]] = []
     for node in fractions:
         entry = {
@@ -799,6 +810,9 @@ def jobs_import(
     progress: Callable[[ImportSummary], None] | None = None,
     columns: str | None = None,
     delimiter: str | None = None,
+    header: str | None = None,
+    first_line_number: int = 1,
+    finish_run: bool = True,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
     for ``cluster``; return the run and its summary.
@@ -806,7 +820,9 @@ def jobs_import(
     Times are read in ``tz``, by default the cluster's time zone (sacct prints local time).
     ``columns`` reads a ``--noheader`` dump made with that column list; ``delimiter`` is the
     one sacct was given (``--delimiter``; by default read from the header, ``|`` with
-    ``columns``).
+    ``columns``). ``header`` and ``first_line_number`` read a range of a file whose header line
+    is ``header`` (``accounting.ledger.sources.file_import_parallel``); with ``finish_run``
+    false the run is left running for the caller to finish.
     Raises ``ImportFatal`` (after recording the run as failed) when the input has no usable
     header. Quarantined lines are not errors: they are counted and kept.
     """
@@ -815,7 +831,9 @@ def jobs_import(
     lookups = _Lookups(cluster, create_projects=create_projects)
     resolve = QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True).exists()
     try:
-        given = None if columns is None else columns_header(columns, delimiter or "|")
+        given = header
+        if given is None and columns is not None:
+            given = columns_header(columns, delimiter or "|")
         if json_stream is not None:
             # Records read from JSON carry the parsable2 line sacct would have printed for
             # them: quarantined ones are kept, and read again, under this header.
@@ -858,6 +876,8 @@ def jobs_import(
                 steps=False,
                 columns=columns,
                 delimiter=delimiter,
+                header=header,
+                first_line_number=first_line_number,
             )
         )
         for item in items:
@@ -900,9 +920,10 @@ def jobs_import(
     except BaseException as error:
         _run_failed(run, f"{type(error).__name__}: {error}")
         raise
-    ImportRun.objects.filter(pk=run.pk).update(
-        status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
-    )
+    if finish_run:
+        ImportRun.objects.filter(pk=run.pk).update(
+            status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
+        )
     run.refresh_from_db()
     return run, total
 

@@ -1047,6 +1047,8 @@ def parse_sacct(
     steps: Literal[True] = True,
     columns: str | None = None,
     delimiter: str | None = None,
+    header: str | None = None,
+    first_line_number: int = 1,
 ) -> Iterator[SacctRecord | SacctLineError]: ...
 
 
@@ -1059,6 +1061,8 @@ def parse_sacct(
     steps: Literal[False],
     columns: str | None = None,
     delimiter: str | None = None,
+    header: str | None = None,
+    first_line_number: int = 1,
 ) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
 
 
@@ -1070,6 +1074,8 @@ def parse_sacct(
     steps: bool = True,
     columns: str | None = None,
     delimiter: str | None = None,
+    header: str | None = None,
+    first_line_number: int = 1,
 ) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
     """Parse ``sacct --parsable2`` output lazily, one line at a time.
 
@@ -1089,15 +1095,21 @@ def parse_sacct(
     Open XDMoD's documented list), comma- or ``|``-separated. Every line is then data and the
     first is line 1. ``delimiter`` is sacct's ``--delimiter`` (default: read from the header
     line, ``|`` with ``columns``).
+
+    ``header`` reads lines that are a part of a dump whose header line it is (a range of a
+    file, read by one of several processes): every line is data, and the first is line
+    ``first_line_number`` of the file.
     """
     _check_time_zone(tz)
     iterator = iter(lines)
-    if columns is not None:
+    if columns is not None and header is None:
         delimiter = delimiter or "|"
-        parser = _LineParser(_Layout(columns_header(columns, delimiter), delimiter), tz, cluster)
+        header = columns_header(columns, delimiter)
+    if header is not None:
+        parser = _LineParser(_Layout(header, delimiter), tz, cluster)
         if not steps:
-            return _parse_lines_counting_steps(parser, iterator, 0)
-        return _parse_lines(parser, iterator, 0)
+            return _parse_lines_counting_steps(parser, iterator, first_line_number - 1)
+        return _parse_lines(parser, iterator, first_line_number - 1)
     for line_number, line in enumerate(iterator, start=1):
         header = line.rstrip("\r\n")
         if header.strip():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
+import multiprocessing
 import os
 import shlex
 import subprocess
@@ -16,11 +18,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
-from accounting.ledger.pipeline import ImportFatal, ImportSummary, jobs_import
-from accounting.ledger.sacct import bounded_lines
+from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
+from accounting.ledger.sacct import MAX_LINE_CHARS, SacctHeaderError, bounded_lines, parse_sacct
 from accounting.ledger.sacct_json import detect_format
 from accounting.locks import cluster_row_lock
 from accounting.models import (
@@ -272,6 +274,127 @@ def sacct_stream_import(
         return jobs_import(json_stream=stream, **options)
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
     return jobs_import(lines=on_text(bounded_lines(text)), **options)
+
+
+def _file_ranges(path: Path, parts: int) -> tuple[str, list[tuple[int, int, int]]]:
+    """The header line of a text dump and up to ``parts`` byte ranges of its data lines, cut at
+    line ends, each with the file's line number of its first line."""
+    with path.open("rb") as stream:
+        number = 0
+        while True:
+            raw = stream.readline(MAX_LINE_CHARS + 1)
+            if not raw:
+                raise ImportFatal("empty input: no sacct header line")
+            number += 1
+            if raw.strip():
+                break
+        header = raw.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
+        start, size = stream.tell(), path.stat().st_size
+        cuts = [start]
+        for part in range(1, parts):
+            stream.seek(max(start + (size - start) * part // parts, cuts[-1]))
+            stream.readline()  # on to the start of the next line
+            cuts.append(min(stream.tell(), size))
+        cuts.append(size)
+        ranges = []
+        number += 1
+        for begin, end in itertools.pairwise(cuts):
+            if end > begin:
+                ranges.append((begin, end, number))
+            stream.seek(begin)
+            remaining = end - begin
+            while remaining:
+                chunk = stream.read(min(remaining, 1 << 24))
+                number += chunk.count(b"\n")
+                remaining -= len(chunk)
+    return header, ranges
+
+
+def _range_lines(path: Path, begin: int, end: int) -> Iterator[str]:
+    """The lines of the byte range ``[begin, end)``, each cut at MAX_LINE_CHARS + 1 as
+    :func:`bounded_lines` cuts them."""
+    with path.open("rb") as stream:
+        stream.seek(begin)
+        position = begin
+        while position < end:
+            raw = stream.readline(MAX_LINE_CHARS + 1)
+            if not raw:
+                return
+            position += len(raw)
+            if len(raw) > MAX_LINE_CHARS and not raw.endswith(b"\n"):
+                while True:  # the rest of an endless line is read and dropped
+                    rest = stream.readline(MAX_LINE_CHARS)
+                    position += len(rest)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+            yield raw.decode("utf-8", errors="replace")
+
+
+def _import_range(
+    run_id: int, path: str, begin: int, end: int, first_line: int, header: str,
+    options: dict[str, Any],
+) -> None:  # fmt: skip
+    # A forked child: the parent's database connection must not be shared.
+    connections.close_all()
+    run = ImportRun.objects.select_related("cluster").get(pk=run_id)
+    jobs_import(
+        cluster=run.cluster, lines=_range_lines(Path(path), begin, end), source=run.source,
+        run=run, header=header, first_line_number=first_line, finish_run=False, **options,
+    )  # fmt: skip
+
+
+def file_import_parallel(
+    *,
+    cluster: Cluster,
+    path: Path,
+    workers: int,
+    source: str,
+    create_projects: bool = False,
+    delimiter: str | None = None,
+) -> tuple[ImportRun, ImportSummary]:
+    """Import a ``--parsable2`` file with ``workers`` processes, each reading one range of its
+    lines (both cores of a machine, not only one).
+
+    Each process writes its batches as a single import would: same keys, same fingerprints,
+    same atomic batches, so a killed process loses only its batch in flight, a rerun completes
+    the ledger, and a job read by two processes at once is booked once (the unique key and the
+    batch retry). The processes share one import run and add to its counters. What a single
+    process keeps and this does not: the order of two lines of the same job that fall in two
+    ranges (concatenated, overlapping dumps); import such files with one worker.
+    """
+    header, ranges = _file_ranges(path, workers)
+    try:
+        list(parse_sacct([header], delimiter=delimiter))  # the header must be usable
+    except SacctHeaderError as error:
+        raise ImportFatal(str(error)) from None
+    run = ImportRun.objects.create(cluster=cluster, source=source[:500], header=header)
+    options = {"create_projects": create_projects, "delimiter": delimiter}
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    processes = [
+        context.Process(
+            target=_import_range,
+            args=(run.pk, str(path), begin, end, first_line, header, options),
+        )
+        for begin, end, first_line in ranges
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    failed = [process.exitcode for process in processes if process.exitcode != 0]
+    if failed:
+        message = f"{len(failed)} of {len(processes)} import processes failed (exit {failed})"
+        ImportRun.objects.filter(pk=run.pk).update(
+            status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message
+        )
+        raise ImportFatal(message)
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
+    )
+    run.refresh_from_db()
+    summary = ImportSummary(**{name: getattr(run, name) for name in ("lines", *BUCKETS)})
+    return run, summary
 
 
 def import_file(

@@ -25,7 +25,13 @@ from tqdm import tqdm
 
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
-from accounting.ledger.sources import FORMATS, sacct_lines, sacct_stream_import
+from accounting.ledger.sacct_json import detect_format
+from accounting.ledger.sources import (
+    FORMATS,
+    file_import_parallel,
+    sacct_lines,
+    sacct_stream_import,
+)
 
 
 def _lines_with_progress(
@@ -72,6 +78,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--delimiter", help="the --delimiter sacct was given (default: read from the header)"
         )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            help="processes that import ranges of a text FILE at once (default 1)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -91,6 +103,8 @@ class Command(BaseCommand):
 
     def _import_file(self, cluster: Any, options: dict[str, Any]) -> ImportSummary:
         name = options["file"]
+        if options["workers"] > 1:
+            return self._import_in_parallel(cluster, options)
         interactive = sys.stderr.isatty() and not options["json"]
         if name == "-":
             stream: Any = sys.stdin.buffer
@@ -113,6 +127,29 @@ class Command(BaseCommand):
                 columns=options["columns"],
                 delimiter=options["delimiter"],
             )
+        return summary
+
+    def _import_in_parallel(self, cluster: Any, options: dict[str, Any]) -> ImportSummary:
+        path = Path(options["file"])
+        if options["file"] == "-" or options["columns"]:
+            raise CommandError("--workers reads a FILE with its header line (not - or --columns)")
+        try:
+            with path.open("rb") as stream:
+                head = stream.read(4096)
+        except OSError as error:
+            raise CommandError(f"{path}: cannot be read ({error.strerror})") from None
+        if options["format"] == "json" or (
+            options["format"] == "auto" and detect_format(head) == "json"
+        ):
+            raise CommandError("--workers reads sacct --parsable2 text; import JSON with one")
+        _, summary = file_import_parallel(
+            cluster=cluster,
+            path=path,
+            workers=options["workers"],
+            source=f"file {path.resolve()}",
+            create_projects=options["create_projects"],
+            delimiter=options["delimiter"],
+        )
         return summary
 
     def _run_sacct(self, cluster: Any, options: dict[str, Any]) -> ImportSummary:
