@@ -18,10 +18,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
+from accounting.ledger.range_process import range_import
 from accounting.ledger.sacct import MAX_LINE_CHARS, SacctHeaderError, bounded_lines, parse_sacct
 from accounting.ledger.sacct_json import detect_format
 from accounting.locks import cluster_row_lock
@@ -310,39 +311,6 @@ def _file_ranges(path: Path, parts: int) -> tuple[str, list[tuple[int, int, int]
     return header, ranges
 
 
-def _range_lines(path: Path, begin: int, end: int) -> Iterator[str]:
-    """The lines of the byte range ``[begin, end)``, each cut at MAX_LINE_CHARS + 1 as
-    :func:`bounded_lines` cuts them."""
-    with path.open("rb") as stream:
-        stream.seek(begin)
-        position = begin
-        while position < end:
-            raw = stream.readline(MAX_LINE_CHARS + 1)
-            if not raw:
-                return
-            position += len(raw)
-            if len(raw) > MAX_LINE_CHARS and not raw.endswith(b"\n"):
-                while True:  # the rest of an endless line is read and dropped
-                    rest = stream.readline(MAX_LINE_CHARS)
-                    position += len(rest)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-            yield raw.decode("utf-8", errors="replace")
-
-
-def _import_range(
-    run_id: int, path: str, begin: int, end: int, first_line: int, header: str,
-    options: dict[str, Any],
-) -> None:  # fmt: skip
-    # A forked child: the parent's database connection must not be shared.
-    connections.close_all()
-    run = ImportRun.objects.select_related("cluster").get(pk=run_id)
-    jobs_import(
-        cluster=run.cluster, lines=_range_lines(Path(path), begin, end), source=run.source,
-        run=run, header=header, first_line_number=first_line, finish_run=False, **options,
-    )  # fmt: skip
-
-
 def file_import_parallel(
     *,
     cluster: Cluster,
@@ -369,12 +337,23 @@ def file_import_parallel(
         raise ImportFatal(str(error)) from None
     run = ImportRun.objects.create(cluster=cluster, source=source[:500], header=header)
     options = {"create_projects": create_projects, "delimiter": delimiter}
-    connections.close_all()
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")
     processes = [
         context.Process(
-            target=_import_range,
-            args=(run.pk, str(path), begin, end, first_line, header, options),
+            target=range_import,
+            kwargs={
+                "settings_module": os.environ.get("DJANGO_SETTINGS_MODULE", "portal.settings"),
+                "database_name": connection.settings_dict["NAME"],
+                "arguments": {
+                    "run_id": run.pk,
+                    "path": str(path),
+                    "begin": begin,
+                    "end": end,
+                    "first_line": first_line,
+                    "header": header,
+                    "options": options,
+                },
+            },
         )
         for begin, end, first_line in ranges
     ]

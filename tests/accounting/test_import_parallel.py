@@ -97,13 +97,13 @@ def test_two_processes_book_what_one_books(testbed: Cluster, dump: Path) -> None
 
 
 def test_a_process_killed_mid_import_fails_the_run_and_a_rerun_completes_it(
-    testbed: Cluster, dump: Path, settings
+    testbed: Cluster, dump: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _import(dump)
     expected = _ledger()
     _forget()
-    # Each process kills itself (SIGKILL) right after its first batch commits.
-    settings.IMPORT_FAULT_AFTER_BATCH = 1
+    # Each (spawned) process kills itself (SIGKILL) right after its first batch commits.
+    monkeypatch.setenv("PORTAL_IMPORT_FAULT_AFTER_BATCH", "1")
 
     with pytest.raises(CommandError, match="2 of 2 import processes failed"):
         _import(dump, "--workers", "2")
@@ -113,7 +113,7 @@ def test_a_process_killed_mid_import_fails_the_run_and_a_rerun_completes_it(
     assert run.status == ImportRun.Status.FAILED
     assert run.lines == 2 * BATCH_SIZE
     assert 0 < Job.objects.count() < len(expected[0])
-    settings.IMPORT_FAULT_AFTER_BATCH = 0
+    monkeypatch.delenv("PORTAL_IMPORT_FAULT_AFTER_BATCH")
 
     _import(dump, "--workers", "2")
 
