@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -22,7 +23,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.ledger.selectors import top_jobs, usage_per_day, usage_series
+from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
 from accounting.models import Partition
 from allocations.access import (
     can_decide,
@@ -41,7 +42,13 @@ from allocations.forms import (
     ReviewForm,
     UsageStepForm,
 )
-from allocations.models import AllocationRequest, RequestAmount, RoundPool
+from allocations.models import (
+    AllocationRequest,
+    Project,
+    RequestAmount,
+    ResourcePool,
+    RoundPool,
+)
 from allocations.page_selectors import (
     open_rounds,
     project_for_user,
@@ -70,6 +77,7 @@ from allocations.services import (
     review_submit,
 )
 from portal import charts
+from portal.caching import remembered
 
 # How far back the usage charts reach for each step.
 USAGE_WINDOWS = {"day": 60, "week": 26 * 7, "month": 365}
@@ -93,6 +101,13 @@ def _usage_window(step: str, today: date) -> tuple[date, date]:
 # --- Project page -----------------------------------------------------------------------------
 
 
+def _pool_usage_per_day(
+    *, project: Project, pool: ResourcePool, start: date, end: date
+) -> dict[date, Decimal]:
+    partition_ids = list(pool.partitions.values_list("pk", flat=True))
+    return usage_per_day(project=project, partition_ids=partition_ids, start=start, end=end)
+
+
 @require_GET
 @login_required
 def project_detail(request: HttpRequest, code: str) -> HttpResponse:
@@ -108,15 +123,23 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
 
     pools = []
     chart_list: list[charts.Chart] = []
+    # Chart data changes only with the ledger: cached under its stamp (portal/caching.py).
+    stamp = ledger_stamp()
     for item in pool_balances:
         balance = item.balance
         burn = None
         if balance is not None:
-            partition_ids = list(item.pool.partitions.values_list("pk", flat=True))
-            used = usage_per_day(
-                project=project, partition_ids=partition_ids, start=balance.start,
-                end=min(balance.end, balance.on + timedelta(days=1)),
-            )  # fmt: skip
+            used_until = min(balance.end, balance.on + timedelta(days=1))
+            used = remembered(
+                ("burn", project.pk, item.pool.pk, balance.start, used_until, stamp),
+                partial(
+                    _pool_usage_per_day,
+                    project=project,
+                    pool=item.pool,
+                    start=balance.start,
+                    end=used_until,
+                ),
+            )
             burn = charts.burn_down(
                 key=f"burn-{item.pool.pk}", pool=item.pool.name, start=balance.start,
                 end=balance.end, today=balance.on, available_su=balance.available_su,
@@ -143,8 +166,11 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         title=f"SU per {step} by partition",
         points=[
             (p.period, p.key, p.service_units)
-            for p in usage_series(
-                project=project, start=start, end=end, step=step, group="partition"
+            for p in remembered(
+                ("usage", project.pk, start, end, step, "partition", stamp),
+                lambda: usage_series(
+                    project=project, start=start, end=end, step=step, group="partition"
+                ),
             )
         ],
         step=step,
@@ -155,7 +181,12 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         title=f"SU per {step} by user",
         points=[
             (p.period, p.key, p.service_units)
-            for p in usage_series(project=project, start=start, end=end, step=step, group="user")
+            for p in remembered(
+                ("usage", project.pk, start, end, step, "user", stamp),
+                lambda: usage_series(
+                    project=project, start=start, end=end, step=step, group="user"
+                ),
+            )
         ],
         step=step,
         group_label="user",

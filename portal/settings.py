@@ -208,6 +208,16 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_DEFAULT_QUEUE = "portal"
+# Chart data and other figures that change only with the ledger (portal/caching.py): Redis
+# when PORTAL_CACHE_URL is set (shared by every web process), local memory otherwise.
+CACHE_URL = env_str("PORTAL_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "portal"}
+    )
+}
 CELERY_TASK_ROUTES = {"accounting.tasks.*import*": {"queue": "imports"}}
 # Where Slurm's commands (sacctmgr, scontrol) are, when not on the PATH of the web host.
 SLURM_BIN_DIR = env_str("SLURM_BIN_DIR", "")

@@ -111,3 +111,13 @@ def _celery_mode(request: pytest.FixtureRequest) -> Iterator[None]:
     app.conf.task_always_eager = not wants_worker
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    """Each test starts with an empty cache: cached chart data of one test's ledger must not
+    meet another test's (in production the ledger's stamp keys it)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

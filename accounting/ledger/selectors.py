@@ -9,9 +9,11 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from django.db.models import (
+    Count,
     DecimalField,
     Exists,
     F,
+    Max,
     OuterRef,
     QuerySet,
     Subquery,
@@ -264,6 +266,14 @@ def _truncated(step: Step) -> Any:
     if step == "month":
         return TruncMonth("day")
     return F("day")
+
+
+def ledger_stamp() -> str:
+    """A value that moves whenever an import commits a batch (every run adds the batch's lines
+    to its counters in the batch's transaction): chart data cached under it is never stale.
+    One aggregate over the import runs, a small table."""
+    totals = ImportRun.objects.aggregate(runs=Count("pk"), last=Max("pk"), lines=Sum("lines"))
+    return f"{totals['runs']}.{totals['last'] or 0}.{totals['lines'] or 0}"
 
 
 def usage_series(
