@@ -114,10 +114,9 @@ def _celery_mode(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _empty_cache() -> Iterator[None]:
+def _empty_cache() -> None:
     """Each test starts with an empty cache: cached chart data of one test's ledger must not
     meet another test's (in production the ledger's stamp keys it)."""
     from django.core.cache import cache
 
     cache.clear()
-    yield
