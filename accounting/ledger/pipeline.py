@@ -162,6 +162,8 @@ class _Lookups:
         self.create_projects = create_projects
         self.zone = cluster.zoneinfo
         self.projects: dict[str, Project] = {}
+        # Created in the batch being written: gone again if its transaction rolls back.
+        self.created: set[str] = set()
         self.partitions: dict[str, Partition | None] = {}
         self.versions: dict[int, list[PartitionVersion]] = {}
         self.users: dict[str, int | None] = {}
@@ -181,12 +183,23 @@ class _Lookups:
         if project is None:
             project = Project.objects.filter(code=account).first()
             if project is None and self.create_projects and account:
-                project, _ = Project.objects.get_or_create(
+                project, created = Project.objects.get_or_create(
                     code=account, defaults={"title": f"{account} (created by sacct import)"}
                 )
+                if created:
+                    self.created.add(account)
             if project is not None:
                 self.projects[account] = project
         return project
+
+    def forget_created(self) -> None:
+        """Forget the projects created in a batch that was rolled back (they are gone)."""
+        for account in self.created:
+            self.projects.pop(account, None)
+        self.created.clear()
+
+    def batch_committed(self) -> None:
+        self.created.clear()
 
     def partition(self, name: str) -> Partition | None:
         if name not in self.partitions:
@@ -810,14 +823,18 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
     """Retry a batch that lost a race with a concurrent import (unique key or deadlock).
 
     The retry runs in a new transaction, which sees the other import's committed rows as
-    existing, so each job is booked once.
+    existing, so each job is booked once. Projects the failed attempt created went with its
+    rollback: the lookups forget them and read again.
     """
     for attempt in range(1, _RETRIES + 1):
         try:
-            return _batch_write(batch, **kwargs)
+            summary = _batch_write(batch, **kwargs)
+            kwargs["lookups"].batch_committed()
+            return summary
         except (IntegrityError, OperationalError) as error:
             if attempt == _RETRIES:
                 raise
+            kwargs["lookups"].forget_created()
             logger.info("batch retried after a concurrent write (attempt %d): %s", attempt, error)
     raise AssertionError("unreachable")
 

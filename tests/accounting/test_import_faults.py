@@ -128,3 +128,32 @@ def test_a_worker_killed_mid_import_and_restarted_ends_with_the_same_ledger(test
 
 def test_the_fault_hook_is_off_unless_asked_for(settings):
     assert settings.IMPORT_FAULT_AFTER_BATCH == 0
+
+
+def test_a_batch_retried_after_a_lost_race_creates_its_projects_again(testbed, monkeypatch):
+    """A batch that created a project and then lost a race (a deadlock or the unique key) is
+    rolled back with its project; the retry must create it again, not point at the one that
+    is gone (that was a foreign-key violation at commit, five times, and a failed import)."""
+    from django.db import IntegrityError
+
+    from accounting.ledger import pipeline
+
+    real_insert = pipeline._jobs_insert
+    calls = []
+
+    def insert_losing_the_first_race(rows):
+        calls.append(len(rows))
+        if len(calls) == 1:
+            raise IntegrityError("duplicate key value violates unique constraint (simulated)")
+        real_insert(rows)
+
+    monkeypatch.setattr(pipeline, "_jobs_insert", insert_losing_the_first_race)
+    lines = (SAMPLE / "sacct_allocations.psv").read_text().splitlines()
+    lines = [lines[0], *(line.replace("|pawsey0001|", "|newproj|") for line in lines[1:20])]
+
+    _, summary = jobs_import(cluster=testbed, lines=lines, source="race", create_projects=True)
+
+    assert len(calls) == 2
+    assert summary.quarantined == 0
+    project = Project.objects.get(code="newproj")
+    assert Job.objects.filter(project=project).exists()
