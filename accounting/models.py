@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
 
 from accounting.clusters import charging
 from accounting.clusters.hardware import HARDWARE_NAMES
@@ -344,7 +344,11 @@ class Job(models.Model):
     dominant_resource = models.CharField(max_length=32, blank=True)
     node_fractions = models.JSONField(default=list, blank=True)
     warnings = models.JSONField(
-        default=list, blank=True, help_text="bad optional sacct values left out, and why"
+        default=list,
+        # A database default too: rows written in SQL (COPY, fills) without it get [].
+        db_default=Value([], output_field=models.JSONField()),
+        blank=True,
+        help_text="bad optional sacct values left out, and why",
     )
     energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     # Money (PeCoH cost model in force at the job's end); null when the cluster has none.

@@ -9,6 +9,8 @@ threaded Python client loads it for ``--seconds`` per endpoint, as that research
 
 - ``GET /api/v1/projects/{code}/balance/``: target p95 <= 50 ms and >= 200 requests/s;
 - ``GET /api/v1/jobs/?project={code}`` (the first page): target p95 <= 100 ms;
+- the pages a researcher opens, signed in with a session cookie: the dashboard ``/`` and the
+  project page ``/allocations/projects/{code}/``: target p95 <= 100 ms and >= 100 pages/s;
 - ``GET /healthz/`` as the baseline (Django with no database work) in the same run.
 
 Zero errors (non-2xx, connection errors, time-outs) are required. Everything is stopped and
@@ -64,6 +66,14 @@ for project in Project.objects.filter(code__startswith="bench"):
 researcher = User.objects.create(username="bench-researcher")
 Membership.objects.create(project=Project.objects.get(code="{project}"), user=researcher)
 print("TOKEN", Token.objects.create(user=researcher).key)
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+session = SessionStore()
+session[SESSION_KEY] = str(researcher.pk)
+session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+session[HASH_SESSION_KEY] = researcher.get_session_auth_hash()
+session.create()
+print("SESSION", session.session_key)
 """
 
 WRK_SCRIPT = """
@@ -116,8 +126,16 @@ def _wait_until_up(url: str, deadline_seconds: float = 60) -> None:
     raise RuntimeError(f"gunicorn did not answer {url} within {deadline_seconds:.0f} s")
 
 
+def _header(credential: str) -> tuple[str, str]:
+    """An API token, or ``sessionid=...`` for the pages."""
+    if credential.startswith("sessionid="):
+        return "Cookie", credential
+    return "Authorization", f"Token {credential}"
+
+
 def _check(url: str, token: str, expect: bytes) -> None:
-    request = urllib.request.Request(url, headers={"Authorization": f"Token {token}"})  # noqa: S310
+    name, value = _header(token)
+    request = urllib.request.Request(url, headers={name: value})  # noqa: S310
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback)
         body = response.read()
     if expect not in body:
@@ -130,7 +148,7 @@ def _wrk(url: str, token: str, *, seconds: int, connections: int) -> Load:
     try:
         done = subprocess.run(
             ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds}s", "--timeout", "5s",
-             "-s", script.name, "-H", f"Authorization: Token {token}", url],
+             "-s", script.name, "-H", ": ".join(_header(token)), url],
             capture_output=True, text=True, check=True, timeout=seconds + 60,
         )  # fmt: skip
     finally:
@@ -161,7 +179,8 @@ def _python_load(url: str, token: str, *, seconds: int, connections: int) -> Loa
             started = time.perf_counter()
             try:
                 connection = http.client.HTTPConnection(host, int(port), timeout=5)
-                connection.request("GET", "/" + path, headers={"Authorization": f"Token {token}"})
+                name, value = _header(token)
+                connection.request("GET", "/" + path, headers={name: value})
                 response = connection.getresponse()
                 response.read()
                 connection.close()
@@ -219,6 +238,9 @@ def main() -> int:
             check=True, capture_output=True, text=True,
         )  # fmt: skip
         token = next(row.split()[1] for row in done.stdout.splitlines() if row.startswith("TOKEN"))
+        cookie = "sessionid=" + next(
+            row.split()[1] for row in done.stdout.splitlines() if row.startswith("SESSION")
+        )
 
         port = _free_port()
         base = f"http://{HOST}:{port}"
@@ -240,13 +262,21 @@ def main() -> int:
         jobs = f"{base}/api/v1/jobs/?project={PROJECT}"
         _check(balance, token, b'"used_su"')
         _check(jobs, token, f'"project":"{PROJECT}"'.encode())
+        dashboard, project_page = f"{base}/", f"{base}/allocations/projects/{PROJECT}/"
+        _check(dashboard, cookie, PROJECT.encode())
+        _check(project_page, cookie, b"burn")
 
-        def measure(url: str) -> Load:
-            load(url, token, seconds=2, connections=args.connections)  # warm up
-            return load(url, token, seconds=args.seconds, connections=args.connections)
+        def measure(url: str, credential: str = token) -> Load:
+            load(url, credential, seconds=2, connections=args.connections)  # warm up
+            return load(url, credential, seconds=args.seconds, connections=args.connections)
 
         baseline = measure(f"{base}/healthz/")
-        results = {"balance": measure(balance), "jobs": measure(jobs)}
+        results = {
+            "balance": measure(balance),
+            "jobs": measure(jobs),
+            "dashboard": measure(dashboard, cookie),
+            "project page": measure(project_page, cookie),
+        }
         print(
             f"load: {generator}, {args.connections} connections, {args.seconds} s per endpoint, "
             f"gunicorn 2 workers, {args.jobs:,} jobs"
@@ -255,6 +285,8 @@ def main() -> int:
         targets = {
             "balance": (50.0, 200.0, f"GET /api/v1/projects/{PROJECT}/balance/"),
             "jobs": (100.0, 0.0, f"GET /api/v1/jobs/?project={PROJECT} (first page)"),
+            "dashboard": (100.0, 100.0, "GET / (the dashboard, signed in)"),
+            "project page": (100.0, 100.0, f"GET /allocations/projects/{PROJECT}/ (signed in)"),
         }
         for name, result in results.items():
             p95_target, rate_target, label = targets[name]
