@@ -206,8 +206,13 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "usage_start": start,
         "by_partition": by_partition,
         "by_user": by_user,
-        "top_jobs": top_jobs(
-            project=project, ended_from=datetime.combine(start, time.min, tzinfo=UTC)
+        # The ten costliest jobs since the window's start read one heap block per job of the
+        # project in it (300 ms at 10M jobs): cached like the charts, under the ledger's stamp.
+        "top_jobs": remembered(
+            ("top jobs", project.pk, start, stamp),
+            partial(
+                top_jobs, project=project, ended_from=datetime.combine(start, time.min, tzinfo=UTC)
+            ),
         ),
         "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
         "members": memberships_of(project=project),
