@@ -19,6 +19,7 @@ def benches(quick: bool) -> dict[str, list[str]]:
     return {
         "charging": [python, "benchmarks/bench_charging.py", "--jobs", size],
         "import": [python, "benchmarks/bench_import.py", "--lines", size],
+        "backfill": [python, "benchmarks/bench_backfill.py", "--lines", str(int(size) // 5)],
         "balance": [python, "benchmarks/bench_balance.py", "--jobs", big],
         "api": [python, "benchmarks/bench_api.py", "--jobs", big],
         "pages": [python, "benchmarks/bench_pages.py", "--jobs", size],
