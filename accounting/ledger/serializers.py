@@ -17,6 +17,7 @@ from accounting.clusters.serializers import su_field
 from accounting.costs.costmodels import job_cost_as_dict
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger.forms import SacctUploadForm
+from accounting.ledger.pipeline import BUCKETS
 from accounting.models import (
     Cluster,
     ImportRun,
@@ -271,14 +272,7 @@ class ImportRunOutputSerializer(ApiModelSerializer):
             "window_end",
             "checksum",
             "lines",
-            "blank",
-            "other_clusters",
-            "steps_skipped",
-            "imported",
-            "updated",
-            "charged",
-            "pending",
-            "quarantined",
+            *BUCKETS,  # the import's own list: a new bucket is in the API at once
             "error",
         ]
 
