@@ -157,6 +157,23 @@ def backfill_windows(
     return windows
 
 
+def backfill_serial(
+    *, cluster: Cluster, since: datetime, until: datetime, window: timedelta
+) -> tuple[int, ImportSummary]:
+    """Import the windows of ``[since, until)`` here, one after the other (a site without
+    workers, or the reference a parallel backfill is checked against); the number of windows
+    and the summed summary. ``ImportFatal`` names the window that failed."""
+    windows = backfill_windows(since=since, until=until, window=window)
+    total = ImportSummary()
+    for start, end in windows:
+        try:
+            _, summary = sacct_window_import(cluster=cluster, since=start, until=end, advance=False)
+        except ImportFatal as error:
+            raise ImportFatal(f"window {start} .. {end}: {error}") from None
+        total.add(summary)
+    return len(windows), total
+
+
 def backfill_enqueue(
     *, cluster: Cluster, since: datetime, until: datetime, window: timedelta
 ) -> list[tuple[datetime, datetime]]:
@@ -319,9 +336,11 @@ def file_import_parallel(
     source: str,
     create_projects: bool = False,
     delimiter: str | None = None,
+    format: str = "auto",
 ) -> tuple[ImportRun, ImportSummary]:
     """Import a ``--parsable2`` file with ``workers`` processes, each reading one range of its
-    lines (both cores of a machine, not only one).
+    lines (both cores of a machine, not only one). JSON cannot be cut at line ends: it is
+    refused (``ImportFatal``), to be imported by one process.
 
     Each process writes its batches as a single import would: same keys, same fingerprints,
     same atomic batches, so a killed process loses only its batch in flight, a rerun completes
@@ -330,6 +349,10 @@ def file_import_parallel(
     process keeps and this does not: the order of two lines of the same job that fall in two
     ranges (concatenated, overlapping dumps); import such files with one worker.
     """
+    with path.open("rb") as stream:
+        head = stream.read(4096)
+    if format == "json" or (format == "auto" and detect_format(head) == "json"):
+        raise ImportFatal("several processes read sacct --parsable2 text; import JSON with one")
     header, ranges = _file_ranges(path, workers)
     try:
         list(parse_sacct([header], delimiter=delimiter))  # the header must be usable

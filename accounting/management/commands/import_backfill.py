@@ -16,8 +16,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.dateparse import parse_datetime
 
 from accounting.clusters.selectors import NotFound, cluster_get
-from accounting.ledger.pipeline import ImportFatal, ImportSummary
-from accounting.ledger.sources import backfill_enqueue, backfill_windows, sacct_window_import
+from accounting.ledger.pipeline import ImportFatal
+from accounting.ledger.sources import backfill_enqueue, backfill_serial
 
 
 class Command(BaseCommand):
@@ -45,29 +45,24 @@ class Command(BaseCommand):
             raise CommandError("--since and --until must be ISO 8601 times with a zone")
         window = timedelta(hours=options["window_hours"])
         try:
-            windows = backfill_windows(since=since, until=until, window=window)
-        except ValueError as error:
+            if options["serial"]:
+                count, total = backfill_serial(
+                    cluster=cluster, since=since, until=until, window=window
+                )
+            else:
+                windows = backfill_enqueue(cluster=cluster, since=since, until=until, window=window)
+        except (ValueError, ImportFatal) as error:
             raise CommandError(str(error)) from None
-        if not options["serial"]:
-            backfill_enqueue(cluster=cluster, since=since, until=until, window=window)
+        if options["serial"]:
             self._say(
-                {"enqueued": [[start.isoformat(), end.isoformat()] for start, end in windows]},
-                f"{len(windows)} windows enqueued on the imports queue",
+                {"windows": count, **total.as_dict()},
+                f"{count} windows imported: {total.as_dict()}",
                 as_json=options["json"],
             )
             return
-        total = ImportSummary()
-        for start, end in windows:
-            try:
-                _, summary = sacct_window_import(
-                    cluster=cluster, since=start, until=end, advance=False
-                )
-            except ImportFatal as error:
-                raise CommandError(f"window {start} .. {end}: {error}") from None
-            total.add(summary)
         self._say(
-            {"windows": len(windows), **total.as_dict()},
-            f"{len(windows)} windows imported: {total.as_dict()}",
+            {"enqueued": [[start.isoformat(), end.isoformat()] for start, end in windows]},
+            f"{len(windows)} windows enqueued on the imports queue",
             as_json=options["json"],
         )
 

@@ -25,7 +25,6 @@ from tqdm import tqdm
 
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
-from accounting.ledger.sacct_json import detect_format
 from accounting.ledger.sources import (
     FORMATS,
     file_import_parallel,
@@ -130,18 +129,11 @@ class Command(BaseCommand):
         return summary
 
     def _import_in_parallel(self, cluster: Any, options: dict[str, Any]) -> ImportSummary:
-        path = Path(options["file"])
         if options["file"] == "-" or options["columns"]:
             raise CommandError("--workers reads a FILE with its header line (not - or --columns)")
-        try:
-            with path.open("rb") as stream:
-                head = stream.read(4096)
-        except OSError as error:
-            raise CommandError(f"{path}: cannot be read ({error.strerror})") from None
-        if options["format"] == "json" or (
-            options["format"] == "auto" and detect_format(head) == "json"
-        ):
-            raise CommandError("--workers reads sacct --parsable2 text; import JSON with one")
+        path = Path(options["file"])
+        if not path.is_file():
+            raise CommandError(f"{path}: cannot be read (no such file)")
         _, summary = file_import_parallel(
             cluster=cluster,
             path=path,
@@ -149,6 +141,7 @@ class Command(BaseCommand):
             source=f"file {path.resolve()}",
             create_projects=options["create_projects"],
             delimiter=options["delimiter"],
+            format=options["format"],
         )
         return summary
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.models import Cluster
+from accounting.clusters.selectors import NotFound, cluster_get
 from allocations.services import slurm_accounts_sync
 from allocations.slurm_accounts import AssociationsError
 
@@ -55,8 +55,10 @@ class Command(BaseCommand):
     def _slurm_name(self, name: str) -> str:
         """Slurm's ClusterName of the portal cluster ``name`` (its ``slurm_cluster_name``); a
         name the portal does not know is taken as Slurm's own."""
-        cluster = Cluster.objects.filter(name=name).first()
-        return cluster.slurm_name if cluster is not None else name
+        try:
+            return cluster_get(name=name).slurm_name
+        except NotFound:
+            return name
 
     def _run_sacctmgr(self, binary: str, cluster: str) -> list[str]:
         command = [
