@@ -438,7 +438,9 @@ def _junk() -> st.SearchStrategy[str]:
     )
 
 
-def _booked() -> tuple[dict[tuple[str, str], tuple[Any, ...]], set[tuple[Any, ...]]]:
+def _booked() -> tuple[
+    dict[tuple[str, str], tuple[Any, ...]], set[tuple[Any, ...]], set[tuple[Any, ...]]
+]:
     jobs = {
         (row[0], row[1]): row[2:]
         for row in Job.objects.values_list(
@@ -446,7 +448,14 @@ def _booked() -> tuple[dict[tuple[str, str], tuple[Any, ...]], set[tuple[Any, ..
             "project_id", "partition_id", "start", "end", "cpus", "memory_mb", "gpus",
         )
     }  # fmt: skip
-    return jobs, _daily()
+    # The hourly rows Q(T) reads: junk must add no hour to any partition (an End of 2999, or
+    # an Elapsed of years, would have pushed utilisation past 100 %).
+    hourly = set(
+        UtilisationHourly.objects.values_list(
+            "partition_id", "hour_start", "core_seconds", "gpu_seconds"
+        )
+    )
+    return jobs, _daily(), hourly
 
 
 @settings(
