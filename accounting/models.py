@@ -608,7 +608,10 @@ class JobFairShare(models.Model):
     plus its pro-rata share of the unallocated resources that are not true overhead."""
 
     run = models.ForeignKey(OverheadRun, on_delete=models.CASCADE, related_name="fair_shares")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="fair_shares")
+    # Enforced by PostgreSQL against the ledger's key table (accounting/partitions.py).
+    job = models.ForeignKey(
+        Job, on_delete=models.CASCADE, related_name="fair_shares", db_constraint=False
+    )
     allocated_core_seconds = models.BigIntegerField()
     allocated_memory_mb_seconds = models.BigIntegerField()
     allocated_gpu_seconds = models.BigIntegerField()

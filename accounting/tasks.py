@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Task, shared_task
+from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
 from accounting.ledger.sources import import_file, sacct_window_import
@@ -20,6 +21,7 @@ from accounting.locks import (
     window_import_lock,
 )
 from accounting.models import Cluster, ImportRun, OverheadRun
+from accounting.partitions import partitions_ahead
 
 
 def _progress(task: Task, run_id: int) -> Any:
@@ -153,3 +155,10 @@ def overhead_compute_daily_task() -> dict[str, Any]:
     except ImportLockBusy:
         return {"skipped": "the daily overhead computation is already running"}
     return {"overhead_runs": [run.pk for run in runs]}
+
+
+@shared_task(name="accounting.tasks.ledger_partitions_ahead", soft_time_limit=540, time_limit=600)
+def ledger_partitions_ahead() -> dict[str, list[str]]:
+    """This month's ledger partition and the next two, ready before their first job ends
+    (docs/importing.md); nothing on SQLite."""
+    return {"created": partitions_ahead(today=timezone.now().date())}

@@ -393,8 +393,15 @@ class Adjustment(models.Model):
     )
     kind = models.CharField(max_length=16, choices=Kind.choices)
     amount_su = models.DecimalField(max_digits=24, decimal_places=6)
+    # Enforced by PostgreSQL against the ledger's key table (accounting/partitions.py):
+    # a partitioned table cannot be the target of a foreign key on its id alone.
     job = models.ForeignKey(
-        "accounting.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "accounting.Job",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_constraint=False,
     )
     transfer_id = models.UUIDField(null=True, blank=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -550,6 +557,7 @@ class ProfilingCoefficient(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="profiling_coefficients",
+        db_constraint=False,  # enforced against the ledger key, as Adjustment.job
     )
     k_prof = models.DecimalField(max_digits=20, decimal_places=6)
     source = models.CharField(max_length=8, choices=Source.choices)

@@ -27,6 +27,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
+from accounting.partitions import KEY_TABLE, is_partitioned
 from allocations.access import Actor, is_chair, is_staff, require
 from allocations.budget import Balance
 from allocations.models import (
@@ -138,10 +139,14 @@ def _periods_sql() -> str:
 
 
 @cache
-def _sums_sql(pools: int, periods: int) -> str:
+def _sums_sql(pools: int, periods: int, partitioned: bool) -> str:
     member, partition, usage, job, adjustment = _names(
         PoolPartition, Partition, UsageDaily, Job, Adjustment
     )
+    if partitioned:
+        # The running jobs' pending SU from the ledger's key table, which keeps them (and has
+        # an index of them): the monthly partitions are not read at all.
+        job = KEY_TABLE
     return (  # partitions of the pools; usage per day, running jobs and adjustments per pool
         f"SELECT 'partition', pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
         f"FROM {member} pp "
@@ -272,7 +277,7 @@ def _balances(
     period_ids = [p.pk for k in pools for p in periods[k]]
     with connection.cursor() as cursor:
         cursor.execute(
-            _sums_sql(len(pool_ids), len(period_ids)),
+            _sums_sql(len(pool_ids), len(period_ids), is_partitioned()),
             [
                 *pool_ids,
                 project.pk, *pool_ids, first, last,

@@ -218,7 +218,7 @@ def main() -> int:
     generator = "python threads" if load is _python_load else "wrk"
 
     var_dir = tempfile.mkdtemp(prefix="bench-api-")
-    env = database_create(DB, PORTAL_VAR_DIR=var_dir)
+    env = database_create(DB, months=("2026-01", "2027-01"), PORTAL_VAR_DIR=var_dir)
     manage = [sys.executable, "manage.py"]
     server: subprocess.Popen[bytes] | None = None
     failed = False

@@ -14,6 +14,7 @@ so their time does not grow with the jobs.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))  # run from any directory
 from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
 
 DB = "portal_bench_balance"
+OUT = ROOT / "benchmarks" / "out"
 PROJECTS = 200
 
 FILL = """
@@ -103,12 +105,57 @@ busy = max(window.total.q_percent or 0 for window in series)
 print(f"SERIES {statistics.median(timings):.0f} {len(series)} {busy}")
 """
 
+# Which of the ledger's monthly partitions the queries of what users run touch: each query an
+# operation sends is EXPLAINed, and the partitions its plan names are listed.
+PLANS = r"""
+import json, re
+from datetime import datetime, timezone as tz
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from accounting.partitions import TABLE
+from accounting.ledger.selectors import JobFilters, jobs_of_project
+from accounting.models import Cluster, Job
+from accounting.utilisation.selectors import utilisation_series_get
+from allocations.models import Project, ResourcePool
+from allocations.selectors import balance_get
+project = Project.objects.get(code="bench0042")
+cluster = Cluster.objects.get(name="slurm-testbed")
+pool = ResourcePool.objects.get(name="bench CPU")
+march = JobFilters(ended_from=datetime(2026, 3, 1, tzinfo=tz.utc),
+                   ended_before=datetime(2026, 4, 1, tzinfo=tz.utc))
+job = Job.objects.filter(project=project).values_list("pk", flat=True).first()
+operations = {
+    "balance (balance_get)": lambda: balance_get(project=project, pool=pool),
+    "job list, March 2026, first page": lambda: list(
+        jobs_of_project(project=project, filters=march)[:50]),
+    "job list, newest first, first page": lambda: list(jobs_of_project(project=project)[:50]),
+    "one job (its page)": lambda: Job.objects.get(pk=job),
+    "Q(T), a year by the hour": lambda: utilisation_series_get(
+        cluster=cluster, start=datetime(2026, 1, 1, tzinfo=tz.utc),
+        end=datetime(2027, 1, 1, tzinfo=tz.utc), step="hour"),
+}
+report = {}
+for name, operation in operations.items():
+    with CaptureQueriesContext(connection) as queries:
+        operation()
+    plans = []
+    for query in queries.captured_queries:
+        if not query["sql"].lstrip().upper().startswith("SELECT"):
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (COSTS OFF) " + query["sql"])
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+    touched = sorted(set(re.findall(TABLE + "_(?:p[0-9]{4}_[0-9]{2}|open)", "\n".join(plans))))
+    report[name] = {"queries": len(plans), "partitions": touched, "plans": plans}
+print("PLANS " + json.dumps(report))
+"""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="balance_get benchmark")
     parser.add_argument("--jobs", type=int, default=10_000_000)
     args = parser.parse_args()
-    env = database_create(DB)
+    env = database_create(DB, months=("2026-01", "2027-01"))
     manage = [sys.executable, "manage.py"]
     try:
         subprocess.run(
@@ -139,6 +186,22 @@ def main() -> None:
             f"one-year hourly Q(T) series with {args.jobs:,} jobs: {took} ms for {buckets} "
             f"buckets, median of 5 (target <= 300 ms); busiest hour Q = {busiest} %"
         )
+        done = subprocess.run(
+            [*manage, "shell", "-c", PLANS], cwd=ROOT, env=env, check=True, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        line = next(row for row in done.stdout.splitlines() if row.startswith("PLANS "))
+        report = json.loads(line.removeprefix("PLANS "))
+        OUT.mkdir(exist_ok=True)
+        with (OUT / "ledger_plans.txt").open("w") as out:
+            for name, found in report.items():
+                touched = found["partitions"]
+                print(
+                    f"{name}: {found['queries']} queries; ledger partitions touched: "
+                    f"{', '.join(touched) if touched else 'none'}"
+                )
+                out.write(f"== {name}\n\n" + "\n\n".join(found["plans"]) + "\n\n")
+        print(f"plans written to {OUT / 'ledger_plans.txt'}")
     finally:
         database_drop(DB)
 

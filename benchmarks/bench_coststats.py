@@ -211,6 +211,7 @@ def bench_postgres(database_url: str, count: int, seed: int, *, keep: bool = Fal
         env = {**os.environ, "DATABASE_URL": url}
         env.pop("CELERY_BROKER_URL", None)
         _manage(env, "migrate", "--noinput", "-v", "0")
+        _manage(env, "ledger_partitions", "--from", "2017-09", "--to", "2017-10")
         _load_jobs(url, env, count, seed)
         command = [
             sys.executable, "manage.py", "coststats", "--model", str(MODEL),

@@ -17,6 +17,7 @@ import argparse
 import subprocess
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,7 +156,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
-    env = database_create(DB, DJANGO_DEBUG="0")
+    today = date.today()  # the fill's jobs end over the last 365 days
+    months = (f"{today.year - 1}-{today.month:02d}", f"{today.year}-{today.month:02d}")
+    env = database_create(DB, months=months, DJANGO_DEBUG="0")
     manage = [sys.executable, "manage.py"]
     missed = []
     try:

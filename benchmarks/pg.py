@@ -25,9 +25,15 @@ def psql(database: str, sql: str) -> None:
         sys.exit(f"psql failed on {database}: {done.stderr.strip()[-2000:]}")
 
 
-def database_create(name: str, **environment: str) -> dict[str, str]:
+def database_create(
+    name: str, *, months: tuple[str, str] | None = None, **environment: str
+) -> dict[str, str]:
     """Make ``name`` anew and migrate it; the environment for ``manage.py`` on it (this
-    process's, with ``DATABASE_URL`` set, no Celery broker, and ``environment`` added)."""
+    process's, with ``DATABASE_URL`` set, no Celery broker, and ``environment`` added).
+
+    ``months`` ("YYYY-MM", "YYYY-MM"): the ledger's monthly partitions to make before a fill
+    in SQL (the import makes its own; rows of a month without one land in the open
+    partition, which no query can skip)."""
     psql("postgres", f"DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name};")
     env = {**os.environ, "DATABASE_URL": f"{PG}/{name}", **environment}
     env.pop("CELERY_BROKER_URL", None)
@@ -35,6 +41,12 @@ def database_create(name: str, **environment: str) -> dict[str, str]:
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
         )
+        if months is not None:
+            subprocess.run(
+                [sys.executable, "manage.py", "ledger_partitions", "--from", months[0],
+                 "--to", months[1]],
+                cwd=ROOT, env=env, check=True, capture_output=True,
+            )  # fmt: skip
     except BaseException:
         database_drop(name)
         raise

@@ -237,6 +237,11 @@ CELERY_BEAT_SCHEDULE = {
     "priority-proposals": {"task": "allocations.tasks.priority_proposals", "schedule": 60 * 60},
     # Yesterday's true overhead of each cluster, once a day (the task skips days already done).
     "overhead-daily": {"task": "accounting.tasks.overhead_compute_daily", "schedule": 60 * 60},
+    # The jobs ledger's monthly partitions, made ahead of the months (PostgreSQL).
+    "ledger-partitions": {
+        "task": "accounting.tasks.ledger_partitions_ahead",
+        "schedule": 24 * 3600,
+    },
 }
 
 # --- E-mail (balances crossing thresholds notify PIs) --------------------------------------

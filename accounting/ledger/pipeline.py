@@ -30,7 +30,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import IO, Any
 
@@ -64,6 +64,7 @@ from accounting.models import (
     PartitionVersion,
     QuarantinedRecord,
 )
+from accounting.partitions import KEY_TABLE, is_partitioned, month_of, partitions_ensure
 from allocations.models import Project
 
 logger = logging.getLogger(__name__)
@@ -170,6 +171,16 @@ class _Lookups:
         self.pricer: JobPricer | None = None
         # Times after this are refused (see _time_problem); fixed for the whole import.
         self.horizon = timezone.now() + FUTURE_SLACK
+        # Months whose ledger partition this import has made sure of.
+        self.months: set[date] = set()
+
+    def months_ready(self, records: Iterable[SacctRecord]) -> None:
+        """Make sure the ledger has a partition for the month each record ended in, before
+        the batch's transaction (the DDL must not wait inside it)."""
+        months = {month_of(r.end) for r in records if r.end is not None} - self.months
+        if months:
+            partitions_ensure(months)
+            self.months |= months
 
     def pricer_refresh(self) -> None:
         """Read the cluster's cost model versions again (one small query per batch: a version
@@ -545,11 +556,13 @@ def _known_rows(cluster: Cluster, raw_ids: list[str]) -> Iterable[tuple[str, str
         return Job.objects.filter(cluster=cluster, job_id_raw__in=raw_ids).values_list(
             "job_id_raw", "run", "pk", "source_hash", "charge_state"
         )
-    table = Job._meta.db_table
+    # The partitioned ledger's key table holds what is asked here: one probe of one index,
+    # where the ledger itself would need one per monthly partition.
+    table, id_column = (KEY_TABLE, "job_id") if is_partitioned() else (Job._meta.db_table, "id")
     sql = (
         "SELECT j.job_id_raw, j.run, j.id, j.source_hash, j.charge_state "  # noqa: S608
         "FROM unnest(%s::text[]) AS k(job_id_raw) CROSS JOIN LATERAL ("
-        f"  SELECT id, job_id_raw, run, source_hash, charge_state FROM {table}"
+        f"  SELECT {id_column} AS id, job_id_raw, run, source_hash, charge_state FROM {table}"
         "   WHERE cluster_id = %s AND job_id_raw = k.job_id_raw LIMIT 10000) AS j"
     )
     with connection.cursor() as cursor:
@@ -826,6 +839,7 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
     existing, so each job is booked once. Projects the failed attempt created went with its
     rollback: the lookups forget them and read again.
     """
+    kwargs["lookups"].months_ready(batch.records.values())
     for attempt in range(1, _RETRIES + 1):
         try:
             summary = _batch_write(batch, **kwargs)

@@ -1,0 +1,175 @@
+"""The jobs ledger, partitioned by month on PostgreSQL (docs/importing.md, "A hundred million
+jobs").
+
+Migration 0013 turns ``accounting_job`` into a table partitioned by range of ``end``: one
+partition per calendar month (UTC), named ``accounting_job_pYYYY_MM``, and a default partition,
+``accounting_job_open``, for the jobs still running (no end yet) and for any month that has no
+partition of its own yet. PostgreSQL can enforce a unique key on a partitioned table only when
+the key holds the partition key, and a job's end changes while it runs, so the ledger's key
+(cluster, JobIDRaw, run) lives in a narrow table of its own, ``accounting_job_key``, which
+triggers on the ledger keep in step (insert, update, delete, truncate). Its unique constraint
+is the one a concurrent import runs into; rows elsewhere that point at a job (adjustments,
+profiling coefficients, fair shares) point at the key, so the database still refuses a
+reference to a job that does not exist.
+
+SQLite (the demo) keeps one plain table; every function here does nothing there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from django.db import connection, transaction
+
+TABLE = "accounting_job"
+KEY_TABLE = "accounting_job_key"
+OPEN_PARTITION = "accounting_job_open"
+# pg_advisory_xact_lock key of partition changes: two importers that both meet a new month
+# create its partition once, one after the other.
+_LOCK_KEY = 0x5055_4A4F  # "PUJO"
+
+
+@dataclass(frozen=True)
+class LedgerPartition:
+    name: str
+    month: date | None  # None: the open (default) partition
+    rows: int  # PostgreSQL's estimate (pg_class.reltuples); -1 before the first ANALYZE
+
+
+def is_partitioned() -> bool:
+    """True on PostgreSQL once migration 0013 has partitioned the ledger. Asked once per
+    database and process: a ledger once partitioned stays so."""
+    if connection.vendor != "postgresql":
+        return False
+    database = str(connection.settings_dict["NAME"])
+    if database in _PARTITIONED:
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass(%s))",
+            [TABLE],
+        )
+        row = cursor.fetchone()
+    if row and row[0]:
+        _PARTITIONED.add(database)
+        return True
+    return False
+
+
+_PARTITIONED: set[str] = set()
+
+
+def month_of(moment: datetime) -> date:
+    """The first day of the UTC month a job that ended at ``moment`` is kept in."""
+    utc = moment.astimezone(UTC)
+    return date(utc.year, utc.month, 1)
+
+
+def month_after(month: date) -> date:
+    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
+
+
+def partition_name(month: date) -> str:
+    return f"{TABLE}_p{month.year:04d}_{month.month:02d}"
+
+
+def _bound(month: date) -> str:
+    return f"{month.isoformat()} 00:00:00+00"
+
+
+def partitions_ensure(months: Iterable[date]) -> list[str]:
+    """Create the monthly partitions the given months lack, and return their names.
+
+    Rows the open partition holds for such a month (jobs written before its partition
+    existed) move into the new partition in the same transaction: PostgreSQL refuses a new
+    partition while the default one still holds rows of its range. Call this outside a batch's
+    transaction: the DDL waits for the transactions that write the ledger.
+    """
+    wanted = sorted({date(m.year, m.month, 1) for m in months})
+    if not wanted or not is_partitioned():
+        return []
+    missing = _missing(wanted)
+    created = []
+    for month in missing:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
+            if not _missing([month]):  # another process made it meanwhile
+                continue
+            name, low, high = partition_name(month), _bound(month), _bound(month_after(month))
+            cursor.execute(
+                f'SELECT EXISTS (SELECT 1 FROM {OPEN_PARTITION} WHERE "end" >= %s AND "end" < %s)',  # noqa: S608
+                [low, high],
+            )
+            row = cursor.fetchone()
+            if row and row[0]:
+                cursor.execute(
+                    f"CREATE TABLE {name} (LIKE {TABLE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
+                )
+                cursor.execute(
+                    f"WITH moved AS (DELETE FROM {OPEN_PARTITION} "  # noqa: S608
+                    f'WHERE "end" >= %s AND "end" < %s RETURNING *) '
+                    f"INSERT INTO {name} SELECT * FROM moved",
+                    [low, high],
+                )
+                cursor.execute(
+                    f"ALTER TABLE {TABLE} ATTACH PARTITION {name} "
+                    f"FOR VALUES FROM ('{low}') TO ('{high}')"
+                )
+            else:
+                cursor.execute(
+                    f"CREATE TABLE {name} PARTITION OF {TABLE} "
+                    f"FOR VALUES FROM ('{low}') TO ('{high}')"
+                )
+            created.append(name)
+    return created
+
+
+def _missing(months: list[date]) -> list[date]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL",
+            [[partition_name(month) for month in months]],
+        )
+        absent = {name for (name,) in cursor.fetchall()}
+    return [month for month in months if partition_name(month) in absent]
+
+
+def months_between(first: date, last: date) -> list[date]:
+    """The months from ``first``'s to ``last``'s, both included."""
+    month, months = date(first.year, first.month, 1), []
+    while month <= last:
+        months.append(month)
+        month = month_after(month)
+    return months
+
+
+def partitions_ahead(*, today: date, months: int = 3) -> list[str]:
+    """This month's partition and those of the next ``months - 1`` months (the beat task)."""
+    wanted = [date(today.year, today.month, 1)]
+    while len(wanted) < months:
+        wanted.append(month_after(wanted[-1]))
+    return partitions_ensure(wanted)
+
+
+def partitions_list() -> list[LedgerPartition]:
+    """The ledger's partitions, oldest month first and the open partition last."""
+    if not is_partitioned():
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, c.reltuples::bigint FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass(%s) "
+            "ORDER BY c.relname",
+            [TABLE],
+        )
+        rows = cursor.fetchall()
+    found = []
+    for name, estimate in rows:
+        month = None
+        if name != OPEN_PARTITION:
+            year, number = name.removeprefix(f"{TABLE}_p").split("_")
+            month = date(int(year), int(number), 1)
+        found.append(LedgerPartition(name=name, month=month, rows=int(estimate)))
+    return sorted(found, key=lambda p: (p.month is None, p.month or date.min))
