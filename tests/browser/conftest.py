@@ -9,8 +9,6 @@ test database filled by :func:`build_scenario`, and users sign in through the re
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -52,6 +50,7 @@ from tests.factories import (
     UserFactory,
     example_cluster,
 )
+from tests.system_packages import apt_missing_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -62,18 +61,7 @@ HISTORY_DAYS = 120
 
 def _chromium_missing_reason() -> str | None:
     """Install Debian's Chromium when it is missing and we may; else say why we cannot."""
-    if CHROMIUM.exists():
-        return None
-    if os.geteuid() != 0:
-        return f"{CHROMIUM} is missing and installing it with apt needs root"
-    if shutil.which("apt-get") is None:
-        return f"{CHROMIUM} is missing and this system has no apt-get"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            return f"{' '.join(command)} failed: {done.stderr.strip()[-300:]}"
-    return None if CHROMIUM.exists() else f"apt installed chromium but {CHROMIUM} is missing"
+    return apt_missing_reason(CHROMIUM, "chromium")
 
 
 def _unavailable(reason: str) -> None:
