@@ -56,17 +56,28 @@ def _recipients(period: BudgetPeriod) -> list[str]:
 _PERCENT_RECORDED_MAX = Decimal("9999999.99")
 
 
-def _notify(period: BudgetPeriod, threshold: int, percent: Decimal) -> ThresholdNotice | None:
-    recipients = _recipients(period)
+def _notice_record(
+    period: BudgetPeriod, threshold: int, percent: Decimal, recipients: list[str]
+) -> ThresholdNotice | None:
+    """Record that ``period`` crossed ``threshold``; None when that was recorded before."""
     try:
         with transaction.atomic():
-            notice = ThresholdNotice.objects.create(
+            return ThresholdNotice.objects.create(
                 budget_period=period, threshold=threshold,
                 percent_used=min(percent, _PERCENT_RECORDED_MAX),
                 recipients=", ".join(recipients),
             )  # fmt: skip
     except IntegrityError:
         return None  # noticed already (a concurrent check, or an earlier run)
+
+
+def _notices_mail(period: BudgetPeriod, notices: list[ThresholdNotice], percent: Decimal) -> None:
+    """One mail for the thresholds one check found crossed: the highest of them. Crossing 75 %
+    and 90 % in one import says "90 %" once, not two mails at the same minute."""
+    recipients = notices[0].recipients.split(", ") if notices[0].recipients else []
+    if not recipients:
+        return
+    threshold = max(notice.threshold for notice in notices)
     allocation = period.allocation
     subject = (
         f"[SU portal] {allocation.project.code} has used {percent}% of its {allocation.pool} budget"
@@ -77,11 +88,7 @@ def _notify(period: BudgetPeriod, threshold: int, percent: Decimal) -> Threshold
     )
     if threshold >= 100 and allocation.pool.limit_command:
         body += "Jobs will keep running at a lower priority until the next budget period.\n"
-    if recipients:
-        transaction.on_commit(
-            lambda: send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
-        )
-    return notice
+    transaction.on_commit(lambda: send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients))
 
 
 def _propose(period: BudgetPeriod, kind: str, template: str) -> EnforcementAction | None:
@@ -129,11 +136,17 @@ def thresholds_check(*, on: date | None = None) -> ThresholdReport:
         percent = balance.percent_used
         if percent is None:
             continue
-        for threshold in pool.thresholds:
-            if percent >= threshold:
-                notice = _notify(period, threshold, percent)
-                if notice is not None:
-                    report.notices.append(notice)
+        crossed = [threshold for threshold in pool.thresholds if percent >= threshold]
+        if crossed:
+            recipients = _recipients(period)
+            notices = [
+                notice
+                for threshold in crossed
+                if (notice := _notice_record(period, threshold, percent, recipients)) is not None
+            ]
+            if notices:
+                _notices_mail(period, notices, percent)
+                report.notices.extend(notices)
         if percent >= 100:
             action = _propose(period, EnforcementAction.Kind.LIMIT, pool.limit_command)
         elif _was_limited_before(period):

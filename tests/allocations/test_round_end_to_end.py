@@ -23,6 +23,7 @@ from allocations.models import (
 from allocations.selectors import balance_get, round_overview
 from allocations.services import (
     AllocationError,
+    adjustment_top_up,
     request_create,
     request_decide,
     request_estimate_add,
@@ -124,10 +125,12 @@ def test_a_full_round_from_call_to_enforcement_and_restoration(
         report = thresholds_check(on=SAMPLE_DAY)
     crossed = {(n.budget_period.allocation.project.code, n.threshold) for n in report.notices}
     assert {("pawsey0002", 75), ("pawsey0002", 90), ("pawsey0002", 100)} <= crossed
+    # All three crossed in one import: one mail, for the highest.
     to_bob = [message for message in mail.outbox if message.to == ["bob@example.org"]]
-    assert len(to_bob) == 3
-    assert "pawsey0002 has used" in to_bob[-1].subject
-    assert "lower priority" in to_bob[-1].body
+    assert len(to_bob) == 1
+    assert "pawsey0002 has used" in to_bob[0].subject
+    assert "(threshold 100%)" in to_bob[0].body
+    assert "lower priority" in to_bob[0].body
     assert thresholds_check(on=SAMPLE_DAY).notices == []  # idempotent
     limit = EnforcementAction.objects.get(project=centre.p2, pool=centre.cpu)
     assert limit.kind == EnforcementAction.Kind.LIMIT
@@ -201,3 +204,55 @@ def test_a_grant_beyond_what_the_round_has_is_refused_and_changes_nothing(centre
     request.refresh_from_db()
     assert request.state == State.UNDER_REVIEW
     assert not BudgetPeriod.objects.exists()
+
+
+def _sample_as(project_code: str, *, first: int, last: int, id_offset: int) -> list[str]:
+    """Lines ``first``..``last`` of the sample, re-accounted to ``project_code`` under new job
+    ids (more of that project's jobs, read through the real importer)."""
+    lines = (SAMPLE / "sacct_allocations.psv").read_text().splitlines(keepends=True)
+    out = [lines[0]]
+    for line in lines[first:last]:
+        fields = line.split("|")
+        job = str(int(fields[1]) + id_offset)
+        fields[0], fields[1], fields[4] = job, job, project_code
+        out.append("|".join(fields))
+    return out
+
+
+def test_thresholds_crossed_together_send_one_mail_for_the_highest(
+    centre, mailoutbox, django_capture_on_commit_callbacks
+):
+    round_ = _round(centre)
+    request = request_create(
+        round_=round_, project=centre.p3, actor=centre.alice, amounts={centre.cpu: Decimal("1")}
+    )
+    request_submit(request=request, actor=centre.alice)
+    request_review_start(request=request, actor=centre.chair)
+    request_decide(request=request, actor=centre.chair, granted={centre.cpu: Decimal("1")})
+    jobs_import(cluster=centre.cluster, lines=_sample_as("pawsey0003", first=1, last=120,
+                id_offset=10_000_000), source="first")  # fmt: skip
+    used = balance_get(project=centre.p3, pool=centre.cpu, on=SAMPLE_DAY).used_su
+    # A top-up brings the budget to where the usage is 95 %: past 75 % and 90 % at once.
+    budget = balance_get(project=centre.p3, pool=centre.cpu, on=SAMPLE_DAY).available_su
+    adjustment_top_up(
+        project=centre.p3, pool=centre.cpu, amount=(used / Decimal("0.95") - budget).quantize(
+            Decimal("0.000001")), actor=centre.staff, reason="bring it to 95 %", on=SAMPLE_DAY,
+    )  # fmt: skip
+
+    with django_capture_on_commit_callbacks(execute=True):
+        first = thresholds_check(on=SAMPLE_DAY)
+    assert sorted(n.threshold for n in first.notices) == [75, 90]
+    assert len(mailoutbox) == 1
+    assert "(threshold 90%)" in mailoutbox[0].body
+
+    # More jobs of the project take it past 100 %: one more mail, for 100 % only.
+    jobs_import(cluster=centre.cluster, lines=_sample_as("pawsey0003", first=120, last=226,
+                id_offset=20_000_000), source="second")  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        second = thresholds_check(on=SAMPLE_DAY)
+    assert [n.threshold for n in second.notices] == [100]
+    assert len(mailoutbox) == 2
+    assert "(threshold 100%)" in mailoutbox[1].body
+    with django_capture_on_commit_callbacks(execute=True):
+        assert thresholds_check(on=SAMPLE_DAY).notices == []
+    assert len(mailoutbox) == 2
