@@ -32,7 +32,13 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from portal.api import ApiModelSerializer, SlugField, UtcDateTimeField, slug_of
+from portal.api import (
+    ApiModelSerializer,
+    EndsAfterStart,
+    SlugField,
+    UtcDateTimeField,
+    slug_of,
+)
 
 
 def _su_field(**kwargs: Any) -> serializers.DecimalField:
@@ -234,7 +240,7 @@ class AllocationOutputSerializer(ApiModelSerializer):
         ]
 
 
-class AllocationGrantInputSerializer(serializers.Serializer):
+class AllocationGrantInputSerializer(EndsAfterStart):
     project = VisibleProjectField()
     pool = _pool_field()
     amount = _su_field(min_value=0)
@@ -275,7 +281,8 @@ class RoundOutputSerializer(ApiModelSerializer):
         ]
 
 
-class RoundCreateInputSerializer(serializers.Serializer):
+class RoundCreateInputSerializer(EndsAfterStart):
+    spans = (("opens_at", "closes_at"), ("period_start", "period_end"))
     name = serializers.CharField(max_length=200)
     opens_at = UtcDateTimeField()
     closes_at = UtcDateTimeField()

@@ -240,6 +240,20 @@ class UtcDateTimeField(serializers.DateTimeField):
         super().__init__(**kwargs)
 
 
+class EndsAfterStart(serializers.Serializer):
+    """Input with spans (a grant's period, a round's window): each end must come after its
+    start, or the request is a 400 naming the end field (never the service's ValueError)."""
+
+    spans: tuple[tuple[str, str], ...] = (("period_start", "period_end"),)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        for start, end in self.spans:
+            if start in attrs and end in attrs and attrs[end] <= attrs[start]:
+                raise serializers.ValidationError({end: [f"must be after {start}"]})
+        return attrs
+
+
 class ApiModelSerializer(serializers.ModelSerializer):
     """Model serializers of the API: every datetime in UTC, and a quicker rendering.
 

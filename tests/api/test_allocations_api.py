@@ -291,3 +291,35 @@ def test_the_balance_costs_a_fixed_number_of_queries_whatever_the_pools(
     # The token, the project, the budget periods, then one query of all the sums.
     with django_assert_max_num_queries(4):
         assert _balance(client).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/allocations/", {"project": "pawsey0004", "pool": "testbed GPU", "amount": "12"}),
+        ("/api/v1/rounds/", {"name": "Backwards call", "opens_at": "2026-11-01T00:00:00Z",
+                             "closes_at": "2030-01-01T00:00:00Z", "chair": "chair",
+                             "available": [{"pool": "testbed CPU", "su": "100"}]}),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("end", ["2026-12-31", "2027-01-01"])
+def test_a_period_that_ends_before_it_starts_is_a_400_naming_period_end(world, path, body, end):
+    response = world.client("staff").post(
+        path, {**body, "period_start": "2027-01-01", "period_end": end}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "period_end" in response.json()["errors"]
+    assert "after period_start" in str(response.json()["errors"]["period_end"])
+
+
+def test_a_round_that_closes_before_it_opens_is_a_400_naming_closes_at(world):
+    response = world.client("staff").post(
+        "/api/v1/rounds/",
+        {"name": "Shut call", "opens_at": "2027-02-01T00:00:00Z",
+         "closes_at": "2027-01-01T00:00:00Z", "period_start": "2027-03-01",
+         "period_end": "2028-01-01", "available": [{"pool": "testbed CPU", "su": "100"}],
+         "chair": "chair"},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 400, response.content
+    assert "closes_at" in response.json()["errors"]
