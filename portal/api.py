@@ -21,6 +21,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import IntegrityError, models
 from django.forms import ValidationError as FormValidationError
 from django.http import Http404, HttpRequest, JsonResponse
+from django.urls import reverse
 from django_filters.fields import IsoDateTimeField  # type: ignore[import-untyped]
 from django_filters.filters import (  # type: ignore[import-untyped]
     IsoDateTimeFilter,
@@ -410,6 +411,41 @@ class TokenOutputSerializer(serializers.Serializer):
 
 def _token_body(token: Token) -> dict[str, str]:
     return {"token": token.key, "username": token.user.get_username()}
+
+
+class ApiRootView(APIView):
+    """``GET /api/v1/``: where everything is, for people and scripts finding their way (no
+    sign-in needed: it names resources, not data)."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    # (name, URL name) of each resource, given by portal/api_urls.py.
+    resources: tuple[tuple[str, str], ...] = ()
+
+    @extend_schema(
+        tags=["meta"],
+        auth=[],
+        responses={200: {
+            "type": "object",
+            "properties": {
+                "resources": {"type": "object", "additionalProperties": {"type": "string"}},
+                "schema": {"type": "string"}, "docs": {"type": "string"},
+                "token": {"type": "string"},
+            },
+        }},
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        def absolute(name: str) -> str:
+            return request.build_absolute_uri(reverse(name))
+
+        return Response(
+            {
+                "resources": {name: absolute(url) for name, url in self.resources},
+                "schema": absolute("api-schema"),
+                "docs": absolute("api-docs"),
+                "token": absolute("api:token-obtain"),
+            }
+        )
 
 
 class TokenObtainView(APIView):

@@ -41,7 +41,19 @@ members = allocations_api.ProjectMemberViewSet
 
 app_name = "api"
 
+# The API root's links: every list of the router, and the calculators and reports.
+ROOT_LINKS = (
+    *((prefix, f"api:{basename}-list") for prefix, _, basename in router.registry),
+    ("quote", "api:quote"),
+    ("cost-ratio", "api:cost-ratio"),
+    ("utilisation", "api:utilisation"),
+    ("cost-distribution", "api:cost-distribution"),
+    ("priorities", "api:priorities"),
+    ("overhead", "api:overhead"),
+)
+
 urlpatterns = [
+    path("", api.ApiRootView.as_view(resources=ROOT_LINKS), name="root"),
     path("auth/token/", api.TokenObtainView.as_view(), name="token-obtain"),
     path("auth/token/regenerate/", api.TokenRegenerateView.as_view(), name="token-regenerate"),
     re_path(

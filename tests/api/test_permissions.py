@@ -303,6 +303,9 @@ CASES = [
     Case("token regenerate: no read", "get", _url("/api/v1/auth/token/regenerate/"),
          NOT_ALLOWED),
     Case("token: regenerate", "post", _url("/api/v1/auth/token/regenerate/"), ALL_200),
+    # --- the API root: links only, for everyone ---
+    Case("root: links", "get", _url("/api/v1/"), "200 200 200 200 200 200 200"),
+    Case("root: no write", "post", _url("/api/v1/"), "405 405 405 405 405 405 405"),
 ]  # fmt: skip
 
 
