@@ -170,6 +170,7 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/allocations/rounds/{s.round.pk}/", read=COMMITTEE
     ),
     # --- API: tokens ----------------------------------------------------------------------
+    "api:root": Entry(lambda s: "/api/v1/", read=EVERYONE),
     "api:token-obtain": Entry(lambda s: "/api/v1/auth/token/", write=EVERYONE),
     "api:token-regenerate": Entry(lambda s: "/api/v1/auth/token/regenerate/", write=SIGNED_IN),
     # --- API: accounting ------------------------------------------------------------------
