@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "accounting",
     "allocations",
+    "people",
     "portal",
 ]
 
@@ -121,6 +122,15 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
+
+# --- Sign-in (docs/sign-in.md) -------------------------------------------------------------
+# Which groups of the centre's identity provider (an OIDC claim or LDAP groups) make a person
+# staff or an allocation-committee member; people/roles.py applies them at every sign-in.
+PORTAL_SSO_STAFF_GROUPS = env_list("PORTAL_SSO_STAFF_GROUPS", ["hpc-staff"])
+PORTAL_SSO_COMMITTEE_GROUPS = env_list("PORTAL_SSO_COMMITTEE_GROUPS", ["allocation-committee"])
+AUTHENTICATION_BACKENDS: list[str] = []
+# The sections below add the centre's identity providers; passwords stored in the portal come
+# last and may be turned off (PORTAL_PASSWORD_LOGIN=0) when SSO is on.
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = env_str("PORTAL_TIME_ZONE", "UTC")
@@ -278,3 +288,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("PORTAL_LOG_LEVEL", "INFO")},
 }
+
+# --- Passwords stored in the portal: the last way in, and optional -------------------------
+PORTAL_PASSWORD_LOGIN = env_bool("PORTAL_PASSWORD_LOGIN", True)
+if PORTAL_PASSWORD_LOGIN:
+    AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class PeopleConfig(AppConfig):
+    name = "people"
+    verbose_name = "People and sign-in"
+    default_auto_field = "django.db.models.BigAutoField"
