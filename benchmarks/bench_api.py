@@ -51,7 +51,7 @@ SETUP = """
 from datetime import date
 from decimal import Decimal
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from people.tokens import token_create
 from accounting.models import Cluster, Partition
 from allocations.models import Membership, PoolPartition, Project, ResourcePool
 from allocations.services import allocation_grant
@@ -65,7 +65,8 @@ for project in Project.objects.filter(code__startswith="bench"):
                      period_start=date(2026, 1, 1), period_end=date(2027, 1, 1), actor=staff)
 researcher = User.objects.create(username="bench-researcher")
 Membership.objects.create(project=Project.objects.get(code="{project}"), user=researcher)
-print("TOKEN", Token.objects.create(user=researcher).key)
+issued = token_create(user=researcher, name="bench", scope="read", expires_in_days=1)
+print("TOKEN", issued.plaintext)
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
 session = SessionStore()

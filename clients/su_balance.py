@@ -10,8 +10,8 @@ it as a command with ``install -m 755 su_balance.py /usr/local/bin/su-balance`` 
 - The portal's address comes from ``SU_PORTAL_URL`` (or ``DEFAULT_URL`` below, which a centre
   may set when it installs the script).
 - Your API token comes from ``SU_PORTAL_TOKEN`` or the file ``~/.config/su-portal/token``
-  (``chmod 600`` it). Get one on the portal, or with
-  ``curl -d username=YOU -d password=... $SU_PORTAL_URL/api/v1/auth/token/``.
+  (``chmod 600`` it). Make one on the portal's page ``$SU_PORTAL_URL/account/tokens/``
+  (a read-only token is enough).
 
 Exit status: 0 fine, 1 other failure, 2 usage or configuration, 3 token refused,
 4 project not found (or not yours), 5 portal unreachable.
@@ -114,10 +114,14 @@ class Portal:
         except (ValueError, AttributeError, OSError):
             message = ""
         if error.code == 401:
+            # The portal says why (mistyped, expired, revoked) and where to make a new one.
+            why = message or (
+                f"it may be mistyped, expired or revoked. Make a new one at "
+                f"{self.url}/account/tokens/"
+            )
             return Failure(
-                "the portal did not accept your token (from SU_PORTAL_TOKEN or "
-                f"{TOKEN_FILE}): it may be mistyped, or replaced by a newer one. Get a new "
-                f"token at {self.url}/api/v1/auth/token/ or on the portal.",
+                f"the portal did not accept your token (from SU_PORTAL_TOKEN or {TOKEN_FILE}): "
+                f"{why}",
                 EXIT_TOKEN,
             )
         if error.code == 404 and path.startswith("projects/"):
@@ -152,7 +156,7 @@ def _settings(environ: Mapping[str, str], stderr: IO[str]) -> tuple[str, str]:
         except FileNotFoundError:
             raise Failure(
                 f"no token: set SU_PORTAL_TOKEN or put your token in {TOKEN_FILE} "
-                f"(get one at {url.rstrip('/')}/api/v1/auth/token/ or on the portal)",
+                f"(make one at {url.rstrip('/')}/account/tokens/)",
                 EXIT_USAGE,
             ) from None
         except OSError as error:

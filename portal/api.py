@@ -16,7 +16,6 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django import forms
-from django.contrib.auth import authenticate
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import IntegrityError, models
 from django.forms import ValidationError as FormValidationError
@@ -49,7 +48,6 @@ from allocations.access import is_staff
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
 
 # Modules that define or import models are imported where used: this module is imported by
 # the settings' DRF hooks (exception handler, schema hook), possibly before the apps are ready.
@@ -156,12 +154,6 @@ class ApiViewSet(GenericViewSet):
         """One page of ``queryset`` rendered by ``serializer``, in the API's page envelope."""
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(serializer(page, many=True).data)
-
-
-class TokenObtainThrottle(AnonRateThrottle):
-    """Password guessing through the token endpoint is throttled per address."""
-
-    scope = "token"
 
 
 class IsStaff(BasePermission):
@@ -396,21 +388,7 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
     return result
 
 
-# --- Tokens ---------------------------------------------------------------------------------
-
-
-class TokenObtainInputSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(max_length=4096, style={"input_type": "password"})
-
-
-class TokenOutputSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text="send as `Authorization: Token <token>`")
-    username = serializers.CharField()
-
-
-def _token_body(token: Token) -> dict[str, str]:
-    return {"token": token.key, "username": token.user.get_username()}
+# --- The API root ---------------------------------------------------------------------------
 
 
 class ApiRootView(APIView):
@@ -419,6 +397,7 @@ class ApiRootView(APIView):
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
+    throttle_classes = [AnonRateThrottle]
     # (name, URL name) of each resource, given by portal/api_urls.py.
     resources: tuple[tuple[str, str], ...] = ()
 
@@ -446,43 +425,3 @@ class ApiRootView(APIView):
                 "token": absolute("api:token-obtain"),
             }
         )
-
-
-class TokenObtainView(APIView):
-    """Exchange a username and password for the user's API token."""
-
-    authentication_classes: list[Any] = []
-    permission_classes = [AllowAny]
-    throttle_classes = [TokenObtainThrottle]
-
-    @extend_schema(
-        tags=["auth"],
-        request=TokenObtainInputSerializer,
-        responses={200: TokenOutputSerializer},
-        auth=[],
-    )
-    def post(self, request: Request) -> Response:
-        data = TokenObtainInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        user = authenticate(
-            request._request,
-            username=data.validated_data["username"],
-            password=data.validated_data["password"],
-        )
-        if user is None or not user.is_active:
-            raise exceptions.ValidationError(
-                {"password": ["wrong username or password"]}, code="authorization"
-            )
-        from portal.services import token_get_or_create
-
-        return Response(_token_body(token_get_or_create(user=user)))
-
-
-class TokenRegenerateView(APIView):
-    """Replace your own token (e.g. after it leaked); the old one stops working."""
-
-    @extend_schema(tags=["auth"], request=None, responses={200: TokenOutputSerializer})
-    def post(self, request: Request) -> Response:
-        from portal.services import token_regenerate
-
-        return Response(_token_body(token_regenerate(user=acting_user(request))))

@@ -15,6 +15,7 @@ from accounting.utilisation import api as utilisation_api
 from accounting.utilisation import overhead_api
 from allocations import api as allocations_api
 from allocations import priority_api
+from people import api as people_api
 from portal import api
 from portal.api import CODE_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 
@@ -54,8 +55,10 @@ ROOT_LINKS = (
 
 urlpatterns = [
     path("", api.ApiRootView.as_view(resources=ROOT_LINKS), name="root"),
-    path("auth/token/", api.TokenObtainView.as_view(), name="token-obtain"),
-    path("auth/token/regenerate/", api.TokenRegenerateView.as_view(), name="token-regenerate"),
+    path("auth/token/", people_api.TokenObtainView.as_view(), name="token-obtain"),
+    path(
+        "auth/token/regenerate/", people_api.TokenRegenerateView.as_view(), name="token-regenerate"
+    ),
     re_path(
         rf"^projects/(?P<code>{CODE_PATTERN})/members/$",
         members.as_view({"get": "list", "post": "create"}),

@@ -44,7 +44,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -129,6 +128,12 @@ LOGOUT_REDIRECT_URL = "home"
 PORTAL_SSO_STAFF_GROUPS = env_list("PORTAL_SSO_STAFF_GROUPS", ["hpc-staff"])
 PORTAL_SSO_COMMITTEE_GROUPS = env_list("PORTAL_SSO_COMMITTEE_GROUPS", ["allocation-committee"])
 AUTHENTICATION_BACKENDS: list[str] = []
+# Personal API tokens (/account/tokens/): how long they may live, and the lifetime of one
+# bought with a password at POST /api/v1/auth/token/.
+PORTAL_TOKEN_MAX_DAYS = env_int("PORTAL_TOKEN_MAX_DAYS", 365, minimum=1)
+PORTAL_TOKEN_DEFAULT_DAYS = env_int("PORTAL_TOKEN_DEFAULT_DAYS", 90, minimum=1)
+if PORTAL_TOKEN_DEFAULT_DAYS > PORTAL_TOKEN_MAX_DAYS:
+    raise ImproperlyConfigured("PORTAL_TOKEN_DEFAULT_DAYS must not exceed PORTAL_TOKEN_MAX_DAYS")
 # The sections below add the centre's identity providers; passwords stored in the portal come
 # last and may be turned off (PORTAL_PASSWORD_LOGIN=0) when SSO is on.
 
@@ -154,8 +159,9 @@ STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _plotly_js_dir())]
 # The API under /api/v1/ (docs/api.md); the shared pieces are in portal/api.py.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "people.authentication.PersonalTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
+        "people.authentication.AnonymousRequestsCounted",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": [
@@ -167,7 +173,6 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
     ],
     # Counted in each process's cache (no shared cache is configured): per worker, not global.
@@ -185,7 +190,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "SU portal API",
     "DESCRIPTION": (
         "Allocations, balances, jobs and usage of the SU portal. Authenticate with "
-        "`Authorization: Token <token>` (POST /api/v1/auth/token/) or a portal session. "
+        "`Authorization: Token <token>` (make one at /account/tokens/) or a portal session. "
         "SU are decimal strings, times ISO 8601 in UTC. See docs/api.md."
     ),
     "VERSION": "1.0.0",

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz/", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("account/", include("people.urls")),
     path("accounting/", include("accounting.urls")),
     path("allocations/", include("allocations.urls")),
     path("admin/", admin.site.urls),

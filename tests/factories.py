@@ -131,3 +131,10 @@ class ResourcePoolFactory(factory.django.DjangoModelFactory[ResourcePool]):
     partitions = factory.PostGeneration(
         lambda pool, create, extracted, **kwargs: _pool_partitions(pool, extracted or ())
     )
+
+
+def api_token(user: Any, *, scope: str = "write", name: str = "tests") -> str:
+    """A personal API token of ``user`` (the plaintext, as its owner would paste it)."""
+    from people.tokens import token_create
+
+    return token_create(user=user, name=name, scope=scope, expires_in_days=30).plaintext

@@ -176,6 +176,8 @@ class PartitionViewSet(ApiViewSet):
 class QuoteView(APIView):
     """What a planned job would cost: the ``quote`` command over HTTP."""
 
+    open_to_read_only_tokens = True  # a POST that computes and writes nothing
+
     @extend_schema(tags=["quote"], request=QuoteInputSerializer, responses=QuoteOutputSerializer)
     def post(self, request: Request) -> Response:
         """The same fields as ``python manage.py quote`` and exactly the object its ``--json``

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from accounting.clusters.quotes import QuoteRequest
@@ -40,6 +39,7 @@ from allocations.services import (
     review_submit,
     round_create,
 )
+from people.tokens import token_create
 from tests.allocations.conftest import (  # noqa: F401 (pytest fixture)
     PERIOD,
     SAMPLE,
@@ -68,14 +68,22 @@ class World:
     quarantined: QuarantinedRecord
     work: Partition
     users: dict[str, Any] = field(default_factory=dict)
+    tokens: dict[str, str] = field(default_factory=dict)
     # The projects each role may see in any response body.
     visible: dict[str, set[str]] = field(default_factory=dict)
+
+    def token(self, role: str, scope: str = "write") -> str:
+        """A personal token of ``role`` (one per role and scope, made on first use)."""
+        key = f"{role}:{scope}"
+        if key not in self.tokens:
+            issued = token_create(user=self.users[role], name=key, scope=scope, expires_in_days=30)
+            self.tokens[key] = issued.plaintext
+        return self.tokens[key]
 
     def client(self, role: str) -> APIClient:
         client = APIClient()
         if role != "anonymous":
-            token, _ = Token.objects.get_or_create(user=self.users[role])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            client.credentials(HTTP_AUTHORIZATION=f"Token {self.token(role)}")
         return client
 
 

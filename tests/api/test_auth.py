@@ -1,31 +1,62 @@
-"""Token and session authentication, token regeneration, throttling."""
+"""Token and session authentication, token replacement, scopes and throttling."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
-from rest_framework.authtoken.models import Token
+from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
-from tests.factories import UserFactory
+from people.models import ApiToken
+from people.tokens import token_digest, token_revoke
+from tests.factories import UserFactory, api_token
 
 pytestmark = pytest.mark.django_db
 
 
-def test_a_username_and_password_buy_the_users_token_and_the_token_opens_the_api():
-    user = UserFactory(username="dana")
+def _client(token: str) -> APIClient:
     client = APIClient()
-    response = client.post(
-        "/api/v1/auth/token/", {"username": "dana", "password": "pw-for-tests"}, format="json"
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return client
+
+
+def test_a_username_and_password_buy_a_new_named_token_that_opens_the_api():
+    UserFactory(username="dana")
+    response = APIClient().post(
+        "/api/v1/auth/token/",
+        {"username": "dana", "password": "pw-for-tests", "name": "laptop", "scope": "read"},
+        format="json",
     )
-    assert response.status_code == 200
-    assert response.json() == {"token": Token.objects.get(user=user).key, "username": "dana"}
-    client.credentials(HTTP_AUTHORIZATION=f"Token {response.json()['token']}")
-    assert client.get("/api/v1/projects/").status_code == 200
+    assert response.status_code == 201
+    body = response.json()
+    assert body["token"].startswith("su_")
+    assert (body["username"], body["name"], body["scope"]) == ("dana", "laptop", "read")
+    assert body["manage"] == "http://testserver/account/tokens/"
+    assert _client(body["token"]).get("/api/v1/projects/").status_code == 200
     again = APIClient().post(
         "/api/v1/auth/token/", {"username": "dana", "password": "pw-for-tests"}, format="json"
     )
-    assert again.json()["token"] == response.json()["token"]  # the same token, not a new one
+    assert again.status_code == 201
+    assert again.json()["token"] != body["token"]  # each call makes a token of its own
+    assert again.json()["scope"] == "write"
+    assert ApiToken.objects.filter(user__username="dana").count() == 2
+
+
+def test_the_database_never_holds_a_usable_token():
+    user = UserFactory(username="dana")
+    plaintext = api_token(user)
+    stored = ApiToken.objects.get(user=user)
+    assert stored.digest == token_digest(plaintext) != plaintext
+    with connection.cursor() as cursor:  # no column of the table holds it, nor its secret part
+        cursor.execute("SELECT * FROM people_apitoken")
+        cells = [str(cell) for row in cursor.fetchall() for cell in row]
+    assert not any(plaintext[len("su_") :][:20] in cell for cell in cells)
+    # What is stored does not open the API: neither the digest nor the shown prefix.
+    assert _client(stored.digest).get("/api/v1/projects/").status_code == 401
+    assert _client(stored.prefix).get("/api/v1/projects/").status_code == 401
 
 
 @pytest.mark.parametrize(
@@ -43,21 +74,65 @@ def test_wrong_credentials_or_an_inactive_user_get_no_token(username, password):
         "message": "password: wrong username or password",
         "errors": {"password": ["wrong username or password"]},
     }
-    assert not Token.objects.exists()
+    assert not ApiToken.objects.exists()
 
 
-def test_regenerating_a_token_retires_the_old_one_at_once():
+def test_replacing_a_token_retires_the_old_one_at_once_and_keeps_its_name_and_scope():
     user = UserFactory(username="dana")
-    old = Token.objects.create(user=user)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {old.key}")
+    old = api_token(user, scope="read", name="login node")
+    client = _client(old)
     response = client.post("/api/v1/auth/token/regenerate/")
-    assert response.status_code == 200
-    new = response.json()["token"]
-    assert new != old.key
-    assert client.get("/api/v1/projects/").status_code == 401
-    client.credentials(HTTP_AUTHORIZATION=f"Token {new}")
-    assert client.get("/api/v1/projects/").status_code == 200
+    assert response.status_code == 201
+    new = response.json()
+    assert new["token"] != old
+    assert (new["name"], new["scope"]) == ("login node", "read")
+    refused = client.get("/api/v1/projects/")
+    assert refused.status_code == 401
+    assert refused.json()["message"].startswith("This token was revoked on ")
+    assert "/account/tokens/" in refused.json()["message"]
+    assert _client(new["token"]).get("/api/v1/projects/").status_code == 200
+
+
+def test_a_read_only_token_reads_and_quotes_but_may_not_write():
+    staff = UserFactory(username="sam", is_staff=True)
+    reader = _client(api_token(staff, scope="read"))
+    assert reader.get("/api/v1/projects/").status_code == 200
+    refused = reader.post("/api/v1/projects/", {"code": "x"}, format="json")
+    assert refused.status_code == 403
+    assert "is read-only" in refused.json()["message"]
+    # the quote computes and writes nothing: a read-only token may ask for one
+    assert reader.post("/api/v1/quote/", {}, format="json").status_code == 400
+    writer = _client(api_token(staff, scope="write", name="writer"))
+    assert writer.post("/api/v1/projects/", {"code": "x"}, format="json").status_code == 201
+
+
+def test_an_expired_or_revoked_token_or_one_of_an_inactive_user_is_401_saying_why():
+    user = UserFactory(username="dana")
+    expired = api_token(user, name="old")
+    ApiToken.objects.filter(name="old").update(
+        created_at=timezone.now() - timedelta(days=2),
+        expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    message = _client(expired).get("/api/v1/projects/").json()["message"]
+    assert message.startswith("This token expired on ")
+    revoked = api_token(user, name="gone")
+    token_revoke(token=ApiToken.objects.get(name="gone"))
+    assert _client(revoked).get("/api/v1/projects/").status_code == 401
+    live = api_token(user, name="live")
+    user.is_active = False
+    user.save()
+    assert _client(live).get("/api/v1/projects/").json()["message"].startswith("Invalid token.")
+
+
+def test_using_a_token_notes_when_without_writing_on_every_call():
+    user = UserFactory(username="dana")
+    client = _client(api_token(user))
+    assert ApiToken.objects.get().last_used_at is None
+    client.get("/api/v1/projects/")
+    first = ApiToken.objects.get().last_used_at
+    assert first is not None
+    client.get("/api/v1/projects/")
+    assert ApiToken.objects.get().last_used_at == first
 
 
 def test_a_portal_session_works_too_and_writes_need_its_csrf_token():
@@ -70,6 +145,14 @@ def test_a_portal_session_works_too_and_writes_need_its_csrf_token():
     assert "CSRF" in refused.json()["message"]
 
 
+def test_with_a_session_there_is_no_token_to_replace_and_the_answer_says_where_to_go():
+    client = APIClient()
+    client.force_login(UserFactory(username="dana"))
+    response = client.post("/api/v1/auth/token/regenerate/")
+    assert response.status_code == 400
+    assert "/account/tokens/" in response.json()["message"]
+
+
 def test_without_credentials_the_api_answers_401_and_says_how_to_authenticate():
     response = APIClient().get("/api/v1/projects/")
     assert response.status_code == 401
@@ -80,20 +163,22 @@ def test_without_credentials_the_api_answers_401_and_says_how_to_authenticate():
     }
 
 
-def test_a_bad_token_is_401():
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Token 0123456789abcdef")
-    response = client.get("/api/v1/projects/")
+def test_a_bad_token_is_401_and_points_to_the_tokens_page():
+    response = _client("0123456789abcdef").get("/api/v1/projects/")
     assert response.status_code == 401
-    assert response.json()["message"] == "Invalid token."
+    assert response.json()["message"] == (
+        "Invalid token. Make, list and revoke your tokens at http://testserver/account/tokens/."
+    )
 
 
 def test_too_many_requests_are_throttled_with_a_json_error_and_retry_after(monkeypatch):
-    rates = {**SimpleRateThrottle.THROTTLE_RATES, "user": "3/minute", "token": "2/minute"}
+    rates = {
+        **SimpleRateThrottle.THROTTLE_RATES, "user": "3/minute", "token": "2/minute",
+        "anon": "2/minute",
+    }  # fmt: skip
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
     user = UserFactory(username="dana")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client = _client(api_token(user))
     statuses = [client.get("/api/v1/projects/").status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
     throttled = client.get("/api/v1/projects/")
@@ -107,3 +192,6 @@ def test_too_many_requests_are_throttled_with_a_json_error_and_retry_after(monke
         for n in range(3)
     ]
     assert guesses == [400, 400, 429]
+    # Anonymous traffic is throttled per address too.
+    anonymous = [APIClient().get("/api/v1/projects/").status_code for _ in range(3)]
+    assert anonymous == [401, 401, 429]

@@ -11,7 +11,7 @@ from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from accounting.models import Job, UsageDaily
-from tests.factories import UserFactory
+from tests.factories import UserFactory, api_token
 
 pytestmark = pytest.mark.django_db
 
@@ -177,10 +177,9 @@ def test_usage_of_another_project_is_empty_and_a_stranger_sees_none(world):
     assert _usage(world.client("member"), "project=pawsey0002&group_by=user") == []
     assert _usage(world.client("member"), "project=pawsey0002&granularity=total") == [ZERO_TOTAL]
     stranger = UserFactory(username="stranger")
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=stranger).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token(stranger)}")
     assert _usage(client, "granularity=total") == [ZERO_TOTAL]
     assert _usage(client, "granularity=day") == []

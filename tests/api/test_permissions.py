@@ -297,12 +297,13 @@ CASES = [
          body=lambda w: {"base_priority": "1000", "k1": "0.4", "k2": "0.7", "c0": "0.5",
                          "c1": "1", "c2": "3"}),
     # --- auth ---
-    Case("token: obtain", "post", _url("/api/v1/auth/token/"), "200 200 200 200 200 200 200",
+    Case("token: obtain", "post", _url("/api/v1/auth/token/"), "201 201 201 201 201 201 201",
          body=lambda w: {"username": "carol", "password": "pw-for-tests"}),
     Case("token: no read", "get", _url("/api/v1/auth/token/"), "405 405 405 405 405 405 405"),
     Case("token regenerate: no read", "get", _url("/api/v1/auth/token/regenerate/"),
          NOT_ALLOWED),
-    Case("token: regenerate", "post", _url("/api/v1/auth/token/regenerate/"), ALL_200),
+    Case("token: regenerate", "post", _url("/api/v1/auth/token/regenerate/"),
+         "401 201 201 201 201 201 201"),
     # --- the API root: links only, for everyone ---
     Case("root: links", "get", _url("/api/v1/"), "200 200 200 200 200 200 200"),
     Case("root: no write", "post", _url("/api/v1/"), "405 405 405 405 405 405 405"),

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.factories import UserFactory
+from tests.factories import UserFactory, api_token
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +23,7 @@ def client():
     call_command("cluster_apply", *sorted(EXAMPLES.glob("*.json")), stdout=StringIO())
     api = APIClient()
     user = UserFactory(username="researcher")
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token(user, scope='read')}")
     return api
 
 

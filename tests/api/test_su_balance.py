@@ -15,12 +15,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from accounting.models import Partition, UsageDaily
 from allocations.budget import add_months
 from allocations.selectors import pool_today
 from allocations.services import adjustment_top_up, allocation_grant
+from tests.factories import api_token
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "clients"
@@ -64,8 +64,8 @@ def portal(live_server, centre):
             project=centre.p3, partition=work, username=username, day=day,
             service_units=Decimal(su), jobs=3,
         )  # fmt: skip
-    token = Token.objects.create(user=centre.carol)
-    return {"SU_PORTAL_URL": live_server.url, "SU_PORTAL_TOKEN": token.key}
+    token = api_token(centre.carol, scope="read")
+    return {"SU_PORTAL_URL": live_server.url, "SU_PORTAL_TOKEN": token}
 
 
 def test_su_balance_prints_the_granted_used_and_remaining_su_of_each_pool(portal):
@@ -116,6 +116,7 @@ def test_a_bad_token_is_refused_with_a_clear_message(portal):
     assert status == su_balance.EXIT_TOKEN
     assert out == ""
     assert "did not accept your token" in err
+    assert f"{portal['SU_PORTAL_URL']}/account/tokens/" in err
 
 
 def test_a_project_you_are_not_in_is_not_found(portal):

@@ -86,6 +86,15 @@ def _code(s: Site) -> str:
     return s.project.code
 
 
+def _members_token(s: Site) -> int:
+    """A token of the member's: only its owner may revoke it (staff use the admin)."""
+    from people.tokens import token_create
+
+    member = s.users["member"]
+    assert member is not None
+    return token_create(user=member, name="m", scope="read", expires_in_days=7).token.pk
+
+
 MATRIX: dict[str, Entry] = {
     # --- Site ---------------------------------------------------------------------------
     "home": Entry(lambda s: "/", read=EVERYONE),
@@ -168,6 +177,16 @@ MATRIX: dict[str, Entry] = {
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
     "allocations:round-detail": Entry(
         lambda s: f"/allocations/rounds/{s.round.pk}/", read=COMMITTEE
+    ),
+    # --- A person's own pages ------------------------------------------------------------
+    "people:tokens": Entry(
+        lambda s: "/account/tokens/",
+        read=SIGNED_IN,
+        write=SIGNED_IN,
+        body=lambda s: {"name": "matrix", "scope": "read", "expires_in_days": 7},
+    ),
+    "people:token-revoke": Entry(
+        lambda s: f"/account/tokens/{_members_token(s)}/revoke/", write=frozenset({"member"})
     ),
     # --- API: tokens ----------------------------------------------------------------------
     "api:root": Entry(lambda s: "/api/v1/", read=EVERYONE),

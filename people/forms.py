@@ -1,0 +1,23 @@
+"""Forms of a person's own pages: a new API token."""
+
+from __future__ import annotations
+
+from django import forms
+
+from people.models import ApiToken
+
+LIFETIMES = [(7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year")]
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(
+        max_length=100, help_text="where it is used, e.g. “su-balance on setonix login nodes”"
+    )
+    scope = forms.ChoiceField(
+        choices=ApiToken.Scope.choices,
+        initial=ApiToken.Scope.READ,
+        help_text="read-only is enough for su-balance and usage scripts",
+    )
+    expires_in_days = forms.TypedChoiceField(
+        choices=LIFETIMES, coerce=int, initial=90, label="Expires after"
+    )

@@ -1,0 +1,48 @@
+"""A person's API tokens, stored as digests only."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class ApiToken(models.Model):
+    """A named token a person made at /account/tokens/ (or with a password at
+    POST /api/v1/auth/token/). The database holds the SHA-256 digest of the token, never the
+    token: whoever reads the table cannot call the API with what they read."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "read-only"
+        WRITE = "write", "read and write"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    # The first characters of the token, shown so its owner can tell their tokens apart.
+    prefix = models.CharField(max_length=12)
+    digest = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=5, choices=Scope.choices, default=Scope.READ)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "name"],
+                condition=Q(revoked_at__isnull=True),
+                name="api_token_name_unique_while_active",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=models.F("created_at")),
+                name="api_token_expires_after_creation",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…) of {self.user}"
