@@ -8,6 +8,7 @@ Two ways to run, chosen by what the environment provides:
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "accounting",
     "allocations",
     "people",
@@ -62,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it turns a locked-out sign-in into a 429
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -127,7 +130,19 @@ LOGOUT_REDIRECT_URL = "home"
 # staff or an allocation-committee member; people/roles.py applies them at every sign-in.
 PORTAL_SSO_STAFF_GROUPS = env_list("PORTAL_SSO_STAFF_GROUPS", ["hpc-staff"])
 PORTAL_SSO_COMMITTEE_GROUPS = env_list("PORTAL_SSO_COMMITTEE_GROUPS", ["allocation-committee"])
-AUTHENTICATION_BACKENDS: list[str] = []
+# First, the lockout: it refuses a locked account or address before any backend checks.
+AUTHENTICATION_BACKENDS: list[str] = ["axes.backends.AxesStandaloneBackend"]
+# Lockout after PORTAL_LOGIN_FAILURE_LIMIT failures, per account and per address, for
+# PORTAL_LOGIN_LOCKOUT_MINUTES; a success resets the count (people/lockout.py).
+AXES_FAILURE_LIMIT = env_int("PORTAL_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("PORTAL_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "people.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "people.lockout.client_address"
+AXES_VERBOSE = False
+# Reverse proxies in front of the portal that set X-Forwarded-For (0: clients connect directly).
+PORTAL_TRUSTED_PROXY_COUNT = env_int("PORTAL_TRUSTED_PROXY_COUNT", 0, minimum=0)
 # Personal API tokens (/account/tokens/): how long they may live, and the lifetime of one
 # bought with a password at POST /api/v1/auth/token/.
 PORTAL_TOKEN_MAX_DAYS = env_int("PORTAL_TOKEN_MAX_DAYS", 365, minimum=1)
@@ -176,6 +191,7 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.UserRateThrottle",
     ],
     # Counted in each process's cache (no shared cache is configured): per worker, not global.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,  # the same client address as the lockout
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("PORTAL_API_ANON_RATE", "60/minute"),
         "user": env_str("PORTAL_API_USER_RATE", "6000/minute"),
