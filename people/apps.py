@@ -5,3 +5,6 @@ class PeopleConfig(AppConfig):
     name = "people"
     verbose_name = "People and sign-in"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from people import schema  # noqa: F401 (registers the token scheme with the schema)

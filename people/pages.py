@@ -1,10 +1,14 @@
-"""A person's own pages: their API tokens."""
+"""A person's own pages: signing in, and their API tokens."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -12,6 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from people.forms import TokenCreateForm
+from people.oidc import oidc_enabled
 from people.tokens import TokenError, token_create, token_revoke, tokens_of
 
 
@@ -53,3 +58,24 @@ def token_revoke_page(request: HttpRequest, pk: int) -> HttpResponse:
     token_revoke(token=token)
     messages.success(request, f"Token “{token.name}” revoked: it no longer opens the API.")
     return redirect("people:tokens")
+
+
+PASSWORD_BACKENDS = (
+    "django.contrib.auth.backends.ModelBackend",
+    "django_auth_ldap.backend.LDAPBackend",
+)
+
+
+class SignInView(LoginView):
+    """The sign-in page: the centre's single sign-on first, when there is one, and the
+    username and password form when some backend checks passwords (the portal's, LDAP)."""
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["sso_name"] = settings.PORTAL_OIDC_NAME if oidc_enabled() else None
+        context["password_form"] = any(
+            backend in settings.AUTHENTICATION_BACKENDS for backend in PASSWORD_BACKENDS
+        )
+        context["sso_failed"] = self.request.GET.get("sso") == "failed"
+        context["current"] = "login"
+        return context

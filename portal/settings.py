@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "axes",
+    "mozilla_django_oidc",
     "accounting",
     "allocations",
     "people",
@@ -143,6 +144,30 @@ AXES_CLIENT_IP_CALLABLE = "people.lockout.client_address"
 AXES_VERBOSE = False
 # Reverse proxies in front of the portal that set X-Forwarded-For (0: clients connect directly).
 PORTAL_TRUSTED_PROXY_COUNT = env_int("PORTAL_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# --- Single sign-on with OpenID Connect (people/oidc.py) -----------------------------------
+# On when PORTAL_OIDC_ISSUER is set; the endpoints come from the issuer's discovery document.
+PORTAL_OIDC_ISSUER = env_optional("PORTAL_OIDC_ISSUER")
+PORTAL_OIDC_NAME = env_str("PORTAL_OIDC_NAME", "your centre account")  # on the sign-in button
+PORTAL_OIDC_USERNAME_CLAIM = env_str("PORTAL_OIDC_USERNAME_CLAIM", "preferred_username")
+PORTAL_OIDC_GROUPS_CLAIM = env_str("PORTAL_OIDC_GROUPS_CLAIM", "groups")
+OIDC_RP_CLIENT_ID = env_str("PORTAL_OIDC_CLIENT_ID", "su-portal")
+OIDC_RP_CLIENT_SECRET = env_secret("PORTAL_OIDC_CLIENT_SECRET") or ""
+OIDC_RP_SIGN_ALGO = env_str("PORTAL_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("PORTAL_OIDC_SCOPES", "openid email profile groups")
+OIDC_USE_PKCE = True
+OIDC_AUTHENTICATE_CLASS = "people.oidc.CentreSignInStart"
+OIDC_STORE_ACCESS_TOKEN = False
+OIDC_STORE_ID_TOKEN = False
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+if PORTAL_OIDC_ISSUER:
+    if PRODUCTION and not PORTAL_OIDC_ISSUER.startswith("https://"):
+        raise ImproperlyConfigured("PORTAL_OIDC_ISSUER must be an https:// URL in production")
+    if not OIDC_RP_CLIENT_SECRET:
+        raise ImproperlyConfigured(
+            "PORTAL_OIDC_CLIENT_SECRET (or PORTAL_OIDC_CLIENT_SECRET_FILE) is required with SSO"
+        )
+    AUTHENTICATION_BACKENDS.append("people.oidc.CentreOIDCBackend")
 # Personal API tokens (/account/tokens/): how long they may live, and the lifetime of one
 # bought with a password at POST /api/v1/auth/token/.
 PORTAL_TOKEN_MAX_DAYS = env_int("PORTAL_TOKEN_MAX_DAYS", 365, minimum=1)
@@ -210,6 +235,11 @@ SPECTACULAR_SETTINGS = {
         "SU are decimal strings, times ISO 8601 in UTC. See docs/api.md."
     ),
     "VERSION": "1.0.0",
+    # Credentials the schema documents; the anonymous-request counter is not one.
+    "AUTHENTICATION_WHITELIST": [
+        "people.authentication.PersonalTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
@@ -311,6 +341,7 @@ LOGGING = {
 }
 
 # --- Passwords stored in the portal: the last way in, and optional -------------------------
-PORTAL_PASSWORD_LOGIN = env_bool("PORTAL_PASSWORD_LOGIN", True)
+# Off by default in production when SSO is on: people then sign in only through the centre.
+PORTAL_PASSWORD_LOGIN = env_bool("PORTAL_PASSWORD_LOGIN", not (PRODUCTION and PORTAL_OIDC_ISSUER))
 if PORTAL_PASSWORD_LOGIN:
     AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")

@@ -4,12 +4,15 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from people import pages as people_pages
 from portal import api, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz/", views.healthz, name="healthz"),
+    path("accounts/login/", people_pages.SignInView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("account/", include("people.urls")),
     path("accounting/", include("accounting.urls")),
     path("allocations/", include("allocations.urls")),

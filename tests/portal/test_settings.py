@@ -71,3 +71,44 @@ def test_a_malformed_boolean_in_the_environment_stops_start_up(tmp_path):
     result = _run(["-c", SHOW], {"DJANGO_DEBUG": "maybe"}, tmp_path)
     assert result.returncode != 0
     assert "DJANGO_DEBUG='maybe' is not a boolean" in result.stderr
+
+
+SIGN_IN = (
+    "import django, json; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps(s.AUTHENTICATION_BACKENDS))"
+)
+
+
+def test_in_production_with_single_sign_on_the_portal_password_is_off_unless_asked_for(tmp_path):
+    key_file = tmp_path / "secret_key"
+    key_file.write_text("k" * 50)
+    secret_file = tmp_path / "oidc_secret"
+    secret_file.write_text("client-secret\n")
+    production = {
+        "PORTAL_PRODUCTION": "1", "DJANGO_SECRET_KEY_FILE": str(key_file),
+        "DJANGO_ALLOWED_HOSTS": "su.example.org",
+        "PORTAL_OIDC_ISSUER": "https://id.example.org/realms/hpc",
+        "PORTAL_OIDC_CLIENT_SECRET_FILE": str(secret_file),
+    }  # fmt: skip
+    result = _run(["-c", SIGN_IN], production, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [
+        "axes.backends.AxesStandaloneBackend", "people.oidc.CentreOIDCBackend",
+    ]  # fmt: skip
+    with_passwords = _run(["-c", SIGN_IN], {**production, "PORTAL_PASSWORD_LOGIN": "1"}, tmp_path)
+    assert json.loads(with_passwords.stdout)[-1] == "django.contrib.auth.backends.ModelBackend"
+
+
+def test_single_sign_on_needs_a_secret_and_in_production_an_https_issuer(tmp_path):
+    no_secret = _run(["-c", SIGN_IN], {"PORTAL_OIDC_ISSUER": "http://127.0.0.1/openid"}, tmp_path)
+    assert "PORTAL_OIDC_CLIENT_SECRET" in no_secret.stderr
+    plain_http = _run(
+        ["-c", SIGN_IN],
+        {
+            "PORTAL_PRODUCTION": "1", "DJANGO_SECRET_KEY": "k" * 50,
+            "DJANGO_ALLOWED_HOSTS": "su.example.org",
+            "PORTAL_OIDC_ISSUER": "http://id.example.org", "PORTAL_OIDC_CLIENT_SECRET": "s",
+        },
+        tmp_path,
+    )  # fmt: skip
+    assert "must be an https:// URL" in plain_http.stderr
