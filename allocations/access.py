@@ -135,6 +135,18 @@ def projects_visible(*, user: Actor) -> QuerySet[Project]:
     return projects_of_member(user=user)
 
 
+def projects_audited(*, user: Actor) -> QuerySet[Project] | None:
+    """Whose audit log a user may read: every entry for staff (None: no project limit), the
+    entries of the projects they lead for a PI, none for anyone else."""
+    if is_staff(user):
+        return None
+    if not isinstance(user, User):
+        return Project.objects.none()
+    return Project.objects.filter(
+        Q(pi_id=user.pk) | Q(memberships__user_id=user.pk, memberships__role=Membership.Role.PI)
+    ).distinct()
+
+
 def projects_of_member(*, user: Actor) -> QuerySet[Project]:
     """The projects a user leads or belongs to (for staff too: their own, not every one)."""
     if not isinstance(user, User):

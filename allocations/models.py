@@ -6,9 +6,22 @@ SU are Decimal with 6 places everywhere, like the ledger of charges.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+
+
+class AuditedInProject:
+    """Audit log entries of this model name its project, so that its PI can read them
+    (portal/audit.py)."""
+
+    def get_additional_data(self) -> dict[str, str]:
+        project: Any = getattr(self, "project", None)
+        if project is None:  # a budget period: through its grant
+            project = getattr(self, "allocation").project  # noqa: B009
+        return {"project": project.code}
 
 
 class Project(models.Model):
@@ -39,8 +52,12 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.code
 
+    def get_additional_data(self) -> dict[str, str]:
+        """Audit log entries of a project name it (portal/audit.py)."""
+        return {"project": self.code}
 
-class Membership(models.Model):
+
+class Membership(AuditedInProject, models.Model):
     """A user's role in a project."""
 
     class Role(models.TextChoices):
@@ -315,7 +332,7 @@ class Review(models.Model):
         return f"{self.score}/5 by {self.reviewer}"
 
 
-class Allocation(models.Model):
+class Allocation(AuditedInProject, models.Model):
     """A grant of SU on a pool for a period, split into budget periods."""
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="allocations")
@@ -351,7 +368,7 @@ class Allocation(models.Model):
         )
 
 
-class BudgetPeriod(models.Model):
+class BudgetPeriod(AuditedInProject, models.Model):
     """The part of a grant usable in one period (a quarter by default)."""
 
     allocation = models.ForeignKey(
@@ -373,7 +390,7 @@ class BudgetPeriod(models.Model):
         return f"{self.allocation.project} {self.allocation.pool} {self.start}..{self.end}"
 
 
-class Adjustment(models.Model):
+class Adjustment(AuditedInProject, models.Model):
     """An append-only change to a project's balance on a pool in a budget period.
 
     Positive amounts add SU (refund, top-up, transfer in), negative ones remove them
@@ -458,7 +475,7 @@ class ThresholdNotice(models.Model):
         return f"{self.threshold}% of {self.budget_period}"
 
 
-class EnforcementAction(models.Model):
+class EnforcementAction(AuditedInProject, models.Model):
     """A Slurm command the portal proposes (and, when the cluster allows it, runs)."""
 
     class Kind(models.TextChoices):

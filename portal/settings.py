@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     "mozilla_django_oidc",
+    "auditlog",
     "accounting",
     "allocations",
     "people",
@@ -63,6 +64,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "portal.audit.AuditActorMiddleware",  # the signed-in person is the audit log's actor
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it turns a locked-out sign-in into a 429

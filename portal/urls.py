@@ -10,6 +10,7 @@ from portal import api, views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz/", views.healthz, name="healthz"),
+    path("audit/", views.audit_log, name="audit"),
     path("accounts/login/", people_pages.SignInView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("oidc/", include("mozilla_django_oidc.urls")),

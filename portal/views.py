@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from allocations.access import is_staff
+from allocations.access import is_staff, leads_a_project, projects_visible, require
 from allocations.models import Project
 from allocations.page_selectors import projects_of_member, rounds_for_user
 from allocations.selectors import balances_for_project
 from portal import charts
+from portal.audit import audit_changes, audit_entries, audit_kind
 
 STAFF_PROJECTS_PER_PAGE = 25
+AUDIT_ENTRIES_PER_PAGE = 50
 
 
 def _project_cards(projects: list[Project]) -> list[dict[str, Any]]:
@@ -56,6 +59,25 @@ def home(request: HttpRequest) -> HttpResponse:
             request.GET.get("page")
         )
     return render(request, "portal/dashboard.html", context)
+
+
+@login_required
+@require_GET
+def audit_log(request: HttpRequest) -> HttpResponse:
+    """Who changed what and when, before and after: everything for staff, their projects'
+    entries for a PI (portal/audit.py); ``?project=CODE`` narrows to one project."""
+    require(leads_a_project(request.user), "the audit log is for project PIs and centre staff")
+    code = request.GET.get("project") or None
+    if code is not None and not projects_visible(user=request.user).filter(code=code).exists():
+        raise Http404("no such project")
+    entries = audit_entries(user=request.user, project=code)
+    page = Paginator(entries, AUDIT_ENTRIES_PER_PAGE).get_page(request.GET.get("page"))
+    rows = [
+        {"entry": entry, "kind": audit_kind(entry), "changes": audit_changes(entry)}
+        for entry in page
+    ]
+    context = {"page": page, "rows": rows, "project": code, "current": "audit"}
+    return render(request, "portal/audit.html", context)
 
 
 @require_GET

@@ -56,14 +56,15 @@ CHAIR = frozenset({"chair", "staff"})
 COMMITTEE = frozenset({"committee", "chair", "staff"})
 ANY_PI = frozenset({"pi", "other", "member", "staff"})  # alice (member here) leads pawsey0001
 
-# Not in the matrix, on purpose: Django's admin (its own staff checks), the sign-in and
-# password pages (for everyone by nature), the schema and its viewers (public documentation),
-# and the API's catch-all 404.
+# Not in the matrix, on purpose: Django's admin (its own staff checks), the sign-in, password
+# and single sign-on pages (for everyone by nature), the schema and its viewers (public
+# documentation), and the API's catch-all 404.
 EXCLUDED_PREFIXES = ("admin:",)
 EXCLUDED = {
     "login", "logout", "password_change", "password_change_done", "password_reset",
     "password_reset_done", "password_reset_confirm", "password_reset_complete",
     "api-schema", "api-docs", "api-redoc", "api:not-found",
+    "oidc_authentication_init", "oidc_authentication_callback", "oidc_logout",
 }  # fmt: skip
 
 
@@ -99,6 +100,7 @@ MATRIX: dict[str, Entry] = {
     # --- Site ---------------------------------------------------------------------------
     "home": Entry(lambda s: "/", read=EVERYONE),
     "healthz": Entry(lambda s: "/healthz/", read=EVERYONE),
+    "audit": Entry(lambda s: "/audit/", read=ANY_PI),  # staff, and whoever leads a project
     # --- Accounting pages ---------------------------------------------------------------
     "accounting:partition-list": Entry(lambda s: "/accounting/partitions/", read=SIGNED_IN),
     "accounting:import-list": Entry(lambda s: "/accounting/imports/", read=STAFF, write=STAFF),

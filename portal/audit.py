@@ -1,0 +1,109 @@
+"""The audit log: who changed what, when, with the values before and after (django-auditlog).
+
+One registry, here: grants and their budget periods, adjustments (a transfer is its two
+sides, sharing ``transfer_id``), memberships and PIs, committee seats, staff and group changes
+of people, rate versions of partitions, API tokens (never their digest) and enforcement
+actions. An entry of a project's thing names the project (``get_additional_data`` in
+allocations/models.py), so the project's PI can read it; staff read everything
+(allocations/access.py, ``projects_audited``). The actor is the signed-in person for pages,
+the API and the admin (AuditlogMiddleware), and "the portal" for tasks and commands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auditlog.middleware import AuditlogMiddleware
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from allocations.access import Actor, projects_audited
+from people.lockout import client_address
+
+AUDITED_NAMES = {
+    "allocations.allocation": "grant",
+    "allocations.budgetperiod": "budget period",
+    "allocations.adjustment": "adjustment",
+    "allocations.membership": "membership",
+    "allocations.project": "project",
+    "allocations.committeemember": "committee seat",
+    "allocations.enforcementaction": "enforcement action",
+    "accounting.partitionversion": "rate version",
+    "people.apitoken": "API token",
+    "auth.user": "person",
+}
+
+
+def audit_register() -> None:
+    """Put every audited model in auditlog's registry (PortalConfig.ready)."""
+    from auditlog.registry import auditlog
+
+    from accounting.models import PartitionVersion
+    from allocations.models import (
+        Adjustment,
+        Allocation,
+        BudgetPeriod,
+        CommitteeMember,
+        EnforcementAction,
+        Membership,
+        Project,
+    )
+    from people.models import ApiToken
+
+    for model in (Allocation, BudgetPeriod, Adjustment, Membership, Project, CommitteeMember,
+                  EnforcementAction, PartitionVersion):  # fmt: skip
+        auditlog.register(model)
+    auditlog.register(ApiToken, exclude_fields=["digest", "last_used_at"])
+    # A person's roles, not their profile or their last sign-in.
+    auditlog.register(
+        User, include_fields=["is_staff", "is_superuser", "is_active"], m2m_fields={"groups"}
+    )
+
+
+class AuditActorMiddleware(AuditlogMiddleware):
+    """auditlog's middleware with the client address the lockout uses (X-Forwarded-For only
+    from trusted proxies). API calls with a token get their actor when the token is checked
+    (people/authentication.py), after this middleware has run."""
+
+    def get_extra_data(self, request: HttpRequest) -> dict[str, Any]:
+        data: dict[str, Any] = super().get_extra_data(request)
+        data["remote_addr"] = client_address(request)
+        return data
+
+
+def audit_entries(*, user: Actor, project: str | None = None) -> QuerySet:
+    """The entries ``user`` may read, newest first; only ``project``'s when given."""
+    from auditlog.models import LogEntry
+
+    entries = LogEntry.objects.select_related("actor", "content_type").order_by("-timestamp")
+    allowed = projects_audited(user=user)
+    if allowed is not None:
+        entries = entries.filter(
+            additional_data__project__in=list(allowed.values_list("code", flat=True))
+        )
+    if project:
+        entries = entries.filter(additional_data__project=project)
+    return entries
+
+
+def audit_changes(entry: object) -> list[tuple[str, str, str]]:
+    """(field, before, after) of an entry, in words; a many-to-many change as added/removed."""
+    changes: Any = getattr(entry, "changes", None) or {}
+    rows = []
+    for field, change in changes.items():
+        if isinstance(change, list) and len(change) == 2:
+            rows.append((field, str(change[0]), str(change[1])))
+        elif isinstance(change, dict) and change.get("type") == "m2m":
+            objects = ", ".join(str(name) for name in change.get("objects", []))
+            verb = "removed" if change.get("operation") == "delete" else "added"
+            rows.append((field, "", f"{verb} {objects}"))
+        else:
+            rows.append((field, "", str(change)))
+    return rows
+
+
+def audit_kind(entry: object) -> str:
+    content_type = getattr(entry, "content_type", None)
+    key = f"{content_type.app_label}.{content_type.model}" if content_type else ""
+    return AUDITED_NAMES.get(key, key)
