@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 
-from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from allocations.access import is_staff, require
 from allocations.models import BudgetPeriod, EnforcementAction, Membership, ThresholdNotice
 from allocations.selectors import balance_for_period, pool_today
 from allocations.slurm_commands import slurm_command_run
+from people.mail import MailKind, mail_recipients, mail_send, portal_link
 
 
 @dataclass
@@ -39,16 +39,15 @@ def _render(template: str, period: BudgetPeriod) -> str:
 
 
 def _recipients(period: BudgetPeriod) -> list[str]:
+    """The PI, PI members and members who asked for alerts, unless they turned alerts off."""
     project = period.allocation.project
     members = Membership.objects.filter(project=project).select_related("user")
-    emails = {
-        membership.user.email
+    people = [
+        membership.user
         for membership in members
-        if membership.user.email and (membership.role == Membership.Role.PI or membership.notify)
-    }
-    if project.pi is not None and project.pi.email:
-        emails.add(project.pi.email)
-    return sorted(emails)
+        if membership.role == Membership.Role.PI or membership.notify
+    ]
+    return mail_recipients([project.pi, *people], MailKind.BUDGET_ALERTS)
 
 
 # ThresholdNotice.percent_used holds up to 9,999,999.99 %: a tiny grant far overspent (0.001 SU
@@ -79,16 +78,15 @@ def _notices_mail(period: BudgetPeriod, notices: list[ThresholdNotice], percent:
         return
     threshold = max(notice.threshold for notice in notices)
     allocation = period.allocation
-    subject = (
-        f"[SU portal] {allocation.project.code} has used {percent}% of its {allocation.pool} budget"
-    )
+    subject = f"{allocation.project.code} has used {percent}% of its {allocation.pool} budget"
     body = (
         f"Project {allocation.project.code} has used {percent}% of its budget on "
         f"{allocation.pool} for {period.start} to {period.end} (threshold {threshold}%).\n"
     )
     if threshold >= 100 and allocation.pool.limit_command:
         body += "Jobs will keep running at a lower priority until the next budget period.\n"
-    transaction.on_commit(lambda: send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients))
+    link = portal_link(reverse("allocations:project-detail", args=[allocation.project.code]))
+    mail_send(recipients=recipients, subject=subject, body=body, link=link)
 
 
 def _propose(period: BudgetPeriod, kind: str, template: str) -> EnforcementAction | None:

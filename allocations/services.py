@@ -45,6 +45,11 @@ from allocations.models import (
     Review,
     RoundPool,
 )
+from allocations.notifications import (
+    notify_decision,
+    notify_request_submitted,
+    notify_review_assigned,
+)
 from allocations.selectors import balance_for_period, budget_period_at, pool_today
 from allocations.slurm_accounts import associations_parse
 
@@ -267,6 +272,7 @@ def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequ
         )
     _check(request.amounts.filter(requested_su__gt=0).exists(), "a request must ask for some SU")
     _transition(request, State.SUBMITTED, actor)
+    notify_request_submitted(request)
     return request
 
 
@@ -282,6 +288,7 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
         f"a {request.get_state_display()} request cannot go to review",
     )
     _transition(request, State.UNDER_REVIEW, actor)
+    notify_review_assigned(request)
     return request
 
 
@@ -363,6 +370,7 @@ def request_decide(
     request.decided_at = now
     request.decision_reason = reason
     _transition(request, outcome, actor, note=reason)
+    notify_decision(request)
     return request
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from people.models import ApiToken
+from people.models import ApiToken, MailSettings
 
 LIFETIMES = [(7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year")]
 
@@ -21,3 +21,13 @@ class TokenCreateForm(forms.Form):
     expires_in_days = forms.TypedChoiceField(
         choices=LIFETIMES, coerce=int, initial=90, label="Expires after"
     )
+
+
+class MailSettingsForm(forms.ModelForm):
+    class Meta:
+        model = MailSettings
+        fields = ["allocation_events", "budget_alerts"]
+        labels = {
+            "allocation_events": "Allocation requests and decisions",
+            "budget_alerts": "Budget alerts",
+        }

@@ -46,3 +46,23 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…) of {self.user}"
+
+
+class MailSettings(models.Model):
+    """Which e-mail a person wants from the portal (/account/notifications/); everything is on
+    until they turn it off. Invitations always go: they are addressed to someone not yet in."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mail_settings"
+    )
+    allocation_events = models.BooleanField(
+        default=True,
+        help_text="requests submitted to my round, reviews assigned to me, decisions on my "
+        "projects' requests",
+    )
+    budget_alerts = models.BooleanField(
+        default=True, help_text="my projects crossing their budget thresholds (75, 90, 100 %)"
+    )
+
+    def __str__(self) -> str:
+        return f"mail settings of {self.user}"

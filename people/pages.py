@@ -15,7 +15,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from people.forms import TokenCreateForm
+from people.forms import MailSettingsForm, TokenCreateForm
+from people.mail import mail_settings_get
 from people.oidc import oidc_enabled
 from people.tokens import TokenError, token_create, token_revoke, tokens_of
 
@@ -79,3 +80,17 @@ class SignInView(LoginView):
         context["sso_failed"] = self.request.GET.get("sso") == "failed"
         context["current"] = "login"
         return context
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notifications(request: HttpRequest) -> HttpResponse:
+    """Which mail I get from the portal."""
+    form = MailSettingsForm(request.POST or None, instance=mail_settings_get(user=_me(request)))
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Saved: the portal mails you only what is ticked.")
+        return redirect("people:notifications")
+    return render(
+        request, "people/notifications.html", {"form": form, "current": "people:notifications"}
+    )

@@ -187,6 +187,12 @@ MATRIX: dict[str, Entry] = {
         write=SIGNED_IN,
         body=lambda s: {"name": "matrix", "scope": "read", "expires_in_days": 7},
     ),
+    "people:notifications": Entry(
+        lambda s: "/account/notifications/",
+        read=SIGNED_IN,
+        write=SIGNED_IN,
+        body=lambda s: {"allocation_events": "on"},
+    ),
     "people:token-revoke": Entry(
         lambda s: f"/account/tokens/{_members_token(s)}/revoke/", write=frozenset({"member"})
     ),

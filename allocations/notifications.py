@@ -1,0 +1,71 @@
+"""Mail about the allocation process: a request submitted (to the round's chair), a request
+put under review (to its reviewers), a decision (to the project's PI and members). Each says
+what happened and links to the page; people/mail.py drops whoever turned such mail off."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from allocations.access import has_conflict
+from allocations.models import AllocationRequest, CommitteeMember, Membership
+from people.mail import MailKind, mail_recipients, mail_send, portal_link
+
+
+def _link(request: AllocationRequest) -> str:
+    return portal_link(reverse("allocations:request-detail", args=[request.pk]))
+
+
+def _what(request: AllocationRequest) -> str:
+    if request.kind == AllocationRequest.Kind.NEW:
+        return f"{request.project.code}'s request to {request.round}"
+    return f"{request.project.code}'s top-up request"
+
+
+def notify_request_submitted(request: AllocationRequest) -> None:
+    """To the chair of the request's round."""
+    chairs = CommitteeMember.objects.filter(round=request.round, is_chair=True)
+    recipients = mail_recipients(
+        (seat.user for seat in chairs.select_related("user")), MailKind.ALLOCATION_EVENTS
+    )
+    mail_send(
+        recipients=recipients,
+        subject=f"{_what(request)} was submitted",
+        body=f"{_what(request)} was submitted and waits for you to open it for review.",
+        link=_link(request),
+    )
+
+
+def notify_review_assigned(request: AllocationRequest) -> None:
+    """To the round's committee, except members of the project (they never review it)."""
+    seats = CommitteeMember.objects.filter(round=request.round).select_related("user")
+    reviewers = (seat.user for seat in seats if not has_conflict(seat.user, request.project))
+    mail_send(
+        recipients=mail_recipients(reviewers, MailKind.ALLOCATION_EVENTS),
+        subject=f"Please review {_what(request)}",
+        body=f"{_what(request)} is open for review: please score it (1-5) and comment.",
+        link=_link(request),
+    )
+
+
+def notify_decision(request: AllocationRequest) -> None:
+    """To the project's PI and members."""
+    project = request.project
+    members = Membership.objects.filter(project=project).select_related("user")
+    people = [project.pi, *(membership.user for membership in members)]
+    granted = ", ".join(
+        f"{amount.granted_su.normalize():f} SU on {amount.pool}"
+        for amount in request.amounts.select_related("pool")
+        if amount.granted_su
+    )
+    outcome = request.get_state_display()
+    body = f"{_what(request)} was decided: {outcome}."
+    if granted:
+        body += f"\nGranted: {granted}."
+    if request.decision_reason:
+        body += f"\nThe chair's reason: {request.decision_reason}"
+    mail_send(
+        recipients=mail_recipients(people, MailKind.ALLOCATION_EVENTS),
+        subject=f"{_what(request)}: {outcome}",
+        body=body,
+        link=_link(request),
+    )
