@@ -55,6 +55,15 @@ def is_pi(user: Actor, project: Project) -> bool:
     )
 
 
+def is_manager(user: Actor, project: Project) -> bool:
+    """A PI's proxy (Membership.Role.MANAGER): runs the project for its PI."""
+    if not isinstance(user, User):
+        return False
+    return Membership.objects.filter(
+        project=project, user=user, role=Membership.Role.MANAGER
+    ).exists()
+
+
 def is_committee(user: Actor, round_: AllocationRound) -> bool:
     if not isinstance(user, User):
         return False
@@ -95,7 +104,14 @@ def chairs_any_round(user: Actor) -> bool:
 
 
 def can_manage_project(user: Actor, project: Project) -> bool:
-    """Apply for the project, add and remove its members: its PI, or staff."""
+    """Apply for the project, invite, add and remove its members: its PI, a manager the PI
+    appointed, or staff."""
+    return is_pi(user, project) or is_manager(user, project) or is_staff(user)
+
+
+def can_delegate(user: Actor, project: Project) -> bool:
+    """Give or take the manager and PI roles of a project: its PI, or staff (never a manager:
+    a proxy cannot make proxies)."""
     return is_pi(user, project) or is_staff(user)
 
 

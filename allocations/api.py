@@ -26,6 +26,7 @@ from accounting.models import Job
 from allocations.access import (
     Actor,
     can_decide,
+    can_delegate,
     can_manage_project,
     leads_a_project,
     projects_visible,
@@ -39,8 +40,12 @@ from allocations.api_serializers import (
     AllocationGrantInputSerializer,
     AllocationOutputSerializer,
     BalanceQuerySerializer,
+    InvitationInputSerializer,
+    InvitationOutputSerializer,
+    InvitationSentSerializer,
     MemberAddInputSerializer,
     MemberOutputSerializer,
+    MemberRoleInputSerializer,
     ProjectBalanceOutputSerializer,
     ProjectCreateInputSerializer,
     ProjectOutputSerializer,
@@ -59,6 +64,12 @@ from allocations.api_serializers import (
     TopUpInputSerializer,
     TransferInputSerializer,
     TransferOutputSerializer,
+)
+from allocations.invitations import (
+    invitation_revoke,
+    invitation_send,
+    invitations_of,
+    membership_role_set,
 )
 from allocations.models import (
     Adjustment,
@@ -229,6 +240,25 @@ class ProjectMemberViewSet(ApiViewSet):
         )  # fmt: skip
         return Response(MemberOutputSerializer(membership).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=MemberRoleInputSerializer, responses={200: MemberOutputSerializer})
+    def partial_update(self, request: Request, code: str, username: str) -> Response:
+        """The PI (or staff) gives or takes a member's role: ``manager`` (the PI's proxy,
+        who runs members, invitations and requests) or ``member``."""
+        membership = get_object_or_404(
+            memberships_of(project=self._project()), user__username=username
+        )
+        require(
+            can_delegate(request.user, membership.project),
+            f"only the PI of {membership.project} changes roles",
+        )
+        data = MemberRoleInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = membership_role_set(
+            project=membership.project, user=membership.user,
+            role=data.validated_data["role"], actor=acting_user(request),
+        )  # fmt: skip
+        return Response(MemberOutputSerializer(membership).data)
+
     @extend_schema(responses={204: None})
     def destroy(self, request: Request, code: str, username: str) -> Response:
         """The PI removes a member, or a member leaves. The PI stays."""
@@ -238,6 +268,47 @@ class ProjectMemberViewSet(ApiViewSet):
         membership_remove(
             project=membership.project, user=membership.user, actor=acting_user(request)
         )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=["projects"])
+class ProjectInvitationViewSet(ApiViewSet):
+    """Invitations to a project: its PI, managers and staff send, list and revoke them. The
+    invitee accepts in the browser, signed in, from the mailed link."""
+
+    serializer_class = InvitationOutputSerializer
+    filter_backends: list[Any] = []
+
+    def _project(self) -> Project:
+        project = project_visible(user=self.request.user, code=self.kwargs["code"])
+        require(
+            can_manage_project(self.request.user, project),
+            f"only the PI or a manager of {project} manages invitations",
+        )
+        return project
+
+    def list(self, request: Request, code: str) -> Response:
+        return self.paginated(invitations_of(project=self._project()), InvitationOutputSerializer)
+
+    @extend_schema(request=InvitationInputSerializer, responses={201: InvitationSentSerializer})
+    def create(self, request: Request, code: str) -> Response:
+        """Invite an e-mail address as ``member`` or (the PI only) ``manager``; the answer
+        carries the link that was mailed."""
+        project = self._project()
+        data = InvitationInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        sent = invitation_send(
+            project=project, email=data.validated_data["email"],
+            role=data.validated_data["role"], actor=acting_user(request),
+        )  # fmt: skip
+        body = {"invitation": InvitationOutputSerializer(sent.invitation).data, "link": sent.link}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request: Request, code: str, pk: str) -> Response:
+        """Revoke a pending invitation: its link stops working."""
+        invitation = get_object_or_404(invitations_of(project=self._project()), pk=pk)
+        invitation_revoke(invitation=invitation, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -23,6 +23,7 @@ from allocations.models import (
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
+    Invitation,
     Membership,
     Project,
     RequestAmount,
@@ -149,6 +150,40 @@ class MemberOutputSerializer(ApiModelSerializer):
 class MemberAddInputSerializer(serializers.Serializer):
     username = _user_field()
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+
+
+class MemberRoleInputSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(
+        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")]
+    )
+
+
+class InvitationInputSerializer(serializers.Serializer):
+    email = serializers.EmailField(max_length=254)
+    role = serializers.ChoiceField(
+        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")],
+        default=Membership.Role.MEMBER,
+    )
+
+
+class InvitationOutputSerializer(ApiModelSerializer):
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True)
+    accepted_by = serializers.CharField(
+        source="accepted_by.username", read_only=True, allow_null=True, default=None
+    )
+    state = serializers.ChoiceField(
+        choices=["pending", "accepted", "revoked", "expired"], read_only=True
+    )
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "state", "invited_by", "created_at", "expires_at",
+                  "accepted_by", "accepted_at", "revoked_at"]  # fmt: skip
+
+
+class InvitationSentSerializer(serializers.Serializer):
+    invitation = InvitationOutputSerializer()
+    link = serializers.URLField(help_text="the signed link mailed to the address")
 
 
 # --- Balances -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 class AuditedInProject:
@@ -62,6 +63,9 @@ class Membership(AuditedInProject, models.Model):
 
     class Role(models.TextChoices):
         PI = "pi", "PI"
+        # NERSC's "PI proxy": runs the project (members, invitations, requests) for the PI, but
+        # neither appoints managers nor moves SU out of the project.
+        MANAGER = "manager", "manager"
         MEMBER = "member", "member"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
@@ -80,6 +84,52 @@ class Membership(AuditedInProject, models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
+
+
+class Invitation(AuditedInProject, models.Model):
+    """A PI's or manager's invitation to a project, sent by e-mail as a signed link. Whoever
+    accepts it signed in (through the centre's SSO, LDAP or a password) becomes the member:
+    the invitation links that identity to the membership."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(
+        max_length=8,
+        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")],
+        default=Membership.Role.MEMBER,
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    nonce = models.CharField(max_length=32, unique=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("created_at")), name="invitation_expires_after_sent"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.project} as {self.role}"
+
+    @property
+    def state(self) -> str:
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= timezone.now():
+            return "expired"
+        return "pending"
 
 
 class ResourcePool(models.Model):

@@ -28,6 +28,7 @@ from accounting.models import Partition
 from allocations.access import (
     can_decide,
     can_decide_round,
+    can_delegate,
     can_manage_project,
     can_review,
     has_conflict,
@@ -37,11 +38,13 @@ from allocations.access import (
 from allocations.forms import (
     EstimateForm,
     GrantForm,
+    InvitationForm,
     RequestAmountsForm,
     RequestCreateForm,
     ReviewForm,
     UsageStepForm,
 )
+from allocations.invitations import invitations_of
 from allocations.models import (
     AllocationRequest,
     Project,
@@ -200,6 +203,14 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "project": project,
         "role": role_in_project(user=request.user, project=project),
         "can_apply": can_manage_project(request.user, project),
+        "can_delegate": can_delegate(request.user, project),
+        "invitations": (
+            invitations_of(project=project).filter(accepted_at__isnull=True)[:20]
+            if can_manage_project(request.user, project)
+            else []
+        ),
+        "invitation_form": InvitationForm(),
+        "role_choices": [("member", "member"), ("manager", "manager")],
         "pools": pools,
         "step_form": step_form,
         "step": step,

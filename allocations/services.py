@@ -21,6 +21,7 @@ from accounting.models import Job, Partition
 from allocations import budget
 from allocations.access import (
     can_decide,
+    can_delegate,
     can_manage_project,
     chairs_any_round,
     has_conflict,
@@ -104,8 +105,12 @@ def membership_add(
     *, project: Project, user: User, actor: User, role: str = Membership.Role.MEMBER
 ) -> Membership:
     """The PI (or staff) adds a member; adding someone already in the project changes nothing."""
-    require(can_manage_project(actor, project), f"only the PI of {project} adds members")
+    require(
+        can_manage_project(actor, project), f"only the PI or a manager of {project} adds members"
+    )
     _check(role in Membership.Role.values, f"unknown role {role!r}")
+    if role != Membership.Role.MEMBER:
+        require(can_delegate(actor, project), f"only the PI of {project} appoints a {role}")
     membership, _ = Membership.objects.get_or_create(
         project=project, user=user, defaults={"role": role}
     )

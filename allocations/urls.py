@@ -1,6 +1,6 @@
 from django.urls import path
 
-from allocations import pages, priority_pages, views
+from allocations import member_pages, pages, priority_pages, views
 
 app_name = "allocations"
 
@@ -33,6 +33,27 @@ urlpatterns = [
     # Projects, requests and rounds
     path("projects/<str:code>/", pages.project_detail, name="project-detail"),
     path("projects/<str:code>/requests/new/", pages.request_new, name="request-new"),
+    path(
+        "projects/<str:code>/invitations/",
+        member_pages.invitation_send_page,
+        name="invitation-send",
+    ),
+    path(
+        "projects/<str:code>/invitations/<int:pk>/revoke/",
+        member_pages.invitation_revoke_page,
+        name="invitation-revoke",
+    ),
+    path(
+        "projects/<str:code>/members/<str:username>/role/",
+        member_pages.member_role_page,
+        name="member-role",
+    ),
+    path(
+        "projects/<str:code>/members/<str:username>/remove/",
+        member_pages.member_remove_page,
+        name="member-remove",
+    ),
+    path("invitations/<str:token>/", member_pages.invitation_page, name="invitation"),
     path("requests/<int:pk>/", pages.request_detail, name="request-detail"),
     path("requests/<int:pk>/edit/", pages.request_edit, name="request-edit"),
     path("requests/<int:pk>/estimate/", pages.request_estimate, name="request-estimate"),

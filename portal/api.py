@@ -57,9 +57,13 @@ if TYPE_CHECKING:
 def domain_errors() -> tuple[type[Exception], ...]:
     """Rules of the domain that refuse a request: 400 with the service's own message."""
     from accounting.clusters.services import VersionConflict
+    from allocations.invitations import InvitationError
     from allocations.services import AllocationError
 
-    return (AllocationError, QuoteError, ChargeError, SpecError, SpecFileError, VersionConflict)
+    return (
+        AllocationError, InvitationError, QuoteError, ChargeError, SpecError, SpecFileError,
+        VersionConflict,
+    )  # fmt: skip
 
 
 # Path parameters: anything else is answered by the JSON 404 of ``not_found`` before a view

@@ -17,7 +17,7 @@ from allocations import api as allocations_api
 from allocations import priority_api
 from people import api as people_api
 from portal import api
-from portal.api import CODE_PATTERN, NAME_PATTERN, USERNAME_PATTERN
+from portal.api import CODE_PATTERN, ID_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 
 router = SimpleRouter()
 router.register("clusters", clusters_api.ClusterViewSet, basename="cluster")
@@ -39,6 +39,7 @@ router.register(
 )
 
 members = allocations_api.ProjectMemberViewSet
+invitations = allocations_api.ProjectInvitationViewSet
 
 app_name = "api"
 
@@ -66,8 +67,18 @@ urlpatterns = [
     ),
     re_path(
         rf"^projects/(?P<code>{CODE_PATTERN})/members/(?P<username>{USERNAME_PATTERN})/$",
-        members.as_view({"get": "retrieve", "delete": "destroy"}),
+        members.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
         name="project-member-detail",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/invitations/$",
+        invitations.as_view({"get": "list", "post": "create"}),
+        name="project-invitation-list",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/invitations/(?P<pk>{ID_PATTERN})/$",
+        invitations.as_view({"delete": "destroy"}),
+        name="project-invitation-detail",
     ),
     re_path(
         rf"^projects/(?P<code>{CODE_PATTERN})/balance/$",

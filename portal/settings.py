@@ -318,6 +318,8 @@ EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_PASSWORD = env_secret("DJANGO_EMAIL_HOST_PASSWORD", "") or ""
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "su-portal@localhost")
+# How long an invitation to a project stays open (allocations/invitations.py).
+PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 14, minimum=1)
 # The portal's own address, for the links in its mails (requests, invitations, alerts).
 PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
 

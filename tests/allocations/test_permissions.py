@@ -182,7 +182,9 @@ def test_only_staff_or_the_source_pi_transfer(centre):
 
 def test_members_are_managed_by_the_pi_and_members_may_leave(centre):
     newcomer = UserFactory(username="dave")
-    with pytest.raises(PermissionDenied, match="only the PI of pawsey0003 adds members"):
+    with pytest.raises(
+        PermissionDenied, match="only the PI or a manager of pawsey0003 adds members"
+    ):
         membership_add(project=centre.p3, user=newcomer, actor=centre.carol)
     membership_add(project=centre.p3, user=newcomer, actor=centre.alice)
     with pytest.raises(PermissionDenied, match="only the PI of pawsey0003 removes members"):

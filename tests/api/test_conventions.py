@@ -144,9 +144,12 @@ def test_the_quicker_rendering_is_exactly_drfs_for_every_serializer_and_object(w
 
     from accounting.ledger.api import jobs_visible
     from accounting.models import Job
+    from allocations.invitations import invitation_send
     from allocations.models import Membership
 
     world.job.__class__.objects.filter(pk=world.job.pk).update(partition_version=None)
+    c = world.centre
+    invitation_send(project=c.p3, email="new@x.org", role="member", actor=c.alice)
     checked = set()
     for serializer_class in _model_serializers():
         model = serializer_class.Meta.model

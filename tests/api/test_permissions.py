@@ -100,6 +100,15 @@ def _with_overhead_run(text: str) -> Callable[[World], str]:
     return build
 
 
+def _with_invitation(world: World) -> str:
+    """An invitation of pawsey0003's, made inside each role's rolled-back savepoint."""
+    from allocations.invitations import invitation_send
+
+    c = world.centre
+    sent = invitation_send(project=c.p3, email="new@x.org", role="member", actor=c.alice)
+    return f"/api/v1/projects/pawsey0003/invitations/{sent.invitation.pk}/"
+
+
 ALL_200 = "401 200 200 200 200 200 200"
 P3_READ = "401 200 404 200 404 404 200"  # pawsey0003: its member, its PI, staff
 STAFF_ONLY_HIDDEN = "401 404 404 404 404 404 200"
@@ -181,6 +190,15 @@ CASES = [
     Case("members: add", "post", _url("/api/v1/projects/pawsey0003/members/"),
          "401 403 404 201 404 404 201", body=lambda w: {"username": "bob"}),
     Case("member: read", "get", _url("/api/v1/projects/pawsey0003/members/carol/"), P3_READ),
+    Case("member: role (the PI's to give)", "patch",
+         _url("/api/v1/projects/pawsey0003/members/carol/"), "401 403 404 200 404 404 200",
+         body=lambda w: {"role": "manager"}),
+    Case("invitations: read (PI, managers)", "get",
+         _url("/api/v1/projects/pawsey0003/invitations/"), "401 403 404 200 404 404 200"),
+    Case("invitations: send", "post", _url("/api/v1/projects/pawsey0003/invitations/"),
+         "401 403 404 201 404 404 201", body=lambda w: {"email": "new@x.org"}),
+    Case("invitation: revoke", "delete", _with_invitation, "401 403 404 204 404 404 204"),
+    Case("invitation: no read (they are listed)", "get", _with_invitation, NOT_ALLOWED),
     Case("member: remove (a member may leave)", "delete",
          _url("/api/v1/projects/pawsey0003/members/carol/"), "401 204 404 204 404 404 204"),
     Case("balance: read", "get", _url("/api/v1/projects/pawsey0003/balance/?on=2026-11-22"),

@@ -87,6 +87,23 @@ def _code(s: Site) -> str:
     return s.project.code
 
 
+def _invitation_of(s: Site) -> int:
+    from allocations.invitations import invitation_send
+
+    pi = s.users["pi"]
+    assert pi is not None
+    return invitation_send(
+        project=s.project, email="x@y.org", role="member", actor=pi
+    ).invitation.pk
+
+
+def _invitation_link(s: Site) -> str:
+    from allocations.invitations import invitation_link
+    from allocations.models import Invitation
+
+    return invitation_link(Invitation.objects.get(pk=_invitation_of(s))).split("8000", 1)[1]
+
+
 def _members_token(s: Site) -> int:
     """A token of the member's: only its owner may revoke it (staff use the admin)."""
     from people.tokens import token_create
@@ -176,6 +193,26 @@ MATRIX: dict[str, Entry] = {
     "allocations:request-grant": Entry(
         lambda s: f"/allocations/requests/{s.request.pk}/grant/", read=CHAIR, write=CHAIR
     ),
+    "allocations:invitation-send": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/invitations/",
+        write=PI,
+        body=lambda s: {"email": "new@x.org", "role": "member"},
+    ),
+    "allocations:invitation-revoke": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/invitations/{_invitation_of(s)}/revoke/",
+        write=PI,
+    ),
+    "allocations:member-role": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/members/alice/role/",
+        write=PI,
+        body=lambda s: {"role": "manager"},
+    ),
+    "allocations:member-remove": Entry(  # the PI removes alice; alice may leave
+        lambda s: f"/allocations/projects/{_code(s)}/members/alice/remove/", write=PROJECT
+    ),
+    "allocations:invitation": Entry(  # the link is the proof: anyone signed in may accept
+        _invitation_link, read=SIGNED_IN, write=SIGNED_IN
+    ),
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
     "allocations:round-detail": Entry(
         lambda s: f"/allocations/rounds/{s.round.pk}/", read=COMMITTEE
@@ -198,6 +235,17 @@ MATRIX: dict[str, Entry] = {
     ),
     # --- API: tokens ----------------------------------------------------------------------
     "api:root": Entry(lambda s: "/api/v1/", read=EVERYONE),
+    "api:project-invitation-list": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/invitations/",
+        read=PI,
+        write=PI,
+        body=lambda s: {"email": "new@x.org"},
+    ),
+    "api:project-invitation-detail": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/invitations/{_invitation_of(s)}/",
+        write=PI,
+        method="delete",
+    ),
     "api:token-obtain": Entry(lambda s: "/api/v1/auth/token/", write=EVERYONE),
     "api:token-regenerate": Entry(lambda s: "/api/v1/auth/token/regenerate/", write=SIGNED_IN),
     # --- API: accounting ------------------------------------------------------------------
