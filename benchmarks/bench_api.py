@@ -11,6 +11,8 @@ threaded Python client loads it for ``--seconds`` per endpoint, as that research
 - ``GET /api/v1/jobs/?project={code}`` (the first page): target p95 <= 100 ms;
 - the pages a researcher opens, signed in with a session cookie: the dashboard ``/`` and the
   project page ``/allocations/projects/{code}/``: target p95 <= 100 ms and >= 100 pages/s;
+- signed out: the sign-in page ``/accounts/login/`` (the first page of everyone's day) and the
+  API root ``GET /api/v1/`` (links only): target p95 <= 100 ms;
 - ``GET /healthz/`` as the baseline (Django with no database work) in the same run.
 
 Zero errors (non-2xx, connection errors, time-outs) are required. Everything is stopped and
@@ -127,8 +129,13 @@ def _wait_until_up(url: str, deadline_seconds: float = 60) -> None:
     raise RuntimeError(f"gunicorn did not answer {url} within {deadline_seconds:.0f} s")
 
 
+ANONYMOUS = ""  # no credential: the sign-in page and the API root
+
+
 def _header(credential: str) -> tuple[str, str]:
-    """An API token, or ``sessionid=...`` for the pages."""
+    """An API token, or ``sessionid=...`` for the pages (nothing for ANONYMOUS)."""
+    if credential == ANONYMOUS:
+        return "Accept", "*/*"
     if credential.startswith("sessionid="):
         return "Cookie", credential
     return "Authorization", f"Token {credential}"
@@ -252,6 +259,8 @@ def main() -> int:
             "PORTAL_LOG_LEVEL": "WARNING",
             # The load is one researcher: the per-user throttle would answer 429s.
             "PORTAL_API_USER_RATE": "10000000/minute",
+            # ...and the load generator is one address: the anonymous throttle likewise.
+            "PORTAL_API_ANON_RATE": "10000000/minute",
         }
         server = subprocess.Popen(
             [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi", "--bind",
@@ -266,6 +275,9 @@ def main() -> int:
         dashboard, project_page = f"{base}/", f"{base}/allocations/projects/{PROJECT}/"
         _check(dashboard, cookie, PROJECT.encode())
         _check(project_page, cookie, b"burn")
+        login_page, api_root = f"{base}/accounts/login/", f"{base}/api/v1/"
+        _check(login_page, ANONYMOUS, b'name="password"')
+        _check(api_root, ANONYMOUS, b'"resources"')
 
         def measure(url: str, credential: str = token) -> Load:
             load(url, credential, seconds=2, connections=args.connections)  # warm up
@@ -277,6 +289,8 @@ def main() -> int:
             "jobs": measure(jobs),
             "dashboard": measure(dashboard, cookie),
             "project page": measure(project_page, cookie),
+            "login page": measure(login_page, ANONYMOUS),
+            "api root": measure(api_root, ANONYMOUS),
         }
         print(
             f"load: {generator}, {args.connections} connections, {args.seconds} s per endpoint, "
@@ -288,6 +302,8 @@ def main() -> int:
             "jobs": (100.0, 0.0, f"GET /api/v1/jobs/?project={PROJECT} (first page)"),
             "dashboard": (100.0, 100.0, "GET / (the dashboard, signed in)"),
             "project page": (100.0, 100.0, f"GET /allocations/projects/{PROJECT}/ (signed in)"),
+            "login page": (100.0, 0.0, "GET /accounts/login/ (signed out)"),
+            "api root": (100.0, 0.0, "GET /api/v1/ (the API root, signed out)"),
         }
         for name, result in results.items():
             p95_target, rate_target, label = targets[name]
