@@ -18,6 +18,7 @@ from rest_framework import serializers
 from accounting.clusters.serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
 from allocations.access import projects_visible, requests_visible
 from allocations.models import (
+    INVITABLE_ROLES,
     Adjustment,
     Allocation,
     AllocationRequest,
@@ -153,15 +154,13 @@ class MemberAddInputSerializer(serializers.Serializer):
 
 
 class MemberRoleInputSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(
-        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")]
-    )
+    role = serializers.ChoiceField(choices=INVITABLE_ROLES)
 
 
 class InvitationInputSerializer(serializers.Serializer):
     email = serializers.EmailField(max_length=254)
     role = serializers.ChoiceField(
-        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")],
+        choices=INVITABLE_ROLES,
         default=Membership.Role.MEMBER,
     )
 

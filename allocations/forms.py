@@ -12,7 +12,7 @@ from django import forms
 
 from accounting.clusters.forms import QuoteForm, positive
 from accounting.models import Partition
-from allocations.models import AllocationRound, Membership, Review, RoundPool
+from allocations.models import INVITABLE_ROLES, AllocationRound, Membership, Review, RoundPool
 
 STEP_CHOICES = [("day", "day"), ("week", "week"), ("month", "month")]
 
@@ -135,12 +135,10 @@ def parse_day(text: str | None) -> date | None:
 class InvitationForm(forms.Form):
     email = forms.EmailField(max_length=254, label="E-mail")
     role = forms.ChoiceField(
-        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")],
+        choices=INVITABLE_ROLES,
         initial=Membership.Role.MEMBER,
     )
 
 
 class MemberRoleForm(forms.Form):
-    role = forms.ChoiceField(
-        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")]
-    )
+    role = forms.ChoiceField(choices=INVITABLE_ROLES)

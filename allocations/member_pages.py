@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from allocations.access import can_manage_project, require
+from allocations.access import can_delegate, can_manage_project, require
 from allocations.forms import InvitationForm, MemberRoleForm
 from allocations.invitations import (
     InvitationError,
@@ -89,6 +89,7 @@ def invitation_revoke_page(request: HttpRequest, code: str, pk: int) -> HttpResp
 @require_POST
 def member_role_page(request: HttpRequest, code: str, username: str) -> HttpResponse:
     project = _project(request, code)
+    require(can_delegate(request.user, project), f"only the PI of {project} changes roles")
     membership = get_object_or_404(memberships_of(project=project), user__username=username)
     form = MemberRoleForm(request.POST)
     if form.is_valid():

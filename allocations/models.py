@@ -86,6 +86,13 @@ class Membership(AuditedInProject, models.Model):
         return f"{self.user} in {self.project} ({self.role})"
 
 
+# The roles an invitation offers and a PI gives or takes (the PI role is the project's own).
+INVITABLE_ROLES = [
+    (Membership.Role.MEMBER.value, "member"),
+    (Membership.Role.MANAGER.value, "manager"),
+]
+
+
 class Invitation(AuditedInProject, models.Model):
     """A PI's or manager's invitation to a project, sent by e-mail as a signed link. Whoever
     accepts it signed in (through the centre's SSO, LDAP or a password) becomes the member:
@@ -95,7 +102,7 @@ class Invitation(AuditedInProject, models.Model):
     email = models.EmailField()
     role = models.CharField(
         max_length=8,
-        choices=[(Membership.Role.MEMBER, "member"), (Membership.Role.MANAGER, "manager")],
+        choices=INVITABLE_ROLES,
         default=Membership.Role.MEMBER,
     )
     invited_by = models.ForeignKey(

@@ -251,6 +251,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AdjustmentKindEnum": "allocations.models.Adjustment.Kind",
         "RequestKindEnum": "allocations.models.AllocationRequest.Kind",
+        "MembershipRoleEnum": "allocations.models.Membership.Role",
+        "InvitableRoleEnum": "allocations.models.INVITABLE_ROLES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
