@@ -181,6 +181,8 @@ REST_FRAMEWORK = {
     "COERCE_DECIMAL_TO_STRING": True,
     "DATETIME_FORMAT": "iso-8601",
 }
+# A CSRF failure Django's middleware answers itself (a view not exempt): JSON under /api/.
+CSRF_FAILURE_VIEW = "portal.api.csrf_failure"
 SPECTACULAR_SETTINGS = {
     "TITLE": "SU portal API",
     "DESCRIPTION": (

@@ -45,6 +45,7 @@ from allocations.models import Project
 from portal.api import (
     ID_PATTERN,
     ApiViewSet,
+    EnumFilter,
     IdFilter,
     StaffOnlyHidden,
     UtcIsoDateTimeFilter,
@@ -61,7 +62,7 @@ class JobFilter(django_filters.FilterSet):
     state = django_filters.CharFilter(
         field_name="state", lookup_expr="iexact", help_text="e.g. COMPLETED, FAILED, RUNNING"
     )
-    charge_state = django_filters.ChoiceFilter(choices=Job.ChargeState.choices)
+    charge_state = EnumFilter(choices=Job.ChargeState.choices)
     start = UtcIsoDateTimeFilter(
         field_name="end", lookup_expr="gte", help_text="jobs that ended at or after (ISO 8601)"
     )
