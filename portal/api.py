@@ -34,6 +34,7 @@ from django_filters.filters import (  # type: ignore[import-untyped]
     IsoDateTimeFilter,
     NumberFilter,
 )
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.fields import SkipField
@@ -470,6 +471,18 @@ _ERROR_RESPONSES = {
     "409": "Conflicts with data saved meanwhile.",
     "429": "Too many requests: wait for the number of seconds in Retry-After.",
 }
+
+
+class ApiAutoSchema(AutoSchema):
+    """drf-spectacular's schema, where only a GET is a page of a list and takes the list's
+    filters: an operation that writes several objects (``POST /profiling-coefficients/``)
+    answers a plain list, and the schema must say so."""
+
+    def get_filter_backends(self) -> list[Any]:
+        return super().get_filter_backends() if self.method == "GET" else []
+
+    def _get_paginator(self) -> Any:
+        return super()._get_paginator() if self.method == "GET" else None
 
 
 def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
