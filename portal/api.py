@@ -320,6 +320,25 @@ class UtcDateTimeField(serializers.DateTimeField):
         super().__init__(**kwargs)
 
 
+class QuerySerializer(serializers.Serializer):
+    """Query parameters read with a serializer: one given empty (``?end=``) is a 400 naming
+    it, like any other bad value. DRF would read it as absent, as it reads an empty input
+    of an HTML form, and the schema documents no empty value."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        empty = {
+            name: ["must not be empty"]
+            for name, field in self.fields.items()
+            if not field.read_only
+            and not getattr(field, "allow_blank", False)
+            and hasattr(data, "get")
+            and data.get(name) == ""
+        }
+        if empty:
+            raise serializers.ValidationError(empty)
+        return super().to_internal_value(data)
+
+
 class EndsAfterStart(serializers.Serializer):
     """Input with spans (a grant's period, a round's window): each end must come after its
     start, or the request is a 400 naming the end field (never the service's ValueError)."""

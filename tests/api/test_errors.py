@@ -4,6 +4,8 @@ query parameter (each found by tests/api/test_fuzz.py)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -13,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def _error(response, status: int) -> dict:
     assert response.status_code == status, response.content
     assert response["Content-Type"] == "application/json", response["Content-Type"]
-    body = response.json()
+    body = json.loads(response.content)
     assert set(body) == {"message", "errors"}
     return body
 
@@ -82,9 +84,38 @@ def test_pagination_parameters_are_documented_as_whole_numbers_from_1(client):
 
 @pytest.mark.parametrize(
     "query",
-    ["/api/v1/jobs/?charge_state=", "/api/v1/requests/?state=", "/api/v1/projects/?status=nope"],
+    [
+        "/api/v1/jobs/?charge_state=",
+        "/api/v1/requests/?state=",
+        "/api/v1/projects/?status=nope",
+        "/api/v1/usage/?end=",
+        "/api/v1/usage/?pool=",
+        "/api/v1/projects/pawsey0003/balance/?on=",
+    ],
 )
-def test_a_filter_with_choices_refuses_an_empty_or_unknown_value_naming_it(world, query):
+def test_a_query_parameter_given_empty_or_unknown_is_refused_naming_it(world, query):
     response = world.client("staff").get(query)
     name = query.split("?")[1].split("=")[0]
     assert list(_error(response, 400)["errors"]) == [name]
+
+
+@pytest.mark.parametrize(
+    ("handler", "status"),
+    [("bad_request", 400), ("permission_denied", 403), ("page_not_found", 404)],
+)
+def test_djangos_error_handlers_answer_json_under_the_api_and_html_elsewhere(rf, handler, status):
+    from portal import api, urls
+
+    assert getattr(urls, f"handler{status}") is getattr(api, handler)
+    view = getattr(api, handler)
+    _error(view(rf.get("/api/v1/anything/"), Exception()), status)
+    assert view(rf.get("/allocations/"), Exception())["Content-Type"].startswith("text/html")
+
+
+def test_a_server_error_under_the_api_is_json_and_says_nothing_more(rf):
+    from portal import api, urls
+
+    assert urls.handler500 is api.server_error
+    body = _error(api.server_error(rf.get("/api/v1/jobs/")), 500)
+    assert body["errors"] == {}
+    assert api.server_error(rf.get("/"))["Content-Type"].startswith("text/html")
