@@ -107,6 +107,7 @@ from portal.api import (
     CODE_PATTERN,
     ID_PATTERN,
     ApiViewSet,
+    EnumFilter,
     IdFilter,
     IsStaff,
     IsStaffOrReadOnly,
@@ -125,7 +126,7 @@ def project_visible(*, user: Actor, code: str) -> Project:
 
 
 class ProjectFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=Project.Status.choices)
+    status = EnumFilter(choices=Project.Status.choices)
 
     class Meta:
         model = Project
@@ -144,8 +145,8 @@ class AllocationFilter(django_filters.FilterSet):
 class RequestFilter(django_filters.FilterSet):
     round = IdFilter(field_name="round_id")
     project = django_filters.CharFilter(field_name="project__code")
-    state = django_filters.ChoiceFilter(choices=AllocationRequest.State.choices)
-    kind = django_filters.ChoiceFilter(choices=AllocationRequest.Kind.choices)
+    state = EnumFilter(choices=AllocationRequest.State.choices)
+    kind = EnumFilter(choices=AllocationRequest.Kind.choices)
 
     class Meta:
         model = AllocationRequest
@@ -164,7 +165,7 @@ class ReviewFilter(django_filters.FilterSet):
 class AdjustmentFilter(django_filters.FilterSet):
     project = django_filters.CharFilter(field_name="project__code")
     pool = django_filters.CharFilter(field_name="budget_period__allocation__pool__name")
-    kind = django_filters.ChoiceFilter(choices=Adjustment.Kind.choices)
+    kind = EnumFilter(choices=Adjustment.Kind.choices)
 
     class Meta:
         model = Adjustment

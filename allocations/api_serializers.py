@@ -37,6 +37,7 @@ from allocations.models import (
 from portal.api import (
     ApiModelSerializer,
     EndsAfterStart,
+    QuerySerializer,
     SlugField,
     UtcDateTimeField,
     slug_of,
@@ -188,7 +189,7 @@ class InvitationSentSerializer(serializers.Serializer):
 # --- Balances -------------------------------------------------------------------------------
 
 
-class BalanceQuerySerializer(serializers.Serializer):
+class BalanceQuerySerializer(QuerySerializer):
     on = serializers.DateField(required=False, help_text="the day (default: today on the cluster)")
     periods = serializers.ChoiceField(
         choices=["current", "all"], default="current",

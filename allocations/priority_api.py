@@ -39,6 +39,7 @@ from allocations.priorities import (
 from portal.api import (
     ApiModelSerializer,
     ApiViewSet,
+    QuerySerializer,
     StaffOnlyHidden,
     UtcDateTimeField,
     acting_user,
@@ -194,7 +195,7 @@ class PriorityPolicyOutputSerializer(ApiModelSerializer):
         ]  # fmt: skip
 
 
-class PrioritiesQuerySerializer(serializers.Serializer):
+class PrioritiesQuerySerializer(QuerySerializer):
     """Which cluster."""
 
     cluster = serializers.SlugField(max_length=64, help_text="the cluster's name")

@@ -19,13 +19,22 @@ from django import forms
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import IntegrityError, models
 from django.forms import ValidationError as FormValidationError
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
-from django_filters.fields import IsoDateTimeField  # type: ignore[import-untyped]
+from django.views import csrf as django_csrf
+from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
+from django_filters.fields import (  # type: ignore[import-untyped]
+    ChoiceField,
+    IsoDateTimeField,
+)
 from django_filters.filters import (  # type: ignore[import-untyped]
+    BooleanFilter,
+    ChoiceFilter,
     IsoDateTimeFilter,
     NumberFilter,
 )
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.fields import SkipField
@@ -132,21 +141,92 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
+@csrf_exempt  # a POST to a wrong URL is a 404 like a GET, never Django's HTML CSRF page
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Every URL under /api/ that names nothing: a JSON 404 like every other error."""
     hint = "" if request.path.endswith("/") else " (API paths end with '/')"
     return JsonResponse(error_body(f"Not found.{hint}"), status=404)
 
 
+# Errors Django answers before or around a view (CSRF_FAILURE_VIEW and the handler400-500 of
+# portal/urls.py): JSON under /api/, Django's own pages everywhere else.
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith("/api/")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body(f"CSRF Failed: {reason}"), status=403)
+    return django_csrf.csrf_failure(request, reason=reason)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body("Bad request."), status=400)
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body(str(exception) or "Permission denied."), status=403)
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return not_found(request)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(error_body("Server error: the operators have been told."), status=500)
+    return defaults.server_error(request)
+
+
 # --- Pagination, throttles, permissions -----------------------------------------------------
 
 
+def _positive_integer(request: Request, name: str) -> int | None:
+    """A whole number of at least 1 from the query string, or None when the parameter is
+    absent; anything else (empty, ``null``, ``1.5``, ``-1``) is a 400 naming the parameter."""
+    if name not in request.query_params:
+        return None
+    text = request.query_params[name]
+    if not (text.isascii() and text.isdigit() and len(text) <= 18 and int(text) >= 1):
+        raise exceptions.ValidationError({name: ["must be a whole number, 1 or more"]})
+    return int(text)
+
+
 class ApiPagination(PageNumberPagination):
-    """``?page=N&page_size=M`` (50 by default, at most 1000)."""
+    """``?page=N&page_size=M`` (50 by default, at most 1000: a larger size is cut to 1000).
+    Either parameter, when given, must be a whole number of at least 1 (else 400); a page
+    past the last is a 404."""
 
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 1000
+    last_page_strings = ()  # ``page=last`` is not documented: pages are numbers
+
+    def get_page_number(self, request: Request, paginator: Any) -> int:
+        return _positive_integer(request, self.page_query_param) or 1
+
+    def get_page_size(self, request: Request) -> int:
+        size = _positive_integer(request, self.page_size_query_param)
+        return self.page_size if size is None else min(size, self.max_page_size)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["description"] = (
+                    f"Results per page: {self.page_size} by default, at most "
+                    f"{self.max_page_size} (a larger number is cut to {self.max_page_size})."
+                )
+        return parameters
 
 
 class ApiViewSet(GenericViewSet):
@@ -235,6 +315,25 @@ class UtcDateTimeField(serializers.DateTimeField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("default_timezone", UTC)
         super().__init__(**kwargs)
+
+
+class QuerySerializer(serializers.Serializer):
+    """Query parameters read with a serializer: one given empty (``?end=``) is a 400 naming
+    it, like any other bad value. DRF would read it as absent, as it reads an empty input
+    of an HTML form, and the schema documents no empty value."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        empty = {
+            name: ["must not be empty"]
+            for name, field in self.fields.items()
+            if not field.read_only
+            and not getattr(field, "allow_blank", False)
+            and hasattr(data, "get")
+            and data.get(name) == ""
+        }
+        if empty:
+            raise serializers.ValidationError(empty)
+        return super().to_internal_value(data)
 
 
 class EndsAfterStart(serializers.Serializer):
@@ -349,6 +448,41 @@ class IdFilter(NumberFilter):
         super().__init__(*args, **kwargs)
 
 
+class _NonEmptyChoiceField(ChoiceField):
+    def clean(self, value: Any) -> Any:
+        if value == "":
+            raise FormValidationError("an empty value is not one of the choices", code="invalid")
+        return super().clean(value)
+
+
+class _StrictBooleanField(forms.Field):
+    """``true`` or ``false`` (also ``1`` / ``0``): anything else, ``null`` and an empty value
+    included, is refused (django-filter would read it as no filter at all)."""
+
+    widget = forms.TextInput
+
+    def to_python(self, value: Any) -> bool | None:
+        if value is None:
+            return None  # the parameter is absent
+        text = str(value).strip().lower()
+        if text in {"true", "1"}:
+            return True
+        if text in {"false", "0"}:
+            return False
+        raise FormValidationError("must be true or false", code="invalid")
+
+
+class StrictBooleanFilter(BooleanFilter):
+    field_class = _StrictBooleanField
+
+
+class EnumFilter(ChoiceFilter):
+    """One of the documented values: any other, even an empty one, is a 400 naming the
+    parameter (django-filter would read ``?state=`` as no filter at all)."""
+
+    field_class = _NonEmptyChoiceField
+
+
 class UtcIsoDateTimeFilter(IsoDateTimeFilter):
     """An ISO 8601 filter value, in UTC (a time with no zone is UTC)."""
 
@@ -372,8 +506,21 @@ _ERROR_RESPONSES = {
     "403": "Signed in, but not allowed to do this.",
     "404": "No such object, or one you may not see.",
     "409": "Conflicts with data saved meanwhile.",
+    "415": "A body in a media type the operation does not read, or one it cannot parse.",
     "429": "Too many requests: wait for the number of seconds in Retry-After.",
 }
+
+
+class ApiAutoSchema(AutoSchema):
+    """drf-spectacular's schema, where only a GET is a page of a list and takes the list's
+    filters: an operation that writes several objects (``POST /profiling-coefficients/``)
+    answers a plain list, and the schema must say so."""
+
+    def get_filter_backends(self) -> list[Any]:
+        return super().get_filter_backends() if self.method == "GET" else []
+
+    def _get_paginator(self) -> Any:
+        return super()._get_paginator() if self.method == "GET" else None
 
 
 def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -386,7 +533,7 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                 continue
             responses = operation.setdefault("responses", {})
             for code, description in _ERROR_RESPONSES.items():
-                if code == "409" and method == "get":
+                if code in {"409", "415"} and "requestBody" not in operation:
                     continue
                 responses.setdefault(code, {"description": description, "content": reference})
     return result

@@ -224,11 +224,13 @@ REST_FRAMEWORK = {
         "user": env_str("PORTAL_API_USER_RATE", "6000/minute"),
         "token": env_str("PORTAL_API_TOKEN_RATE", "20/minute"),
     },
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "portal.api.ApiAutoSchema",
     "EXCEPTION_HANDLER": "portal.api.api_exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,
     "DATETIME_FORMAT": "iso-8601",
 }
+# A CSRF failure Django's middleware answers itself (a view not exempt): JSON under /api/.
+CSRF_FAILURE_VIEW = "portal.api.csrf_failure"
 SPECTACULAR_SETTINGS = {
     "TITLE": "SU portal API",
     "DESCRIPTION": (

@@ -25,3 +25,10 @@ urlpatterns = [
     path("api/docs/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     re_path(r"^api/", api.not_found),
 ]
+
+# Errors raised outside the API's views (a bad Host header, a body over the size limit, an
+# uncaught exception): JSON under /api/, Django's pages elsewhere.
+handler400 = api.bad_request
+handler403 = api.permission_denied
+handler404 = api.page_not_found
+handler500 = api.server_error

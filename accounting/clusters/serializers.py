@@ -22,7 +22,7 @@ from accounting.models import (
     Partition,
     PartitionVersion,
 )
-from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
+from portal.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
 
 SU_DIGITS = 24
 SU_PLACES = 6
@@ -359,7 +359,7 @@ class QuoteOutputSerializer(serializers.Serializer):
     nodes_requested = serializers.IntegerField()
 
 
-class CostRatioQuerySerializer(serializers.Serializer):
+class CostRatioQuerySerializer(QuerySerializer):
     cluster = serializers.CharField(max_length=64)
     model = serializers.ChoiceField(choices=["all", "energy", "sm", "peak"], default="all")
     cpu_partition = serializers.CharField(

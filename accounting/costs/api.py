@@ -27,14 +27,14 @@ from accounting.costs.services import (
     cost_distribution_get,
     cost_distribution_request,
 )
-from portal.api import IsStaff
+from portal.api import IsStaff, QuerySerializer
 
 
 def _money(**kwargs: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=None, decimal_places=6, **kwargs)
 
 
-class CostDistributionQuerySerializer(serializers.Serializer):
+class CostDistributionQuerySerializer(QuerySerializer):
     cluster = serializers.CharField(max_length=64)
     start = serializers.DateField(
         required=False, help_text="first day, the cluster's clock (default: 90 days before end)"

@@ -45,8 +45,10 @@ from allocations.models import Project
 from portal.api import (
     ID_PATTERN,
     ApiViewSet,
+    EnumFilter,
     IdFilter,
     StaffOnlyHidden,
+    StrictBooleanFilter,
     UtcIsoDateTimeFilter,
     acting_user,
     error_body,
@@ -61,7 +63,7 @@ class JobFilter(django_filters.FilterSet):
     state = django_filters.CharFilter(
         field_name="state", lookup_expr="iexact", help_text="e.g. COMPLETED, FAILED, RUNNING"
     )
-    charge_state = django_filters.ChoiceFilter(choices=Job.ChargeState.choices)
+    charge_state = EnumFilter(choices=Job.ChargeState.choices)
     start = UtcIsoDateTimeFilter(
         field_name="end", lookup_expr="gte", help_text="jobs that ended at or after (ISO 8601)"
     )
@@ -83,7 +85,7 @@ class JobFilter(django_filters.FilterSet):
 class QuarantinedLineFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     import_run = IdFilter(field_name="import_run_id")
-    resolved = django_filters.BooleanFilter(
+    resolved = StrictBooleanFilter(
         field_name="resolved_at", lookup_expr="isnull", exclude=True,
         help_text="false (the default on the page): lines still waiting to be charged",
     )  # fmt: skip

@@ -25,7 +25,7 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.utilisation.overhead import job_fair_share_get
-from portal.api import ApiModelSerializer, UtcDateTimeField, slug_of
+from portal.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
 
 _FRACTION = {"type": "string", "description": "a decimal fraction of the node"}
 
@@ -214,7 +214,7 @@ GRANULARITIES = ("day", "week", "month", "total")
 GROUPINGS = ("project", "user", "partition")
 
 
-class UsageQuerySerializer(serializers.Serializer):
+class UsageQuerySerializer(QuerySerializer):
     project = serializers.CharField(required=False, max_length=64, help_text="project code")
     pool = serializers.CharField(required=False, max_length=100, help_text="resource pool name")
     cluster = serializers.CharField(required=False, max_length=64)

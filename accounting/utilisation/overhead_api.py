@@ -27,10 +27,10 @@ from accounting.utilisation.overhead import (
     overhead_run_latest,
     unit_label,
 )
-from portal.api import StaffOnlyHidden, UtcDateTimeField
+from portal.api import QuerySerializer, StaffOnlyHidden, UtcDateTimeField
 
 
-class OverheadQuerySerializer(serializers.Serializer):
+class OverheadQuerySerializer(QuerySerializer):
     cluster = serializers.CharField(max_length=64, help_text="the cluster's name")
     start = UtcDateTimeField(help_text="window start, ISO 8601 (UTC if no zone)")
     end = UtcDateTimeField(help_text="window end, ISO 8601 (UTC if no zone)")

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from accounting.clusters.selectors import NotFound, cluster_get, partition_get
-from portal.api import UtcDateTimeField
+from portal.api import QuerySerializer, UtcDateTimeField
 
 
 class _WallClockDateTimeField(serializers.DateTimeField):
@@ -18,7 +18,7 @@ class _WallClockDateTimeField(serializers.DateTimeField):
         return value
 
 
-class UtilisationQuerySerializer(serializers.Serializer):
+class UtilisationQuerySerializer(QuerySerializer):
     cluster = serializers.CharField(max_length=64)
     partition = serializers.CharField(
         required=False, max_length=64, help_text="one partition (default: all, and their total)"

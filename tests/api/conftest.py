@@ -16,6 +16,7 @@ quarantined line. Roles for the permission matrix:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -48,6 +49,17 @@ from tests.allocations.conftest import (  # noqa: F401 (pytest fixture)
     centre,
     open_round_times,
 )
+
+# Requests tests/api/test_fuzz.py sent, per role: printed at the end of the run.
+FUZZ_CASES = pytest.StashKey[Counter[str]]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    counts = config.stash.get(FUZZ_CASES, None)
+    if counts:
+        per_role = ", ".join(f"{role} {n}" for role, n in sorted(counts.items()))
+        terminalreporter.write_line(f"schemathesis cases: {counts.total()} ({per_role})")
+
 
 ROLES = ("anonymous", "member", "outsider", "pi", "committee", "chair", "staff")
 CODES = ("pawsey0001", "pawsey0002", "pawsey0003", "pawsey0004")

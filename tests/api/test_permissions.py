@@ -383,3 +383,28 @@ def test_each_role_gets_the_expected_status_and_only_its_projects_data(world, ca
             assert set(response.json()) == {"message", "errors"}, (role, text)
     assert got == expected
     assert leaks == {}
+
+
+REFUSED = {401, 403, 404}
+WRITES = [case for case in CASES if case.method in {"post", "put", "patch", "delete"}]
+
+
+@pytest.mark.parametrize("case", WRITES, ids=[case.name for case in WRITES])
+@pytest.mark.parametrize("body", [{}, {"unknown": "\x00", "amount": []}], ids=["empty", "junk"])
+def test_a_role_refused_an_operation_is_refused_before_its_body_is_read(world, case, body):
+    """Validation never runs before the permission check: whoever may not call an operation
+    gets the same 401/403/404 with an empty or a junk body, never a 400 listing fields."""
+    expected = dict(zip(ROLES, (int(code) for code in case.expected.split()), strict=True))
+    refused = {role: code for role, code in expected.items() if code in REFUSED}
+    got = {}
+    for role in refused:
+        with transaction.atomic():
+            url = case.url(world)
+            send = getattr(world.client(role), case.method)
+            if case.multipart:
+                response = send(url, body, format="multipart")
+            else:
+                response = send(url, body, format="json")
+            transaction.set_rollback(True)
+        got[role] = response.status_code
+    assert got == refused
