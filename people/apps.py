@@ -5,3 +5,8 @@ class PeopleConfig(AppConfig):
     name = "people"
     verbose_name = "People and sign-in"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from people.ldap import ldap_signals_connect
+
+        ldap_signals_connect()
