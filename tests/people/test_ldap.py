@@ -53,6 +53,14 @@ def test_a_researcher_signs_in_and_gets_names_and_email_from_the_directory(ldap_
     assert not user.has_usable_password()  # the directory holds the password, not the portal
 
 
+def test_the_login_in_capitals_signs_in_the_same_lower_case_user(ldap_sign_in):
+    first = sign_in_as(RESEARCHER)
+    client = sign_in(RESEARCHER.uid.upper(), RESEARCHER.password)
+    assert signed_in_user(client) == first
+    assert first.username == RESEARCHER.uid
+    assert User.objects.filter(username__iexact=RESEARCHER.uid).count() == 1
+
+
 def test_a_wrong_password_is_refused_and_creates_no_user(ldap_sign_in):
     client = sign_in(RESEARCHER.uid, "not-the-password")
     assert signed_in_user(client) is None
