@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Debian packages python-ldap (requirements.txt) compiles against; apt installs them when missing.
+BUILD_DEBS := libldap2-dev libsasl2-dev
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
@@ -11,7 +13,7 @@ PORT   ?= 8000
 BACKING_SERVICES := postgres redis
 NATIVE_SERVICES  := web worker beat
 
-.PHONY: help install demo test lint format bench screenshots migrate run run-web run-worker run-beat services clean
+.PHONY: help install system-packages demo test lint format bench screenshots migrate run run-web run-worker run-beat services clean
 
 help:
 	@echo "make demo    set up and serve the portal on http://$(HOST):$(PORT) (SQLite, eager Celery)"
@@ -21,7 +23,23 @@ help:
 	@echo "make screenshots  refresh docs/screenshots/ (Chromium via Playwright, SQLite)"
 	@echo "make run     web (gunicorn), worker and beat against DATABASE_URL / CELERY_BROKER_URL"
 
+# Root installs what is missing (noninteractive); anyone else is told which packages to install.
+system-packages:
+	@missing=""; for deb in $(BUILD_DEBS); do \
+		dpkg-query -W -f='$${Status}' $$deb 2>/dev/null | grep -q "ok installed" \
+			|| missing="$$missing $$deb"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "install the Debian packages$$missing (python-ldap compiles against them)"; exit 1; \
+		fi; \
+		echo "apt-get install$$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
 $(STAMP): requirements.txt requirements-dev.txt
+	$(MAKE) -s system-packages
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt

@@ -8,3 +8,6 @@ class PeopleConfig(AppConfig):
 
     def ready(self) -> None:
         from people import schema  # noqa: F401 (registers the token scheme with the schema)
+        from people.ldap import ldap_signals_connect
+
+        ldap_signals_connect()

@@ -179,6 +179,53 @@ if PORTAL_TOKEN_DEFAULT_DAYS > PORTAL_TOKEN_MAX_DAYS:
 # The sections below add the centre's identity providers; passwords stored in the portal come
 # last and may be turned off (PORTAL_PASSWORD_LOGIN=0) when SSO is on.
 
+# LDAP (docs/sign-in.md#ldap): on when PORTAL_LDAP_URI is set. The username is the person's
+# uid, their Slurm login; people/ldap.py applies the roles of their LDAP groups at each sign-in.
+PORTAL_LDAP_URI = env_optional("PORTAL_LDAP_URI")
+if PORTAL_LDAP_URI:
+    import ldap
+    from django_auth_ldap.config import GroupOfNamesType, LDAPSearch, PosixGroupType
+
+    AUTHENTICATION_BACKENDS.append("django_auth_ldap.backend.LDAPBackend")
+    AUTH_LDAP_SERVER_URI = PORTAL_LDAP_URI
+    AUTH_LDAP_START_TLS = env_bool("PORTAL_LDAP_START_TLS", False)
+    if PRODUCTION and PORTAL_LDAP_URI.startswith("ldap://") and not AUTH_LDAP_START_TLS:
+        raise ImproperlyConfigured(
+            "PORTAL_LDAP_URI sends passwords in clear: use ldaps:// or PORTAL_LDAP_START_TLS=1"
+        )
+    # Empty bind DN and password: an anonymous search for the person's entry.
+    AUTH_LDAP_BIND_DN = env_str("PORTAL_LDAP_BIND_DN", "")
+    AUTH_LDAP_BIND_PASSWORD = env_secret("PORTAL_LDAP_BIND_PASSWORD", "") or ""
+    AUTH_LDAP_USER_SEARCH = LDAPSearch(
+        env_str("PORTAL_LDAP_USER_BASE"),
+        ldap.SCOPE_SUBTREE,
+        env_str("PORTAL_LDAP_USER_FILTER", "(uid=%(user)s)"),
+    )
+    AUTH_LDAP_USER_ATTR_MAP = {"first_name": "givenName", "last_name": "sn", "email": "mail"}
+    AUTH_LDAP_ALWAYS_UPDATE_USER = True  # names, e-mail and roles follow the directory
+    AUTH_LDAP_FIND_GROUP_PERMS = False  # groups give roles (people/roles.py), not permissions
+    # A directory that does not answer must not hold the sign-in page for long.
+    _ldap_timeout_seconds = env_int("PORTAL_LDAP_TIMEOUT_SECONDS", 5, minimum=1)
+    AUTH_LDAP_CONNECTION_OPTIONS = {
+        ldap.OPT_NETWORK_TIMEOUT: _ldap_timeout_seconds,
+        ldap.OPT_TIMEOUT: _ldap_timeout_seconds,
+    }
+    # Without a group base the directory names no roles, and staff set them by hand.
+    _ldap_group_base = env_optional("PORTAL_LDAP_GROUP_BASE")
+    _ldap_group_type = env_str("PORTAL_LDAP_GROUP_TYPE", "groupOfNames")
+    _ldap_group_types = {"groupOfNames": GroupOfNamesType, "posixGroup": PosixGroupType}
+    if _ldap_group_type not in _ldap_group_types:
+        raise ImproperlyConfigured(
+            f"PORTAL_LDAP_GROUP_TYPE={_ldap_group_type!r} is not one of "
+            + ", ".join(_ldap_group_types)
+        )
+    AUTH_LDAP_GROUP_TYPE = _ldap_group_types[_ldap_group_type](name_attr="cn")
+    AUTH_LDAP_GROUP_SEARCH = (
+        LDAPSearch(_ldap_group_base, ldap.SCOPE_SUBTREE, f"(objectClass={_ldap_group_type})")
+        if _ldap_group_base
+        else None
+    )
+
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = env_str("PORTAL_TIME_ZONE", "UTC")
 USE_I18N = True
