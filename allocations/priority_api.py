@@ -11,7 +11,6 @@ from typing import Any
 
 import django_filters  # type: ignore[import-untyped]
 from django.shortcuts import get_object_or_404
-from django_filters.rest_framework import DjangoFilterBackend  # type: ignore[import-untyped]
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -45,6 +44,7 @@ from portal.api import (
     acting_user,
     slug_of,
 )
+from portal.filters import ApiFilterBackend
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
 MAX_ITEMS = 1000
@@ -269,7 +269,7 @@ class ProfilingCoefficientViewSet(ApiViewSet):
     permission_classes = [StaffOnlyHidden]
     parser_classes = [JSONParser]
     serializer_class = ProfilingCoefficientOutputSerializer
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [ApiFilterBackend]
     filterset_class = ProfilingCoefficientFilter
 
     def get_queryset(self) -> Any:

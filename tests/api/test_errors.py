@@ -93,6 +93,9 @@ def test_pagination_parameters_are_documented_as_whole_numbers_from_1(client):
         "/api/v1/projects/pawsey0003/balance/?on=",
         "/api/v1/quarantined-lines/?resolved=null",
         "/api/v1/quarantined-lines/?resolved=",
+        "/api/v1/quarantined-lines/?import_run=",
+        "/api/v1/jobs/?end=",
+        "/api/v1/jobs/?project=",
     ],
 )
 def test_a_query_parameter_given_empty_or_unknown_is_refused_naming_it(world, query):
