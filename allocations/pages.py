@@ -199,15 +199,14 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
     if wanted is not None:
         return wanted.csv_response(project.code)
 
+    manages = can_manage_project(request.user, project)
     context = {
         "project": project,
         "role": role_in_project(user=request.user, project=project),
-        "can_apply": can_manage_project(request.user, project),
-        "can_delegate": can_delegate(request.user, project),
+        "can_apply": manages,
+        "can_delegate": manages and can_delegate(request.user, project),  # PIs manage too
         "invitations": (
-            invitations_of(project=project).filter(accepted_at__isnull=True)[:20]
-            if can_manage_project(request.user, project)
-            else []
+            invitations_of(project=project).filter(accepted_at__isnull=True)[:20] if manages else []
         ),
         "invitation_form": InvitationForm(),
         "role_choices": [("member", "member"), ("manager", "manager")],
