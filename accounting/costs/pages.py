@@ -36,6 +36,7 @@ from accounting.costs.services import (
 from accounting.models import Cluster, CostModelVersion
 from allocations.access import staff_only
 from portal import charts
+from portal.widgets import IsoDateInput
 
 MAX_MODEL_BYTES = 1024 * 1024
 
@@ -149,12 +150,10 @@ class CostDistributionForm(forms.Form):
         to_field_name="name",
         empty_label=None,
     )
-    start = forms.DateField(
-        required=False, widget=forms.DateInput(attrs={"type": "date"}), help_text="first day"
-    )
+    start = forms.DateField(required=False, widget=IsoDateInput(), help_text="first day")
     end = forms.DateField(
         required=False,
-        widget=forms.DateInput(attrs={"type": "date"}),
+        widget=IsoDateInput(),
         help_text="the day after the last day",
     )
     model_version = forms.IntegerField(

@@ -6,6 +6,7 @@ from django import forms
 
 from accounting.ledger.sacct import ACTIVE_STATES, FINISHED_STATES
 from accounting.models import Cluster, Partition
+from portal.widgets import IsoDateInput
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
 
@@ -65,13 +66,11 @@ class JobFilterForm(forms.Form):
         queryset=Partition.objects.none(), required=False, empty_label="any partition"
     )
     state = forms.ChoiceField(required=False)
-    ended_from = forms.DateField(
-        required=False, label="Ended from", widget=forms.DateInput(attrs={"type": "date"})
-    )
+    ended_from = forms.DateField(required=False, label="Ended from", widget=IsoDateInput())
     ended_to = forms.DateField(
         required=False,
         label="Ended to (inclusive)",
-        widget=forms.DateInput(attrs={"type": "date"}),
+        widget=IsoDateInput(),
     )
 
     def __init__(self, *args: Any, usernames: list[str], **kwargs: Any) -> None:

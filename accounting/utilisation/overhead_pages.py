@@ -31,6 +31,7 @@ from accounting.utilisation.overhead import (
 )
 from allocations.access import staff_only
 from portal import charts
+from portal.widgets import IsoDateInput
 
 DEFAULT_DAYS = 7
 
@@ -39,8 +40,8 @@ class OverheadWindowForm(forms.Form):
     """A cluster and whole days in its time zone, from ``start`` to ``end`` inclusive."""
 
     cluster = forms.ModelChoiceField(queryset=Cluster.objects.order_by("name"), empty_label=None)
-    start = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), label="From")
-    end = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), label="To (inclusive)")
+    start = forms.DateField(widget=IsoDateInput(), label="From")
+    end = forms.DateField(widget=IsoDateInput(), label="To (inclusive)")
     step = forms.ChoiceField(choices=[("hour", "hour"), ("day", "day")], initial="hour")
 
     def window(self) -> tuple[datetime, datetime]:

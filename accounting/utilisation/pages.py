@@ -35,6 +35,7 @@ from accounting.utilisation.quality import (
 from accounting.utilisation.selectors import UtilisationReport, utilisation_report_get
 from allocations.access import staff_only
 from portal import charts
+from portal.widgets import IsoDateInput
 
 BUCKETS_PER_PAGE = 100
 _EPOCH_YEAR = 1970  # a first version "from the beginning" is stored at the Unix epoch
@@ -46,11 +47,11 @@ class UtilisationForm(forms.Form):
     )
     partition = forms.ChoiceField(required=False, help_text="all: one line each and the total")
     start = forms.DateField(
-        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}),
+        required=False, label="From", widget=IsoDateInput(),
         help_text=f"default: {DEFAULT_WINDOW_DAYS} days before the end",
     )  # fmt: skip
     end = forms.DateField(
-        required=False, label="To (inclusive)", widget=forms.DateInput(attrs={"type": "date"}),
+        required=False, label="To (inclusive)", widget=IsoDateInput(),
         help_text="default: up to now",
     )  # fmt: skip
     step = forms.ChoiceField(
