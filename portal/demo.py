@@ -50,10 +50,16 @@ class DemoAccount:
 
 
 DEMO_ACCOUNTS = (
-    DemoAccount("staff", "staff-demo-pw", "centre staff (admin)", is_staff=True),
+    DemoAccount(
+        "staff", "staff-demo-pw", "centre staff (admin), chair of the open round", is_staff=True
+    ),
     DemoAccount("alice", "alice-demo-pw", "researcher, PI of pawsey0001"),
     DemoAccount("bob", "bob-demo-pw", "researcher, PI of pawsey0002"),
-    DemoAccount("carol", "carol-demo-pw", "researcher, PI of pawsey0003 and pawsey0004"),
+    DemoAccount(
+        "carol",
+        "carol-demo-pw",
+        "researcher, PI of pawsey0003 and pawsey0004, reviewer in the open round",
+    ),
 )
 DEMO_PIS = {
     "pawsey0001": "alice",

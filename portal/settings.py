@@ -314,7 +314,7 @@ CELERY_BROKER_URL = env_optional("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
 CELERY_TASK_EAGER_PROPAGATES = True
 if CELERY_BROKER_URL is None:
-    CELERY_BROKER_URL = "memory://"
+    CELERY_BROKER_URL = "memory://localhost/"  # named: kombu warns of a URL without a host
 CELERY_RESULT_BACKEND = env_optional("CELERY_RESULT_BACKEND") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else None
 )
@@ -359,12 +359,16 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- E-mail (balances crossing thresholds notify PIs) --------------------------------------
+# Embedded (make demo): each mail is a file in var/mail/, not a page of the terminal's output.
 EMAIL_BACKEND = env_str(
     "DJANGO_EMAIL_BACKEND",
     "django.core.mail.backends.smtp.EmailBackend"
     if PRODUCTION
-    else "django.core.mail.backends.console.EmailBackend",
+    else "django.core.mail.backends.console.EmailBackend"
+    if DATABASE_URL
+    else "django.core.mail.backends.filebased.EmailBackend",
 )
+EMAIL_FILE_PATH = VAR_DIR / "mail"
 EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_PASSWORD = env_secret("DJANGO_EMAIL_HOST_PASSWORD", "") or ""
@@ -395,6 +399,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("PORTAL_LOG_LEVEL", "INFO")},
+    # Tasks run in-process when embedded: a line per task run is noise there.
+    "loggers": {"celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"}},
 }
 
 # --- Passwords stored in the portal: the last way in, and optional -------------------------

@@ -21,3 +21,8 @@ class Command(BaseCommand):
         self.stdout.write("\nDemo logins (username / password):")
         for account in DEMO_ACCOUNTS:
             self.stdout.write(f"  {account.username:<8} {account.password:<15} {account.role}")
+        if settings.EMAIL_BACKEND.endswith("filebased.EmailBackend"):
+            self.stdout.write(
+                f"\nMail the portal sends (budget alerts, requests, invitations) is written to "
+                f"{settings.EMAIL_FILE_PATH}/, a file per message."
+            )
