@@ -400,7 +400,11 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("PORTAL_LOG_LEVEL", "INFO")},
     # Tasks run in-process when embedded: a line per task run is noise there.
-    "loggers": {"celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"}},
+    "loggers": {
+        "celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"},
+        # django-axes logs every sign-in at INFO; lockouts are WARNING and still shown.
+        "axes": {"level": "WARNING"},
+    },
 }
 
 # --- Passwords stored in the portal: the last way in, and optional -------------------------

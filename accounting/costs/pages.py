@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
+from accounting.clusters.selectors import clusters_by_recent_data
 from accounting.costs.services import (
     FIRST_DAY,
     LAST_DAY,
@@ -199,7 +200,9 @@ def distribution_charts(distribution: CostDistribution) -> list[charts.Chart]:
 def cost_distribution(request: HttpRequest) -> HttpResponse:
     """Staff: quantiles of job size, runtime and cost, and how concentrated the cost is."""
     form = CostDistributionForm(request.GET or None)
-    clusters = list(form.fields["cluster"].queryset)  # type: ignore[attr-defined]
+    clusters = clusters_by_recent_data(form.fields["cluster"].queryset)  # type: ignore[attr-defined]
+    if clusters:
+        form.initial["cluster"] = clusters[0].name  # opens on the newest data, not the first name
     context: dict[str, Any] = {"form": form, "clusters": clusters}
     cluster: Cluster | None = None
     data: dict[str, Any] = {}

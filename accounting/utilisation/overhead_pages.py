@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from accounting.clusters.selectors import clusters_by_recent_data
 from accounting.models import Cluster, OverheadRun
 from accounting.utilisation.overhead import (
     fair_rates,
@@ -118,7 +119,7 @@ def _initial(clusters: list[Cluster]) -> dict[str, Any]:
 @staff_only
 def overhead_page(request: HttpRequest) -> HttpResponse:
     """Staff: true overhead per partition of a cluster's window, and computing a new one."""
-    clusters = list(Cluster.objects.order_by("name"))
+    clusters = clusters_by_recent_data()  # the form opens on the one with the newest data
     if request.method == "POST":
         form = OverheadWindowForm(request.POST)
         if form.is_valid():

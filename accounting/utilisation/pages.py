@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from accounting.clusters.selectors import cluster_last_import, clusters_by_recent_data
 from accounting.models import Cluster, Partition
 from accounting.utilisation.peak import PeakError, PeakSource
 from accounting.utilisation.quality import (
@@ -163,14 +164,19 @@ def utilisation(request: HttpRequest) -> HttpResponse:
     core-hour and GPU-hour utilisation, the buckets as a table (CSV from the API), and where
     each partition's peak comes from."""
     partitions = list(Partition.objects.select_related("cluster").order_by("name"))
-    form = UtilisationForm(request.GET or None, partitions=partitions)
+    recent = clusters_by_recent_data()
+    form = UtilisationForm(
+        request.GET or None, partitions=partitions,
+        initial={"cluster": recent[0] if recent else None},
+    )  # fmt: skip
     context: dict[str, Any] = {"form": form}
     if form.is_bound and not form.is_valid():
         return render(request, "accounting/utilisation.html", context)
     data = form.cleaned_data if form.is_bound else {}
-    cluster = data.get("cluster") or Cluster.objects.order_by("name").first()
+    cluster = data.get("cluster") or (recent[0] if recent else None)
     if cluster is None:
         return render(request, "accounting/utilisation.html", context)
+    context["last_import"] = cluster_last_import(cluster=cluster)
     zone = cluster.zoneinfo
     step = data.get("step") or Step.DAY.value
     first_day, last_day = data.get("start"), data.get("end")
