@@ -11,7 +11,7 @@ Builders take plain values (dates, Decimals, rows), not querysets: the views rea
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -703,8 +703,10 @@ def utilisation_quality(
     series: dict[str, list[float | None]],
     step: str,
     total: str | None,
+    inconsistent: Mapping[datetime, float] | None = None,
 ) -> Chart:
-    """Q(T) per bucket (eq 12): one line per partition and, named ``total``, the cluster's."""
+    """Q(T) per bucket (eq 12): one line per partition and, named ``total``, the cluster's;
+    ``inconsistent`` buckets (over 100 %, start: value) are marked as such."""
     title = "Load quality Q(T): share of peak FLOP the jobs reserved"
     fig = _figure(
         title,
@@ -725,7 +727,26 @@ def utilisation_quality(
                 "hovertemplate": f"%{{x|{x_format}}}<br>{name}: Q = %{{y:.2f}} %<extra></extra>",
             }
         )  # fmt: skip
+    _mark_inconsistent(fig, inconsistent, x_format)
     return Chart(key=key, title=title, figure_json=_embeddable(fig), columns=(), height=380)
+
+
+def _mark_inconsistent(
+    fig: Any, inconsistent: Mapping[datetime, float] | None, x_format: str
+) -> None:
+    """Buckets over 100 % (impossible: the jobs' data over-commits the nodes) as red crosses,
+    and the 100 % line they cross."""
+    if not inconsistent:
+        return
+    fig.add(
+        {
+            "type": "scatter", "x": list(inconsistent), "y": list(inconsistent.values()),
+            "name": "over 100 %: inconsistent job data", "mode": "markers",
+            "marker": {"symbol": "x", "size": 9, "color": "#c0392b"},
+            "hovertemplate": f"%{{x|{x_format}}}<br>over 100 % (%{{y:.1f}} %): the jobs "
+            "over-commit the nodes<extra></extra>",
+        }
+    )  # fmt: skip
 
 
 def utilisation_classical(
@@ -735,6 +756,7 @@ def utilisation_classical(
     series: dict[str, list[float | None]],
     step: str,
     scope: str,
+    inconsistent: Mapping[datetime, float] | None = None,
 ) -> Chart:
     """Q(T) beside the classical core-hour and GPU-hour utilisation of ``scope``: reserved
     resource-time over available, which weighs a core and a GPU alike by the hour, not by FLOP."""
@@ -761,6 +783,7 @@ def utilisation_classical(
                 "hovertemplate": f"%{{x|{x_format}}}<br>{name}: %{{y:.2f}} %<extra></extra>",
             }
         )  # fmt: skip
+    _mark_inconsistent(fig, inconsistent, x_format)
     return Chart(key=key, title=title, figure_json=_embeddable(fig), columns=(), height=340)
 
 

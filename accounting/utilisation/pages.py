@@ -33,7 +33,11 @@ from accounting.utilisation.quality import (
     WindowError,
     requested_window,
 )
-from accounting.utilisation.selectors import UtilisationReport, utilisation_report_get
+from accounting.utilisation.selectors import (
+    UtilisationReport,
+    jobs_in_window,
+    utilisation_report_get,
+)
 from allocations.access import staff_only
 from portal import charts
 from portal.widgets import IsoDateInput
@@ -111,8 +115,18 @@ def _percent(value: Decimal | None) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
-def _charts(report: UtilisationReport, zone: Any) -> list[charts.Chart]:
+def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[charts.Chart]:
     starts = [window.start.astimezone(zone).replace(tzinfo=None) for window in report.windows]
+    # Windows over 100 %: marked on both charts as inconsistent data, never plotted silently.
+    marks = {
+        window.start.astimezone(zone).replace(tzinfo=None): max(
+            float(value)
+            for value in (window.total.q_percent, window.total.core_percent,
+                          window.total.gpu_percent)
+            if value is not None
+        )
+        for window in flagged
+    }  # fmt: skip
     names = [peaks.name for peaks in report.peaks]
     quality = {
         name: [_percent(window.partitions[name].q_percent) for window in report.windows]
@@ -131,11 +145,11 @@ def _charts(report: UtilisationReport, zone: Any) -> list[charts.Chart]:
     return [
         charts.utilisation_quality(
             key="quality", starts=starts, series=quality, step=str(report.step),
-            total="cluster total" if report.partition is None else None,
+            total="cluster total" if report.partition is None else None, inconsistent=marks,
         ),
         charts.utilisation_classical(
             key="classical", starts=starts, series=classical, step=str(report.step),
-            scope=total_label,
+            scope=total_label, inconsistent=marks,
         ),
     ]  # fmt: skip
 
@@ -164,10 +178,11 @@ def utilisation(request: HttpRequest) -> HttpResponse:
     core-hour and GPU-hour utilisation, the buckets as a table (CSV from the API), and where
     each partition's peak comes from."""
     partitions = list(Partition.objects.select_related("cluster").order_by("name"))
-    recent = clusters_by_recent_data()
+    # Asked for no cluster: open on the one whose data arrived last (not the first by name).
+    recent = [] if request.GET.get("cluster") else clusters_by_recent_data()
     form = UtilisationForm(
         request.GET or None, partitions=partitions,
-        initial={"cluster": recent[0] if recent else None},
+        initial={"cluster": recent[0]} if recent else {},
     )  # fmt: skip
     context: dict[str, Any] = {"form": form}
     if form.is_bound and not form.is_valid():
@@ -176,7 +191,6 @@ def utilisation(request: HttpRequest) -> HttpResponse:
     cluster = data.get("cluster") or (recent[0] if recent else None)
     if cluster is None:
         return render(request, "accounting/utilisation.html", context)
-    context["last_import"] = cluster_last_import(cluster=cluster)
     zone = cluster.zoneinfo
     step = data.get("step") or Step.DAY.value
     first_day, last_day = data.get("start"), data.get("end")
@@ -196,6 +210,23 @@ def utilisation(request: HttpRequest) -> HttpResponse:
     except (PeakError, UtilisationError) as error:
         context["error"] = str(error)
         return render(request, "accounting/utilisation.html", context)
+    flagged = [
+        window
+        for window in report.windows
+        if window.total.overcommitted or any(p.overcommitted for p in window.partitions.values())
+    ]
+    if flagged:
+        worst = max(flagged, key=lambda window: window.total.core_percent or Decimal(0))
+        context["inconsistent"] = {
+            "count": len(flagged),
+            "worst": worst,
+            "worst_start": worst.start.astimezone(zone),
+            "jobs": jobs_in_window(
+                cluster=cluster, partition=data.get("partition_object"), start=worst.start,
+                end=worst.end,
+            ),
+            "starts": [window.start.astimezone(zone) for window in flagged[:50]],
+        }  # fmt: skip
     page = Paginator(report.windows, BUCKETS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [
         {
@@ -215,9 +246,12 @@ def utilisation(request: HttpRequest) -> HttpResponse:
         for item in report.peaks
     ]
     context.update(
-        report=report, zone=zone, charts=_charts(report, zone), page=page, rows=rows,
+        report=report, zone=zone, charts=_charts(report, zone, flagged), page=page, rows=rows,
         peaks=peaks, csv_url=_csv_url(report), local_start=report.start.astimezone(zone),
         local_end=report.end.astimezone(zone),
         whole=sum((window.total for window in report.windows), start=Utilisation()),
     )  # fmt: skip
+    whole = context["whole"]
+    if not whole.core_seconds and not whole.gpu_seconds:  # say when data last arrived
+        context["last_import"] = cluster_last_import(cluster=cluster)
     return render(request, "accounting/utilisation.html", context)

@@ -259,6 +259,14 @@ class Utilisation:
         """Allocated over available GPU-seconds, in %; None when no GPUs were available."""
         return _percent(self._figures[5], self._figures[6])
 
+    @property
+    def overcommitted(self) -> bool:
+        """More was reserved than the nodes had (a share above 100 %): impossible on a real
+        cluster, so the jobs' data is inconsistent (jobs overlapping on a node, a node list
+        wider than the partition) and the window must be flagged, never plotted silently."""
+        used, capacity, _, cores, available_cores, gpus, available_gpus = self._figures[:7]
+        return used > capacity or cores > available_cores or gpus > available_gpus
+
 
 _set_figures = Utilisation.__dict__["_figures"].__set__  # the slot's own setter
 _NO_FIGURES: Final = (0, 0, 1, 0, 0, 0, 0)

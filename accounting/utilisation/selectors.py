@@ -20,6 +20,7 @@ from django.utils import timezone
 from accounting.clusters.specs import CpuPeak, GpuPeak
 from accounting.models import (
     Cluster,
+    Job,
     Partition,
     PartitionVersion,
     UtilisationHourly,
@@ -218,3 +219,19 @@ def utilisation_report_get(
         cluster=cluster, partition=partition, start=start, end=end, step=Step(step),
         windows=windows, peaks=peaks,
     )  # fmt: skip
+
+
+def jobs_in_window(
+    *,
+    cluster: Cluster,
+    partition: Partition | None,
+    start: datetime,
+    end: datetime,
+    limit: int = 20,
+) -> list[Job]:
+    """The jobs of ``cluster`` (``partition``) that ran during [start, end), the widest first:
+    what a flagged, over-committed window is made of."""
+    jobs = Job.objects.filter(cluster=cluster, start__lt=end, end__gt=start)
+    if partition is not None:
+        jobs = jobs.filter(partition=partition)
+    return list(jobs.select_related("partition").order_by("-cpus", "start", "pk")[:limit])
