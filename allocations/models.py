@@ -367,6 +367,14 @@ class RequestTransition(models.Model):
     def __str__(self) -> str:
         return f"{self.from_state or 'new'} -> {self.to_state} by {self.actor}"
 
+    @property
+    def to_state_label(self) -> str:
+        """The state in words ("under review"), as the request's own state is shown."""
+        try:
+            return str(AllocationRequest.State(self.to_state).label)
+        except ValueError:
+            return self.to_state
+
 
 class Review(models.Model):
     request = models.ForeignKey(AllocationRequest, on_delete=models.CASCADE, related_name="reviews")

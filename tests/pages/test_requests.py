@@ -123,3 +123,12 @@ def test_the_chair_opens_a_submitted_request_for_review(site):
     )
     submitted.refresh_from_db()
     assert submitted.state == AllocationRequest.State.UNDER_REVIEW
+
+
+def test_the_history_names_states_in_words_not_their_codes(site):
+    submitted = AllocationRequest.objects.get(project=site.projects["pawsey0002"], round=site.round)
+    chair = client_for(site.users["chair"])
+    chair.post(reverse("allocations:request-start-review", args=[submitted.pk]))
+    page = chair.get(reverse("allocations:request-detail", args=[submitted.pk])).content.decode()
+    assert "<strong>Under review</strong>" in page
+    assert "Under_review" not in page
