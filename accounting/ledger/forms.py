@@ -61,6 +61,10 @@ COMMON_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY",
 class JobFilterForm(forms.Form):
     """The jobs table's filters: all optional, all in the query string."""
 
+    search = forms.CharField(
+        required=False, max_length=200, label="Job ID or name",
+        help_text="12345, an array task 12345_7, or words of the job's name",
+    )  # fmt: skip
     user = forms.ChoiceField(required=False)
     partition = forms.ModelChoiceField(
         queryset=Partition.objects.none(), required=False, empty_label="any partition"
@@ -73,15 +77,19 @@ class JobFilterForm(forms.Form):
         widget=IsoDateInput(),
     )
 
-    def __init__(self, *args: Any, usernames: list[str], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, usernames: list[str], partitions: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         user_field = self.fields["user"]
         assert isinstance(user_field, forms.ChoiceField)
         user_field.choices = [("", "any user"), *((name, name) for name in usernames)]
         partition_field = self.fields["partition"]
         assert isinstance(partition_field, forms.ModelChoiceField)
-        partition_field.queryset = Partition.objects.select_related("cluster").order_by(
-            "cluster__name", "name"
+        partition_field.queryset = (
+            partitions
+            if partitions is not None
+            else Partition.objects.select_related("cluster").order_by("cluster__name", "name")
         )
         others = sorted((ACTIVE_STATES | FINISHED_STATES) - set(COMMON_STATES))
         state_field = self.fields["state"]

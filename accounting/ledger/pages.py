@@ -31,6 +31,7 @@ from accounting.ledger.selectors import (
     JobFilters,
     import_runs_recent,
     job_get,
+    job_partitions,
     job_usernames,
     jobs_of_project,
     quarantine_open,
@@ -97,6 +98,7 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
     form = JobFilterForm(
         request.GET or None,
         usernames=job_usernames(project=project),
+        partitions=job_partitions(project=project),  # where its jobs ran, not every cluster's
     )
     filters = JobFilters()
     if form.is_bound and form.is_valid():
@@ -108,6 +110,7 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
             state=data.get("state") or None,
             ended_from=_day_start(data.get("ended_from")),
             ended_before=_day_start(ended_to + timedelta(days=1)) if ended_to else None,
+            search=data.get("search") or None,
         )
     sort = request.GET.get("sort", "-end")
     if sort not in JOB_SORTS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -15,6 +16,7 @@ from django.db.models import (
     F,
     Max,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Sum,
@@ -199,6 +201,9 @@ JOB_SORTS: dict[str, tuple[str, ...]] = {
 }
 
 
+JOB_ID = re.compile(r"\d{1,12}([_+]\d{1,9})?")
+
+
 @dataclass(frozen=True)
 class JobFilters:
     """What the jobs table is narrowed to; ``None`` leaves a column unfiltered."""
@@ -208,6 +213,9 @@ class JobFilters:
     state: str | None = None
     ended_from: datetime | None = None
     ended_before: datetime | None = None
+    # A Slurm job ID (12345, an array task 12345_7, a het component 12345+1) or words of the
+    # job's name.
+    search: str | None = None
 
 
 def jobs_of_project(
@@ -226,7 +234,23 @@ def jobs_of_project(
         jobs = jobs.filter(end__gte=filters.ended_from)
     if filters.ended_before is not None:
         jobs = jobs.filter(end__lt=filters.ended_before)
+    if filters.search:
+        text = filters.search.strip()
+        if JOB_ID.fullmatch(text):
+            jobs = jobs.filter(Q(job_id=text) | Q(job_id_raw=text))
+        else:
+            jobs = jobs.filter(job_name__icontains=text)
     return jobs.order_by(*JOB_SORTS.get(sort, JOB_SORTS["-end"]))
+
+
+def job_partitions(*, project: Project) -> QuerySet[Partition]:
+    """The partitions the project's jobs ran on (from the roll-ups), for the jobs filter."""
+    ran_on = UsageDaily.objects.filter(project=project).values("partition_id").distinct()
+    return (
+        Partition.objects.filter(pk__in=ran_on)
+        .select_related("cluster")
+        .order_by("cluster__name", "name")
+    )
 
 
 def job_usernames(*, project: Project) -> list[str]:

@@ -151,3 +151,30 @@ def test_the_per_node_fractions_chart_has_its_data_table_as_csv(site):
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0] == ["nodes", "cores %", "memory %", "GPUs %"]
     assert len(rows) >= 2
+
+
+def test_a_job_is_found_by_its_id_or_words_of_its_name(site):
+    client = client_for(site.users["pi"])
+    job = Job.objects.filter(project=site.project).exclude(job_name="").order_by("pk").first()
+    by_id = client.get(_jobs_url(), {"search": job.job_id})
+    assert [row.pk for row, _ in by_id.context["rows"]] == list(
+        Job.objects.filter(project=site.project, job_id=job.job_id).values_list("pk", flat=True)
+    )
+    word = job.job_name.split()[0][:5]
+    by_name = client.get(_jobs_url(), {"search": word})
+    expected = Job.objects.filter(project=site.project, job_name__icontains=word).count()
+    assert by_name.context["page"].paginator.count == expected > 0
+    assert (
+        client.get(_jobs_url(), {"search": "no-such-job-name"}).context["page"].paginator.count == 0
+    )
+
+
+def test_the_partition_filter_offers_only_where_the_projects_jobs_ran(site):
+    from tests.factories import example_cluster
+
+    example_cluster("setonix")  # partitions the project never ran on
+    page = client_for(site.users["pi"]).get(_jobs_url())
+    offered = set(page.context["form"].fields["partition"].queryset)
+    ran_on = {job.partition for job in Job.objects.filter(project=site.project)}
+    assert offered == ran_on
+    assert all(partition.cluster.name != "setonix" for partition in offered)
