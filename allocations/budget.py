@@ -105,3 +105,20 @@ class Balance:
             return None
         day = self.on + timedelta(days=int(self.remaining_su / rate))
         return day if day < self.end else None
+
+
+# A request this far from its own estimate (either way) is worth a second look: the committee
+# reads the estimate beside the amount.
+ESTIMATE_TOLERANCE = Decimal(2)
+
+
+def estimate_mismatch(*, requested_su: Decimal, estimated_su: Decimal) -> Decimal | None:
+    """How many times the estimate (or how small a share of it) a request asks for, when that
+    is more than ESTIMATE_TOLERANCE either way; None when the two agree well enough or there
+    is nothing to compare."""
+    if requested_su <= 0 or estimated_su <= 0:
+        return None
+    ratio = requested_su / estimated_su
+    if ratio > ESTIMATE_TOLERANCE or ratio < 1 / ESTIMATE_TOLERANCE:
+        return ratio
+    return None

@@ -9,7 +9,7 @@ it (a member on the PI's request form) gets "forbidden" with the service's reaso
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from functools import partial
 from typing import Any
 
@@ -35,6 +35,7 @@ from allocations.access import (
     is_committee,
     require,
 )
+from allocations.budget import estimate_mismatch
 from allocations.forms import (
     EstimateForm,
     GrantForm,
@@ -284,11 +285,37 @@ def _round_partitions(allocation_request: AllocationRequest) -> list[Partition]:
     )
 
 
-def _amounts_initial(allocation_request: AllocationRequest) -> dict[str, Any]:
+def _amounts_initial(
+    allocation_request: AllocationRequest, totals: dict[int, Decimal]
+) -> dict[str, Any]:
+    """The draft's amounts; a pool asked for nothing yet starts at its estimate's total."""
     initial: dict[str, Any] = {"justification": allocation_request.justification}
+    for pool_id, total in totals.items():
+        initial[f"pool_{pool_id}"] = format(total.to_integral_value(ROUND_CEILING), "f")
     for amount in allocation_request.amounts.all():
-        initial[f"pool_{amount.pool_id}"] = format(amount.requested_su.normalize(), "f")
+        if amount.requested_su > 0 or amount.pool_id not in totals:
+            initial[f"pool_{amount.pool_id}"] = format(amount.requested_su.normalize(), "f")
     return initial
+
+
+def _estimate_warnings(
+    allocation_request: AllocationRequest, totals: dict[int, Decimal]
+) -> list[str]:
+    """A line for each pool whose requested SU are far from the request's own estimate."""
+    warnings = []
+    for amount in allocation_request.amounts.select_related("pool").order_by("pool__name"):
+        estimated = totals.get(amount.pool_id)
+        if estimated is None:
+            continue
+        ratio = estimate_mismatch(requested_su=amount.requested_su, estimated_su=estimated)
+        if ratio is None:
+            continue
+        how = f"{ratio:.1f} times" if ratio > 1 else f"{ratio:.0%} of"
+        warnings.append(
+            f"{amount.pool.name}: {amount.requested_su:,.0f} SU asked for is {how} the estimate "
+            f"({estimated:,.0f} SU). Say why in the justification, or complete the estimate."
+        )
+    return warnings
 
 
 def _estimate_totals(allocation_request: AllocationRequest) -> dict[int, Decimal]:
@@ -323,6 +350,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "estimate_totals": [
             (item.pool, totals[item.pool_id]) for item in pools if item.pool_id in totals
         ],
+        "estimate_warnings": _estimate_warnings(allocation_request, totals),
         "transitions": allocation_request.transitions.select_related("actor"),
         "show_reviews": chair or committee,
         "reviews": allocation_request.reviews.select_related("reviewer").order_by("created_at")
@@ -336,7 +364,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     if editable:
         context["amounts_form"] = RequestAmountsForm(
-            initial=_amounts_initial(allocation_request), pools=pools
+            initial=_amounts_initial(allocation_request, totals), pools=pools
         )
         context["estimate_form"] = EstimateForm(partitions=_round_partitions(allocation_request))
     return render(request, "allocations/request_detail.html", context)

@@ -132,3 +132,40 @@ def test_the_history_names_states_in_words_not_their_codes(site):
     page = chair.get(reverse("allocations:request-detail", args=[submitted.pk])).content.decode()
     assert "<strong>Under review</strong>" in page
     assert "Under_review" not in page
+
+
+def test_the_estimate_fills_the_amount_and_a_request_far_from_it_is_warned_about(site):
+    project = site.projects["pawsey0004"]
+    bob = _csrf_client(site.users["other"])
+    new_url = reverse("allocations:request-new", args=[project.code])
+    token = _token(bob, new_url)
+    bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
+    request = AllocationRequest.objects.get(project=project, round=site.round)
+    work = site.cluster.partitions.get(name="work")
+    bob.post(
+        reverse("allocations:request-estimate", args=[request.pk]),
+        {"partition": work.pk, "jobs": 10, "nodes": 1, "hours": "2", "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    detail = bob.get(reverse("allocations:request-detail", args=[request.pk]))
+    form = detail.context["amounts_form"]
+    assert form.initial[f"pool_{site.cpu.pk}"] == "2560"  # the estimate's total, not 0
+    assert detail.context["estimate_warnings"] == []
+    bob.post(
+        reverse("allocations:request-edit", args=[request.pk]),
+        {f"pool_{site.cpu.pk}": "100000", f"pool_{site.gpu.pk}": "0", "justification": "x",
+         "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
+    assert "100,000 SU asked for is 39.1 times the estimate (2,560 SU)" in page
+
+
+def test_the_estimate_tolerance_is_a_factor_of_two_either_way():
+    from allocations.budget import estimate_mismatch
+
+    assert estimate_mismatch(requested_su=Decimal(200), estimated_su=Decimal(100)) is None
+    assert estimate_mismatch(requested_su=Decimal(50), estimated_su=Decimal(100)) is None
+    assert estimate_mismatch(requested_su=Decimal(201), estimated_su=Decimal(100)) == Decimal(
+        "2.01"
+    )
+    assert estimate_mismatch(requested_su=Decimal(49), estimated_su=Decimal(100)) == Decimal("0.49")
+    assert estimate_mismatch(requested_su=Decimal(0), estimated_su=Decimal(100)) is None
