@@ -178,3 +178,18 @@ def test_the_partition_filter_offers_only_where_the_projects_jobs_ran(site):
     ran_on = {job.partition for job in Job.objects.filter(project=site.project)}
     assert offered == ran_on
     assert all(partition.cluster.name != "setonix" for partition in offered)
+
+
+def test_a_partitions_first_rates_are_not_dated_1970(site):
+    from accounting.models import PartitionVersion
+
+    job = site.job
+    PartitionVersion.objects.filter(pk=job.partition_version_id).update(
+        effective_from="1970-01-01T00:00:00Z"
+    )
+    client = client_for(site.users["member"])
+    content = client.get(reverse("accounting:job-detail", args=[job.pk])).content.decode()
+    assert "1970-01-01" not in content
+    assert "the partition's first rates" in content
+    listing = client.get(reverse("accounting:partition-list")).content.decode()
+    assert "1970-01-01" not in listing
