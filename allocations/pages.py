@@ -529,6 +529,8 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
         "amounts": amounts,
         "reviews": reviews,
         "average": reviews.aggregate(total=Sum("score"))["total"],
+        # What the round still has, beside what this request asks for.
+        "capacity": round_overview(round_=allocation_request.round, actor=request.user)["pools"],
     }
     if reviews:
         context["average"] = Decimal(context["average"] or 0) / len(reviews)

@@ -391,6 +391,11 @@ class RoundPoolSummary:
     requested_su: Decimal
     granted_su: Decimal
 
+    @property
+    def left_su(self) -> Decimal:
+        """What the round can still grant on the pool."""
+        return self.available_su - self.granted_su
+
 
 @dataclass(frozen=True)
 class RoundRequestSummary:

@@ -35,7 +35,7 @@ BOUNDS = {
     "request new": ("pi", 8),
     "request status": ("pi", 12),
     "review form": ("committee", 10),
-    "grant form": ("staff", 9),
+    "grant form": ("staff", 12),  # with the round's capacity left (3 reads)
     "rounds": ("committee", 5),
     "round overview": ("staff", 15),
     "imports": ("staff", 7),

@@ -169,3 +169,16 @@ def test_the_estimate_tolerance_is_a_factor_of_two_either_way():
     )
     assert estimate_mismatch(requested_su=Decimal(49), estimated_su=Decimal(100)) == Decimal("0.49")
     assert estimate_mismatch(requested_su=Decimal(0), estimated_su=Decimal(100)) is None
+
+
+def test_the_grant_form_shows_what_the_round_has_left_and_the_justification(site):
+    page = client_for(site.users["chair"]).get(
+        reverse("allocations:request-grant", args=[site.request.pk])
+    )
+    content = page.content.decode()
+    assert 'id="round-capacity"' in content
+    capacity = {item.pool.name: item for item in page.context["capacity"]}
+    for item in capacity.values():
+        assert item.left_su == item.available_su - item.granted_su
+        assert f"{item.left_su:,.0f}" in content
+    assert site.request.justification.splitlines()[0][:30] in content
