@@ -163,6 +163,23 @@ def projects_audited(*, user: Actor) -> QuerySet[Project] | None:
     ).distinct()
 
 
+def projects_managed(*, user: Actor) -> QuerySet[Project]:
+    """The projects a user may apply for: those they lead (PI) or manage (the PI's proxy)."""
+    if not isinstance(user, User):
+        return Project.objects.none()
+    return (
+        Project.objects.filter(
+            Q(pi_id=user.pk)
+            | Q(
+                memberships__user_id=user.pk,
+                memberships__role__in=[Membership.Role.PI, Membership.Role.MANAGER],
+            )
+        )
+        .distinct()
+        .order_by("code")
+    )
+
+
 def projects_of_member(*, user: Actor) -> QuerySet[Project]:
     """The projects a user leads or belongs to (for staff too: their own, not every one)."""
     if not isinstance(user, User):

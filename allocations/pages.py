@@ -33,6 +33,7 @@ from allocations.access import (
     can_review,
     has_conflict,
     is_committee,
+    projects_managed,
     require,
 )
 from allocations.budget import estimate_mismatch
@@ -243,7 +244,16 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
     if project is None:
         raise Http404
     require(can_manage_project(request.user, project), f"only the PI of {project} applies for it")
-    form = RequestCreateForm(request.POST or None, rounds=open_rounds())
+    rounds = open_rounds()
+    # From the rounds page's "Apply for" link: that round is chosen already.
+    chosen = (
+        rounds.filter(pk=request.GET["round"]).first()
+        if request.GET.get("round", "").isdigit()
+        else None
+    )
+    form = RequestCreateForm(
+        request.POST or None, rounds=rounds, initial={"round": chosen} if chosen else None
+    )
     if request.method == "POST" and form.is_valid():
         try:
             created = request_create(
@@ -541,9 +551,11 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def round_list(request: HttpRequest) -> HttpResponse:
     """Rounds open for applications and the rounds the user sits on."""
-    return render(
-        request, "allocations/round_list.html", {"seats": rounds_for_user(user=request.user)}
-    )
+    context = {
+        "seats": rounds_for_user(user=request.user),
+        "managed": list(projects_managed(user=request.user)),  # who may apply, and for what
+    }
+    return render(request, "allocations/round_list.html", context)
 
 
 @require_GET

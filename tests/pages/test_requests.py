@@ -182,3 +182,13 @@ def test_the_grant_form_shows_what_the_round_has_left_and_the_justification(site
         assert item.left_su == item.available_su - item.granted_su
         assert f"{item.left_su:,.0f}" in content
     assert site.request.justification.splitlines()[0][:30] in content
+
+
+def test_the_rounds_page_offers_a_pi_to_apply_for_each_project_they_lead(site):
+    pi_page = client_for(site.users["pi"]).get(reverse("allocations:round-list")).content.decode()
+    apply = reverse("allocations:request-new", args=[site.project.code])
+    assert f'href="{apply}?round={site.round.pk}"' in pi_page
+    form = client_for(site.users["pi"]).get(f"{apply}?round={site.round.pk}").context["form"]
+    assert form.initial["round"] == site.round
+    member_page = client_for(site.users["committee"]).get(reverse("allocations:round-list"))
+    assert '<div class="small">Apply for' not in member_page.content.decode()
