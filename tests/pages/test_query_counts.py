@@ -33,7 +33,7 @@ BOUNDS = {
     "explorer live": ("pi", 4),
     "partitions": ("pi", 4),
     "request new": ("pi", 8),
-    "request status": ("pi", 12),
+    "request status": ("pi", 15),  # with what happens next: the chair, seats, reviews so far
     "review form": ("committee", 10),
     "grant form": ("staff", 12),  # with the round's capacity left (3 reads)
     "rounds": ("committee", 5),

@@ -192,3 +192,14 @@ def test_the_rounds_page_offers_a_pi_to_apply_for_each_project_they_lead(site):
     assert form.initial["round"] == site.round
     member_page = client_for(site.users["committee"]).get(reverse("allocations:round-list"))
     assert '<div class="small">Apply for' not in member_page.content.decode()
+
+
+def test_the_request_page_says_what_happens_next_and_who_does_it(site):
+    submitted = AllocationRequest.objects.get(project=site.projects["pawsey0002"], round=site.round)
+    chair = client_for(site.users["chair"])
+    url = reverse("allocations:request-detail", args=[submitted.pk])
+    chair_name = site.users["chair"].get_username()
+    assert f"chair ({chair_name}) opens it for review" in chair.get(url).content.decode()
+    chair.post(reverse("allocations:request-start-review", args=[submitted.pk]))
+    page = chair.get(url).content.decode()
+    assert "Next: the committee scores it (0 of" in page
