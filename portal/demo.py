@@ -23,6 +23,7 @@ from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
 from allocations.models import (
     Allocation,
+    AllocationRound,
     Membership,
     PoolPartition,
     PriorityPolicy,
@@ -34,7 +35,15 @@ from allocations.priorities import (
     priority_policy_set,
     profiling_coefficient_post,
 )
-from allocations.services import allocation_grant, round_create, slurm_accounts_sync
+from allocations.services import (
+    allocation_grant,
+    request_create,
+    request_review_start,
+    request_submit,
+    review_submit,
+    round_create,
+    slurm_accounts_sync,
+)
 
 DEMO_CLUSTER = "slurm-testbed"
 HISTORY_DAYS = 180
@@ -176,14 +185,45 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
     report(f"grants: 4 projects x 2 pools, {start} .. {end}, quarterly budgets")
     thresholds_check()
     now = timezone.now()
-    round_create(
+    round_ = round_create(
         name=f"{end.year} merit round", opens_at=now - timedelta(days=3),
         closes_at=now + timedelta(days=25), period_start=end,
         period_end=end.replace(year=end.year + 1),
         available={pools["CPU"]: Decimal(500_000), pools["GPU"]: Decimal(200_000)},
         chair=staff, committee=[get_user_model().objects.get(username="carol")], actor=staff,
     )  # fmt: skip
-    report("an open allocation round: staff chairs it, carol reviews")
+    report(
+        "an open allocation round: staff chairs it, carol reviews; alice's request waits to be "
+        "opened, bob's is under review, carol's is a draft"
+    )
+    _requests(round_, pools)
+
+
+def _requests(round_: AllocationRound, pools: dict[str, ResourcePool]) -> None:
+    """Requests at each step of the journey, so every role has something to do: alice's is
+    submitted (the chair opens it), bob's is under review with carol's score (the chair decides),
+    carol's own project has a draft (she submits it)."""
+    users = {user.username: user for user in get_user_model().objects.all()}
+    projects = {project.code: project for project in Project.objects.all()}
+    staging = (
+        ("pawsey0001", "alice", "Ensembles of the next climate campaign.", "submitted"),
+        ("pawsey0002", "bob", "Assembly of 400 genomes.", "under review"),
+        ("pawsey0003", "carol", "Imaging of the new survey fields.", "draft"),
+    )
+    for code, pi, justification, stage in staging:
+        request = request_create(
+            round_=round_, project=projects[code], actor=users[pi],
+            justification=justification,
+            amounts={pools["CPU"]: Decimal(120_000), pools["GPU"]: Decimal(30_000)},
+        )  # fmt: skip
+        if stage == "draft":
+            continue
+        request_submit(request=request, actor=users[pi])
+        if stage == "under review":
+            request_review_start(request=request, actor=users["staff"])
+            review_submit(
+                request=request, reviewer=users["carol"], score=4, comment="A clear plan."
+            )
 
 
 # Profilers' coefficients K_prof of the demo projects: below K1, between, above K2, and one

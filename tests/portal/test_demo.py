@@ -31,3 +31,5 @@ def test_the_demo_prints_logins_with_their_roles_and_files_its_mail(tmp_path):
     mails = list((tmp_path / "mail").glob("*.log"))
     assert mails, "the demo's budget alerts were not written to var/mail/"
     assert f"{tmp_path / 'mail'}/" in output
+    # The committee journey has something at each step (issue 16, item 3).
+    assert "alice's request waits to be opened, bob's is under review" in output
