@@ -193,3 +193,9 @@ def test_a_partitions_first_rates_are_not_dated_1970(site):
     assert "the partition's first rates" in content
     listing = client.get(reverse("accounting:partition-list")).content.decode()
     assert "1970-01-01" not in listing
+
+
+def test_where_money_stands_beside_su_the_page_says_why_they_differ(site):
+    page = client_for(site.users["pi"]).get(_jobs_url()).content.decode()
+    assert 'id="money-vs-su"' in page
+    assert "Money does not follow SU" in page
