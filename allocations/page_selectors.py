@@ -155,3 +155,27 @@ def round_pools(*, round_: AllocationRound) -> list[RoundPool]:
     return list(
         RoundPool.objects.filter(round=round_).select_related("pool").order_by("pool__name")
     )
+
+
+def request_next_step(*, request: AllocationRequest) -> str:
+    """What happens next to a request, and who does it, in one sentence."""
+    state, round_ = request.state, request.round
+    chair = (
+        CommitteeMember.objects.filter(round=round_, is_chair=True).select_related("user").first()
+    )
+    chair_name = f"the round's chair ({chair.user.get_username()})" if chair else "the chair"
+    State = AllocationRequest.State
+    if state == State.DRAFT:
+        closes = f", before the round closes on {round_.closes_at:%Y-%m-%d}" if round_ else ""
+        return f"Next: the PI (or a manager) completes and submits the draft{closes}."
+    if state == State.SUBMITTED:
+        return f"Next: {chair_name} opens it for review; the committee cannot score it before."
+    if state == State.UNDER_REVIEW:
+        seats = CommitteeMember.objects.filter(round=round_).count()
+        done = request.reviews.count()
+        return (
+            f"Next: the committee scores it ({done} of {seats} reviews in), then {chair_name} "
+            "decides and grants."
+        )
+    decided = request.decided_at
+    return f"Decided{f' on {decided:%Y-%m-%d}' if decided else ''}: nothing more to do."

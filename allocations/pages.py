@@ -49,7 +49,6 @@ from allocations.forms import (
 from allocations.invitations import invitations_of
 from allocations.models import (
     AllocationRequest,
-    CommitteeMember,
     Project,
     RequestAmount,
     ResourcePool,
@@ -59,6 +58,7 @@ from allocations.page_selectors import (
     open_rounds,
     project_for_user,
     request_for_user,
+    request_next_step,
     requests_of_project,
     role_in_project,
     round_for_committee,
@@ -309,30 +309,6 @@ def _amounts_initial(
     return initial
 
 
-def _next_step(allocation_request: AllocationRequest) -> str:
-    """What happens next to a request, and who does it, in one sentence."""
-    state, round_ = allocation_request.state, allocation_request.round
-    chair = (
-        CommitteeMember.objects.filter(round=round_, is_chair=True).select_related("user").first()
-    )
-    chair_name = f"the round's chair ({chair.user.get_username()})" if chair else "the chair"
-    State = AllocationRequest.State
-    if state == State.DRAFT:
-        closes = f", before the round closes on {round_.closes_at:%Y-%m-%d}" if round_ else ""
-        return f"Next: the PI (or a manager) completes and submits the draft{closes}."
-    if state == State.SUBMITTED:
-        return f"Next: {chair_name} opens it for review; the committee cannot score it before."
-    if state == State.UNDER_REVIEW:
-        seats = CommitteeMember.objects.filter(round=round_).count()
-        done = allocation_request.reviews.count()
-        return (
-            f"Next: the committee scores it ({done} of {seats} reviews in), then {chair_name} "
-            "decides and grants."
-        )
-    decided = allocation_request.decided_at
-    return f"Decided{f' on {decided:%Y-%m-%d}' if decided else ''}: nothing more to do."
-
-
 def _estimate_warnings(
     allocation_request: AllocationRequest, totals: dict[int, Decimal]
 ) -> list[str]:
@@ -386,7 +362,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             (item.pool, totals[item.pool_id]) for item in pools if item.pool_id in totals
         ],
         "estimate_warnings": _estimate_warnings(allocation_request, totals),
-        "next_step": _next_step(allocation_request),
+        "next_step": request_next_step(request=allocation_request),
         "transitions": allocation_request.transitions.select_related("actor"),
         "show_reviews": chair or committee,
         "reviews": allocation_request.reviews.select_related("reviewer").order_by("created_at")

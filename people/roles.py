@@ -30,8 +30,3 @@ def roles_apply(*, user: User, groups: Iterable[str]) -> None:
         user.groups.add(group)
     else:
         user.groups.remove(group)
-
-
-def is_committee_pool(user: User) -> bool:
-    """Whether the provider names ``user`` as one the chair may put on a round's committee."""
-    return user.groups.filter(name=COMMITTEE_GROUP).exists()

@@ -533,7 +533,9 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                 continue
             responses = operation.setdefault("responses", {})
             for code, description in _ERROR_RESPONSES.items():
-                if code in {"409", "415"} and "requestBody" not in operation:
+                if code == "409" and method == "get":
+                    continue
+                if code == "415" and "requestBody" not in operation:
                     continue
                 responses.setdefault(code, {"description": description, "content": reference})
     return result
