@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
 from benchmarks.pg import PG, database_create, database_drop, psql  # noqa: E402
-from benchmarks.sacct_generator import write_sacct_file  # noqa: E402
+from benchmarks.sacct_generator import GENERATOR_VERSION, write_sacct_file  # noqa: E402
 
 DB = "portal_bench_backfill"
 BROKER = os.environ.get("BENCH_BROKER", "redis://127.0.0.1:6379/13")
@@ -158,7 +158,7 @@ def main() -> int:
     parser.add_argument("--windows", type=int, default=20)
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    data = OUT / f"sacct-allocations-{args.lines}.psv"
+    data = OUT / f"sacct-allocations-{args.lines}-v{GENERATOR_VERSION}.psv"
     if not data.exists():
         write_sacct_file(data, lines=args.lines, seed=42, allocations=True)
     since, until = _range_of(data)

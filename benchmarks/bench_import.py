@@ -89,10 +89,10 @@ def _ledger_checksum(env: dict[str, str]) -> str:
 
 
 def run(lines: int, skip_sqlite: bool, shape: str = "allocations") -> dict[str, Any]:
-    from benchmarks.sacct_generator import write_sacct_file, write_sacct_json
+    from benchmarks.sacct_generator import GENERATOR_VERSION, write_sacct_file, write_sacct_json
 
     OUT.mkdir(exist_ok=True)
-    data = OUT / f"sacct-{shape}-{lines}.psv"
+    data = OUT / f"sacct-{shape}-{lines}-v{GENERATOR_VERSION}.psv"
     if not data.exists():
         print(f"generating {data.name} ({lines:,} lines, {shape}) ...", flush=True)
         write_sacct_file(data, lines=lines, seed=42, allocations=shape == "allocations")

@@ -5,13 +5,21 @@ columns, each allocation followed by its steps (.batch, .extern, numbered srun s
 tasks, heterogeneous jobs, multi-node jobs, GPU jobs, memory-heavy jobs, every final state,
 and memory printed with Slurm's unit suffixes. Deterministic for a given seed.
 
+Jobs are scheduled as Slurm would place them: first come, first served onto nodes with the
+cores, memory and GPUs free, so no node ever holds more than it has (the utilisation of the
+output never exceeds 100 %). Run times are scaled to the submission rate so that the workload
+asks for about :data:`OFFERED_LOAD` of each partition, and every job's time limit is at least
+its run time (a TIMEOUT job ran exactly its limit).
+
     python benchmarks/sacct_generator.py OUT.psv --lines 1000000 [--seed 42]
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
+import math
 import random
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -38,6 +46,16 @@ STATES = (
     + ["OUT_OF_MEMORY"] * 2 + ["NODE_FAIL"] + ["PREEMPTED"]
 )  # fmt: skip
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+# Bumped when the same seed gives other output: benchmark files cached under the old one go.
+GENERATOR_VERSION = 2
+OFFERED_LOAD = 0.75
+# What one job asks of its partition on average (cores of work, GPUs of gpu: the resources
+# :func:`_shape` draws), with the share of jobs the partition gets: the mean run time that
+# offers OFFERED_LOAD of the partition follows (:func:`_mean_run_seconds`).
+MEAN_DEMAND = {"work": (0.75, 0.35 * 1 + 0.40 * 51 + 0.15 * 128 + 0.10 * 3 * 128),
+               "gpu": (0.25, 1.05 * (1 + 1 + 2 + 2 + 4 + 8) / 6)}  # fmt: skip
+RUN_TIME_SIGMA = 1.5  # of the lognormal run time: many short jobs and a long tail
+TIME_LIMITS_MINUTES = (5, 10, 15, 30, 60, 120, 240, 480, 720, 1440, 2880)
 
 
 def _memory(mb: int) -> str:
@@ -86,6 +104,100 @@ def _shape(rng: random.Random, partition: str) -> tuple[int, int, int, int]:
     return nodes, cores * nodes, 244992 * nodes, 0
 
 
+class _Node:
+    """One node's capacity and what it holds over time: a step function, ``used[i]`` (cores,
+    memory MB, GPUs) held from ``times[i]`` to ``times[i + 1]`` (epoch seconds)."""
+
+    __slots__ = ("capacity", "number", "times", "used")
+
+    def __init__(self, number: int, cores: int, memory_mb: int, gpus: int) -> None:
+        self.number = number
+        self.capacity = (cores, memory_mb, gpus)
+        self.times = [0]
+        self.used = [(0, 0, 0)]
+
+    def forget_before(self, moment: int) -> None:
+        """Drop the steps that ended by ``moment``: no job will start earlier."""
+        index = bisect.bisect_right(self.times, moment) - 1
+        if index > 0:
+            del self.times[:index], self.used[:index]
+
+    def busy_until(self, begin: int, end: int, need: tuple[int, int, int]) -> int:
+        """0 when ``need`` is free on the node all through ``[begin, end)``; otherwise the
+        end of the first step that lacks it, the earliest a new try could succeed."""
+        cores = self.capacity[0] - need[0]
+        memory = self.capacity[1] - need[1]
+        gpus = self.capacity[2] - need[2]
+        times, used = self.times, self.used
+        index = bisect.bisect_right(times, begin) - 1
+        while index < len(times) and times[index] < end:
+            held = used[index]
+            if held[0] > cores or held[1] > memory or held[2] > gpus:
+                return times[index + 1]  # the last step holds nothing: never out of range
+            index += 1
+        return 0
+
+    def hold(self, begin: int, end: int, need: tuple[int, int, int]) -> None:
+        first, last = self._step_at(begin), self._step_at(end)
+        for index in range(first, last):
+            held = self.used[index]
+            self.used[index] = (held[0] + need[0], held[1] + need[1], held[2] + need[2])
+
+    def _step_at(self, moment: int) -> int:
+        """The index of the step starting at ``moment``, splitting the one it falls in."""
+        index = bisect.bisect_right(self.times, moment) - 1
+        if self.times[index] != moment:
+            index += 1
+            self.times.insert(index, moment)
+            self.used.insert(index, self.used[index - 1])
+        return index
+
+
+def _place(
+    rng: random.Random,
+    nodes: list[_Node],
+    count: int,
+    need: tuple[int, int, int],
+    earliest: int,
+    seconds: int,
+) -> tuple[int, list[_Node]]:
+    """The first time at or after ``earliest`` when ``count`` nodes each have ``need`` (cores,
+    memory, GPUs) free for ``seconds``, and the nodes chosen: each job takes the first slot
+    that fits around those placed before it (Slurm's backfill, with exact run times)."""
+    begin = earliest
+    while True:
+        busy = [(node.busy_until(begin, begin + seconds, need), node) for node in nodes]
+        free = [node for until, node in busy if not until]
+        if len(free) >= count:
+            return begin, sorted(rng.sample(free, count), key=lambda node: node.number)
+        begin = min(until for until, _ in busy if until)
+
+
+def _mean_run_seconds(partition: str, mean_gap_seconds: int) -> float:
+    share, demand = MEAN_DEMAND[partition]
+    _, numbers, cores, _, gpus = PARTITIONS[partition]
+    capacity = len(numbers) * (gpus or cores)
+    return OFFERED_LOAD * capacity * mean_gap_seconds / (share * demand)
+
+
+def _run_time(
+    rng: random.Random, partition: str, mean_gap_seconds: int, state: str
+) -> tuple[int, int]:
+    """Seconds run and the time limit in minutes: a limit the user chose above the run time,
+    or for a TIMEOUT the limit the job ran into."""
+    mean = _mean_run_seconds(partition, mean_gap_seconds)
+    mu = math.log(mean) - RUN_TIME_SIGMA**2 / 2
+    elapsed = int(rng.lognormvariate(mu, RUN_TIME_SIGMA)) + 1
+    if state == "TIMEOUT":
+        limit = max([m for m in TIME_LIMITS_MINUTES if m * 60 <= elapsed] or [1])
+        return limit * 60, limit
+    wanted = elapsed * rng.choice((1.2, 2, 4, 10)) / 60
+    fitting = [m for m in TIME_LIMITS_MINUTES if m >= wanted]
+    if not fitting:
+        return min(elapsed, TIME_LIMITS_MINUTES[-1] * 60), TIME_LIMITS_MINUTES[-1]
+    return elapsed, fitting[0]
+
+
 def sacct_lines(
     *,
     lines: int,
@@ -99,12 +211,17 @@ def sacct_lines(
     ``allocations`` only allocations: what ``sacct --allocations``, a centre's usual import,
     prints).
 
-    Jobs are submitted every ``mean_gap_seconds`` on average from ``start``; with ``now``,
-    generation stops at jobs not yet started, and a job still running at ``now`` is printed
-    as RUNNING with an Unknown end, as sacct does.
+    Jobs are submitted every ``mean_gap_seconds`` on average from ``start`` and start when
+    their nodes have room (see the module's docstring); with ``now``, generation stops at jobs
+    submitted later, jobs still pending at ``now`` are left out, and a job still running at
+    ``now`` is printed as RUNNING with an Unknown end, as sacct does.
     """
     rng = random.Random(seed)
     clock = start or datetime(2026, 1, 1, tzinfo=UTC)
+    fleet = {
+        name: [_Node(number, cores, memory, gpus) for number in numbers]
+        for name, (_, numbers, cores, memory, gpus) in PARTITIONS.items()
+    }
     job_id = 5_000_000
     yield HEADER + "\n"
     produced = 0
@@ -112,17 +229,26 @@ def sacct_lines(
         user = rng.choice(tuple(USERS))
         account = rng.choice(USERS[user])
         partition = "gpu" if rng.random() < 0.25 else "work"
-        prefix, numbers, _, _, _ = PARTITIONS[partition]
+        prefix = PARTITIONS[partition][0]
         nodes, cpus, mem, gpus = _shape(rng, partition)
-        node_numbers = sorted(rng.sample(list(numbers), nodes))
         clock += timedelta(seconds=rng.randint(1, 2 * mean_gap_seconds))
         submit = clock
-        start_at = submit + timedelta(seconds=rng.randint(0, 600))
-        elapsed = int(rng.lognormvariate(7.0, 1.5)) + 1
-        end = start_at + timedelta(seconds=elapsed)
-        state = rng.choice(STATES)
-        if now is not None and start_at > now:
+        if now is not None and submit > now:
             return
+        state = rng.choice(STATES)
+        elapsed, time_limit = _run_time(rng, partition, mean_gap_seconds, state)
+        earliest = int(submit.timestamp()) + rng.randint(0, 120)
+        need = (cpus // nodes, mem // nodes, gpus // nodes)
+        for node in fleet[partition]:
+            node.forget_before(int(submit.timestamp()))
+        begins, chosen = _place(rng, fleet[partition], nodes, need, earliest, elapsed)
+        for node in chosen:
+            node.hold(begins, begins + elapsed, need)
+        node_numbers = [node.number for node in chosen]
+        start_at = datetime.fromtimestamp(begins, tz=UTC)
+        end = start_at + timedelta(seconds=elapsed)
+        if now is not None and start_at > now:
+            continue  # still pending: sacct --state=... of finished and running jobs omits it
         running = now is not None and end > now
         if running:
             assert now is not None
@@ -145,7 +271,7 @@ def sacct_lines(
         yield (
             f"{shown_id}|{job_id}|bench-{partition}|{user}|{account}|{partition}|normal|{state}|"
             f"{exit_code}|{times[0]}|{times[1]}|{times[2]}|{common}|{tres}|{tres}|{_memory(mem)}|"
-            f"0|{rng.choice((60, 120, 240, 1440))}\n"
+            f"0|{time_limit}\n"
         )
         produced += 1
         steps = ["batch", "extern", *[str(n) for n in range(rng.choice((0, 0, 1, 2, 3)))]]

@@ -1,10 +1,13 @@
 """``make demo``'s data load, in a fresh interpreter on SQLite as a first-time user runs it: its
 output is the logins and a line per step, not mail bodies or warnings."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,10 +21,18 @@ def _manage(args: list[str], var_dir: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_the_demo_prints_logins_with_their_roles_and_files_its_mail(tmp_path):
-    assert _manage(["migrate", "--noinput", "-v0"], tmp_path).returncode == 0
-    loaded = _manage(["loaddemo"], tmp_path)
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The demo loaded once, into its own SQLite database: its folder and loaddemo's run."""
+    var_dir = tmp_path_factory.mktemp("demo")
+    assert _manage(["migrate", "--noinput", "-v0"], var_dir).returncode == 0
+    loaded = _manage(["loaddemo"], var_dir)
     assert loaded.returncode == 0, loaded.stderr[-2000:]
+    return var_dir, loaded
+
+
+def test_the_demo_prints_logins_with_their_roles_and_files_its_mail(demo):
+    tmp_path, loaded = demo
     output = loaded.stdout + loaded.stderr
     assert "No hostname was supplied" not in output  # kombu, about the in-process broker
     assert "Subject:" not in output  # budget-alert mails went to files, not the terminal
@@ -33,3 +44,42 @@ def test_the_demo_prints_logins_with_their_roles_and_files_its_mail(tmp_path):
     assert f"{tmp_path / 'mail'}/" in output
     # The committee journey has something at each step (issue 16, item 3).
     assert "alice's request waits to be opened, bob's is under review" in output
+
+
+HOURLY_CHECK = """
+import json
+from datetime import timedelta
+from django.utils import timezone
+from accounting.models import Cluster
+from accounting.utilisation.selectors import utilisation_report_get
+cluster = Cluster.objects.get(name="slurm-testbed")
+end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+report = utilisation_report_get(
+    cluster=cluster, start=end - timedelta(days=182), end=end, step="hour"
+)
+figures = [w.total for w in report.windows] + [
+    p for w in report.windows for p in w.partitions.values()
+]
+print(json.dumps({
+    "hours": len(report.windows),
+    "flagged": sum(f.overcommitted for f in figures),
+    "core": float(max(f.core_percent or 0 for f in figures)),
+    "gpu": float(max(f.gpu_percent or 0 for f in figures)),
+    "q": float(max(f.q_percent or 0 for f in figures)),
+    "mean_core": float(sum(w.total.core_percent or 0 for w in report.windows))
+    / len(report.windows),
+}))
+"""
+
+
+def test_no_hour_of_the_demo_history_is_above_100_percent(demo):
+    """Issue 16, item 1: the demo's months of jobs by the hour, as the utilisation page shows
+    them. Every hour's core, GPU and Q(T) figures stay at or below 100 %, and the machine is
+    busy enough for the charts to show something."""
+    checked = _manage(["shell", "-c", HOURLY_CHECK], demo[0])
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    figures = json.loads(checked.stdout.strip().splitlines()[-1])
+    assert figures["hours"] > 24 * 180
+    assert figures["flagged"] == 0, figures
+    assert max(figures["core"], figures["gpu"], figures["q"]) <= 100, figures
+    assert figures["mean_core"] > 30, figures
