@@ -54,8 +54,13 @@ class SacctUploadForm(forms.Form):
         return upload
 
 
-COMMON_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL",
-                 "PREEMPTED", "RUNNING", "PENDING")  # fmt: skip
+# The states a researcher looks for, in their words. The rarer ones (BOOT_FAIL, DEADLINE,
+# REQUEUED, ...) still filter from the query string and are listed only once chosen.
+COMMON_STATES = {
+    "COMPLETED": "completed", "FAILED": "failed", "TIMEOUT": "ran out of time",
+    "CANCELLED": "cancelled", "OUT_OF_MEMORY": "out of memory", "NODE_FAIL": "node failure",
+    "PREEMPTED": "preempted", "RUNNING": "running", "PENDING": "pending",
+}  # fmt: skip
 
 
 class JobFilterForm(forms.Form):
@@ -91,10 +96,13 @@ class JobFilterForm(forms.Form):
             if partitions is not None
             else Partition.objects.select_related("cluster").order_by("cluster__name", "name")
         )
-        others = sorted((ACTIVE_STATES | FINISHED_STATES) - set(COMMON_STATES))
         state_field = self.fields["state"]
         assert isinstance(state_field, forms.ChoiceField)
-        state_field.choices = [("", "any state"), *((s, s) for s in (*COMMON_STATES, *others))]
+        choices = [("", "any state"), *COMMON_STATES.items()]
+        chosen = self.data.get("state", "")
+        if chosen in (ACTIVE_STATES | FINISHED_STATES) - COMMON_STATES.keys():
+            choices.append((chosen, chosen))
+        state_field.choices = choices
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

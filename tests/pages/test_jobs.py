@@ -180,6 +180,20 @@ def test_the_partition_filter_offers_only_where_the_projects_jobs_ran(site):
     assert all(partition.cluster.name != "setonix" for partition in offered)
 
 
+def test_the_state_filter_offers_the_common_states_in_words_and_keeps_a_rare_one(site):
+    client = client_for(site.users["pi"])
+    offered = dict(client.get(_jobs_url()).context["form"].fields["state"].choices)
+    assert len(offered) == 10  # any state, and nine a researcher looks for
+    assert offered["TIMEOUT"] == "ran out of time"
+    assert "BOOT_FAIL" not in offered
+    assert "REVOKED" not in offered
+    # A rare state from a link still filters, and is shown as chosen.
+    rare = client.get(_jobs_url(), {"state": "BOOT_FAIL"})
+    assert rare.context["form"].is_valid()
+    assert dict(rare.context["form"].fields["state"].choices)["BOOT_FAIL"] == "BOOT_FAIL"
+    assert client.get(_jobs_url(), {"state": "NOT_A_STATE"}).context["form"].errors
+
+
 def test_a_partitions_first_rates_are_not_dated_1970(site):
     from accounting.models import PartitionVersion
 
