@@ -88,6 +88,9 @@ def _iso(moment: datetime | None) -> str:
     return moment.isoformat() if moment else ""
 
 
+PHONE_COLUMNS = frozenset({"state", "su"})
+
+
 @require_GET
 @login_required
 def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHttpResponse:
@@ -134,6 +137,8 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
             "active": sort.lstrip("-") == key,
             "descending": sort == f"-{key}",
             "next": key if sort == f"-{key}" else f"-{key}",
+            # A phone shows the job, its state and SU; the rest is a tap away, on the job.
+            "hide_phone": key not in PHONE_COLUMNS,
         }
         for key, label in columns
     ]

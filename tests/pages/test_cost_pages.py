@@ -119,7 +119,7 @@ def test_a_job_without_a_model_shows_no_money(site):
 def test_the_jobs_table_has_a_cost_column(site, priced):
     url = reverse("accounting:project-jobs", args=["pawsey0003"])
     html = client_for(site.users["pi"]).get(url).content.decode()
-    assert '<th class="num">Cost</th>' in html
+    assert '<th class="num hide-phone">Cost</th>' in html
     assert "Euro" in html
     rows = client_for(site.users["pi"]).get(url + "?format=csv")
     text = b"".join(rows.streaming_content).decode()

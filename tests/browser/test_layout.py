@@ -1,0 +1,76 @@
+"""Layout at a phone's width and on a laptop (issue 16, item 10): a researcher's tables show
+their SU column without scrolling, the menu wraps instead of scrolling sideways, and staff
+get their menu on one row at 1400 px."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PHONE = {"width": 390, "height": 844}
+
+# Each table's cells that stick out of the visible part of its box (scrolled off-screen).
+CUT_OFF_CELLS = """table => {
+  const box = table.closest('.table-wrap') || table.parentElement;
+  const right = Math.min(box.getBoundingClientRect().right, window.innerWidth);
+  return [...table.querySelectorAll('thead th')]
+    .filter(cell => cell.offsetParent !== null && cell.getBoundingClientRect().right > right + 1)
+    .map(cell => cell.innerText.trim());
+}"""
+# The menu's links that are not wholly inside the window, or that need a sideways scroll.
+MENU_LINKS_CUT = """() => [...document.querySelectorAll('header nav a, header nav summary')]
+  .filter(link => link.offsetParent !== null)
+  .filter(link => {
+    const box = link.getBoundingClientRect();
+    return box.left < 0 || box.right > window.innerWidth;
+  }).map(link => link.innerText.trim())"""
+# How far apart, in pixels, the vertical centres of the top bar's items are (one row: a few).
+MENU_SPREAD = """() => {
+  const centres = [...document.querySelectorAll(
+    'header .brand, header nav > a, header nav > details > summary, header .account > *')]
+    .filter(item => item.offsetParent !== null)
+    .map(item => { const box = item.getBoundingClientRect(); return box.top + box.height / 2; });
+  return Math.max(...centres) - Math.min(...centres);
+}"""
+
+
+def test_on_a_phone_the_jobs_table_shows_the_su_column(live_server, scenario, sign_in):
+    page = sign_in("alice", **PHONE)
+    page.goto(f"{live_server.url}/accounting/projects/pawsey0001/jobs/")
+    assert page.locator("#jobs").evaluate(CUT_OFF_CELLS) == []
+    assert page.locator("#jobs thead th", has_text="SU").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_on_a_phone_a_researchers_tables_fit_the_screen(live_server, scenario, sign_in):
+    page = sign_in("alice", **PHONE)
+    project = scenario.projects["pawsey0001"]
+    for path in ("/", f"/allocations/projects/{project.code}/", "/allocations/rounds/",
+                 f"/allocations/requests/{scenario.requests[project.code].pk}/"):  # fmt: skip
+        page.goto(live_server.url + path)
+        for table in page.locator("table.data").all():
+            if table.is_visible():
+                assert table.evaluate(CUT_OFF_CELLS) == [], path
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], path
+
+
+@pytest.mark.parametrize("username", ["alice", "staff"])
+def test_on_a_phone_the_menu_wraps_and_cuts_no_item(live_server, scenario, sign_in, username):
+    page = sign_in(username, **PHONE)
+    nav = page.locator("header nav")
+    assert nav.evaluate("nav => nav.scrollWidth <= nav.clientWidth")
+    assert page.evaluate(MENU_LINKS_CUT) == []
+    if username == "staff":  # the staff pages are one tap away and fit once opened
+        page.locator("header nav summary", has_text="Staff").click()
+        page.locator("header nav a", has_text="Utilisation").wait_for()
+        assert page.evaluate(MENU_LINKS_CUT) == []
+
+
+def test_at_1400_px_the_staff_menu_is_one_row(live_server, scenario, sign_in):
+    page = sign_in("staff", width=1400, height=900)
+    assert page.evaluate(MENU_SPREAD) < 10
+    page.locator("header nav summary", has_text="Staff").click()
+    page.locator("header nav a", has_text="Audit log").click()
+    page.wait_for_url(f"{live_server.url}/audit/")
+    assert page.locator("header nav summary.active", has_text="Staff").count() == 1
