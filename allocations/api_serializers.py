@@ -202,6 +202,9 @@ class BalanceSerializer(serializers.Serializer):
 
     period_start = serializers.DateField(source="start")
     period_end = serializers.DateField(source="end", help_text="the day after the last day")
+    period_last_day = serializers.DateField(
+        source="last_day", help_text="the last day: what the pages and su-balance show"
+    )
     budget_su = _su_out()
     carried_in_su = _su_out()
     adjustments_su = _su_out(help_text="refunds, top-ups, transfers (+/-)")

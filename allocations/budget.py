@@ -53,6 +53,12 @@ def split_even(total: Decimal, parts: int) -> list[Decimal]:
     return [Decimal(share + (1 if index < extra else 0)) * SU_QUANTUM for index in range(parts)]
 
 
+def last_day(end: date) -> date:
+    """The last day of a period stored as ``[start, end)``: what people read, on every page,
+    in the API (``period_last_day``) and in su-balance. Storage keeps the exclusive end."""
+    return end - timedelta(days=1)
+
+
 @dataclass(frozen=True)
 class Balance:
     """A project's standing on one pool in one budget period."""
@@ -69,6 +75,10 @@ class Balance:
     on: date
     used_cost: Decimal = Decimal(0)
     """Money cost of the period's charged jobs (the cluster's cost model), from the roll-ups."""
+
+    @property
+    def last_day(self) -> date:
+        return last_day(self.end)
 
     @property
     def available_su(self) -> Decimal:

@@ -6,12 +6,15 @@ SU are Decimal with 6 places everywhere, like the ledger of charges.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+
+from allocations.budget import last_day
 
 
 class AuditedInProject:
@@ -226,6 +229,10 @@ class AllocationRound(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def period_last_day(self) -> date:
+        return last_day(self.period_end)
 
 
 class RoundPool(models.Model):

@@ -190,15 +190,9 @@ def _percent(value: Any) -> str:
     return "-" if value is None else f"{Decimal(str(value)):.1f}%"
 
 
-def _last_day(end: str) -> str:
-    """A period's end is the day after its last day; people read the last day."""
-    from datetime import date, timedelta
-
-    return (date.fromisoformat(end) - timedelta(days=1)).isoformat()
-
-
 def _period(balance: Mapping[str, Any]) -> str:
-    return f"{balance['period_start']} .. {_last_day(balance['period_end'])}"
+    """First and last day, as the portal's pages show them (the API's ``period_last_day``)."""
+    return f"{balance['period_start']} .. {balance['period_last_day']}"
 
 
 _COLUMNS = (

@@ -42,6 +42,7 @@ def test_the_balance_has_every_figure_of_the_budget_period_per_pool(world):
     assert current == {
         "period_start": "2026-10-01",
         "period_end": "2027-01-01",
+        "period_last_day": "2026-12-31",
         "budget_su": f"{expected.budget_su:.6f}",
         "carried_in_su": f"{expected.carried_in_su:.6f}",
         "adjustments_su": f"{expected.adjustments_su:.6f}",

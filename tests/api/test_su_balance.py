@@ -10,7 +10,7 @@ import os
 import socket
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -173,3 +173,20 @@ def test_the_installed_command_runs_with_the_standard_library_alone(portal):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("pawsey0003  Astro")
+
+
+def test_the_period_reads_the_same_last_day_in_su_balance_the_json_and_the_page(portal, centre):
+    """Issue 16, item 8: su-balance printed a period end one day before the page and JSON."""
+    from django.test import Client
+
+    _, out, _ = run(["--json"], portal)
+    current = json.loads(out)["projects"][0]["pools"][0]["current"]
+    end = date.fromisoformat(current["period_end"])  # stored exclusive: the next period's first
+    assert current["period_last_day"] == (end - timedelta(days=1)).isoformat()
+    _, table, _ = run(["-p", "pawsey0003"], portal)
+    assert f"{current['period_start']} .. {current['period_last_day']}" in table
+    browser = Client()
+    browser.force_login(centre.carol)
+    dashboard = browser.get("/").content.decode()
+    assert f'<div class="value">{current["period_last_day"]}</div>' in dashboard
+    assert f'<div class="value">{current["period_end"]}</div>' not in dashboard
