@@ -4,8 +4,12 @@ pretended nodes and reach sacct, and Slurm's billing follows `slurm_billing_conf
 
 from __future__ import annotations
 
+import http.client
+import json
+import os
 import re
 import socket
+import subprocess
 from decimal import Decimal
 from io import StringIO
 
@@ -193,3 +197,60 @@ def test_slurm_reads_the_billing_weights_it_was_given(slurm_testbed):
         expected = {name: float(value) for name, value in _tres(weights).items()}
         actual = {name: float(value) for name, value in _tres(shown[partition]).items()}
         assert actual == pytest.approx(expected, rel=1e-13), partition
+
+
+def _restd_get(port: int, token: str, path: str) -> tuple[int, bytes] | None:
+    """Status and body of a slurmrestd endpoint, or None while nothing listens yet."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(
+            "GET", path, headers={"X-SLURM-USER-NAME": "root", "X-SLURM-USER-TOKEN": token}
+        )
+        response = connection.getresponse()
+        return response.status, response.read()
+    except ConnectionRefusedError:
+        return None
+    finally:
+        connection.close()
+
+
+def test_slurmrestd_runs_on_it_with_a_jwt_from_scontrol_token(slurm_testbed, tmp_path):
+    token = slurm_testbed.run("scontrol", "token", "lifespan=300").stdout.strip()
+    token = token.removeprefix("SLURM_JWT=")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with (tmp_path / "slurmrestd.log").open("w") as log:
+        # slurmrestd refuses to run as root or SlurmUser, so it drops to nobody; SLURM_JWT=daemon
+        # makes it take each client's token instead of a token of its own.
+        restd = subprocess.Popen(
+            ["slurmrestd", "-a", "rest_auth/jwt", "-u", "nobody", "-g", "nogroup",
+             f"127.0.0.1:{port}"],
+            env={**os.environ, **slurm_testbed.env, "SLURM_JWT": "daemon"},
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            ping = wait_for(
+                "slurmrestd to answer", lambda: _restd_get(port, token, "/slurm/v0.0.38/ping")
+            )
+            # Through slurmdbd, which checks the JWT too.
+            diag = _restd_get(port, token, "/slurmdb/v0.0.38/diag")
+            forged = _restd_get(port, token[:-4] + "AAAA", "/slurm/v0.0.38/ping")
+        finally:
+            restd.terminate()
+            restd.wait(timeout=30)
+
+    assert ping[0] == 200, ping
+    pinged = json.loads(ping[1])
+    assert pinged["errors"] == []
+    assert pinged["meta"]["Slurm"]["release"].startswith("22.05")
+    assert [p["ping"] for p in pinged["pings"]] == ["UP"]
+    assert diag is not None
+    assert diag[0] == 200, diag
+    assert json.loads(diag[1])["errors"] == []
+    # slurmrestd passes the token on; slurmctld checks its signature and refuses a forged one.
+    assert forged is not None
+    assert forged[0] == 500
+    refused = json.loads(forged[1])
+    assert [error["source"] for error in refused["errors"]] == ["slurm_load_ctl_conf"]
+    assert "pings" not in refused
