@@ -74,6 +74,8 @@ STUCK = ("drain", "drng", "inval", "fail", "maint")
 class TestbedError(RuntimeError):
     """The testbed cannot start or stop; the message says why and where to look."""
 
+    __test__ = False
+
 
 @dataclass(frozen=True)
 class Ports:
