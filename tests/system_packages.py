@@ -1,26 +1,37 @@
-"""Debian packages the tests need (Chromium, docker-compose): installed with apt when missing
-and allowed, else the reason why not. Under CI=true the tests that need them then fail, not skip
-(tests/conftest.py IN_CI)."""
+"""Debian packages the tests need (Chromium, docker-compose, Slurm): installed with apt when
+missing and allowed, else the reason why not. Under CI=true the tests that need them then fail,
+not skip (tests/conftest.py IN_CI)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 
 def apt_missing_reason(binary: Path, package: str) -> str | None:
     """Install ``package`` when ``binary`` is missing; None once it is there, else why not."""
-    if binary.exists():
+    return apt_install_missing({binary: package})
+
+
+def apt_install_missing(packages: Mapping[Path, str]) -> str | None:
+    """Install, in one apt run, the package of each file in ``packages`` that is missing;
+    None once every file is there, else why not."""
+    absent = sorted(str(path) for path in packages if not path.exists())
+    if not absent:
         return None
+    missing = sorted({package for path, package in packages.items() if not path.exists()})
+    what = f"{', '.join(absent)} missing (Debian: {' '.join(missing)})"
     if os.geteuid() != 0:
-        return f"{binary} is missing and installing {package} with apt needs root"
+        return f"{what} and installing with apt needs root"
     if shutil.which("apt-get") is None:
-        return f"{binary} is missing and this system has no apt-get"
+        return f"{what} and this system has no apt-get"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             return f"{' '.join(command)} failed: {done.stderr.strip()[-300:]}"
-    return None if binary.exists() else f"apt installed {package} but {binary} is missing"
+    still = sorted(str(path) for path in packages if not path.exists())
+    return f"apt installed {' '.join(missing)} but {', '.join(still)} is missing" if still else None
