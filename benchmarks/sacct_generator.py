@@ -21,7 +21,7 @@ import bisect
 import json
 import math
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -206,6 +206,7 @@ def sacct_lines(
     mean_gap_seconds: int = 20,
     now: datetime | None = None,
     allocations: bool = False,
+    reserved: Sequence[tuple[datetime, datetime]] = (),
 ) -> Iterator[str]:
     """Yield the header and then ``lines`` data lines (allocations with their steps, or with
     ``allocations`` only allocations: what ``sacct --allocations``, a centre's usual import,
@@ -214,7 +215,9 @@ def sacct_lines(
     Jobs are submitted every ``mean_gap_seconds`` on average from ``start`` and start when
     their nodes have room (see the module's docstring); with ``now``, generation stops at jobs
     submitted later, jobs still pending at ``now`` are left out, and a job still running at
-    ``now`` is printed as RUNNING with an Unknown end, as sacct does.
+    ``now`` is printed as RUNNING with an Unknown end, as sacct does. ``reserved`` windows
+    are the whole machine's (a Slurm reservation): no generated job runs in them, so other
+    jobs imported for those hours (the real sample, in the demo) find the nodes free.
     """
     rng = random.Random(seed)
     clock = start or datetime(2026, 1, 1, tzinfo=UTC)
@@ -222,6 +225,9 @@ def sacct_lines(
         name: [_Node(number, cores, memory, gpus) for number in numbers]
         for name, (_, numbers, cores, memory, gpus) in PARTITIONS.items()
     }
+    for begin, end in reserved:
+        for node in (node for nodes in fleet.values() for node in nodes):
+            node.hold(int(begin.timestamp()), int(end.timestamp()), node.capacity)
     job_id = 5_000_000
     yield HEADER + "\n"
     produced = 0

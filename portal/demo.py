@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.db.models import Sum
+from django.db.models import Max, Min, Sum
 from django.utils import timezone
 
 from accounting.clusters.services import cluster_apply
@@ -126,9 +126,12 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
 
         now = timezone.now()
         gap = int(HISTORY_DAYS * 86400 / (HISTORY_LINES / 4.2))
+        # The real sample's hours stay the sample's: generated jobs keep off its nodes then.
+        sampled = Job.objects.filter(cluster=cluster).aggregate(Min("start"), Max("end"))
+        reserved = [(sampled["start__min"], sampled["end__max"])] if sampled["end__max"] else []
         history = sacct_lines(
             lines=HISTORY_LINES, seed=2026, start=now - timedelta(days=HISTORY_DAYS),
-            mean_gap_seconds=gap, now=now,
+            mean_gap_seconds=gap, now=now, reserved=reserved,
         )  # fmt: skip
         _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")

@@ -98,3 +98,21 @@ def test_the_same_seed_gives_the_same_history():
     first = list(sacct_lines(lines=500, seed=3))
     assert first == list(sacct_lines(lines=500, seed=3))
     assert first != list(sacct_lines(lines=500, seed=4))
+
+
+def test_no_generated_job_runs_in_a_reserved_window():
+    """The demo reserves the real sample's hours, so the sample's jobs find the nodes free."""
+    window = (NOW - timedelta(days=30), NOW - timedelta(days=30) + timedelta(hours=2))
+    running_then = [
+        job
+        for job in _allocations(**DEMO, reserved=[window])
+        if _moment(job["Start"]) < window[1]
+        and (job["End"] == "Unknown" or _moment(job["End"]) > window[0])
+    ]
+    assert running_then == []
+    # Without the reservation, the machine is busy then.
+    assert any(
+        _moment(job["Start"]) < window[1] and _moment(job["End"]) > window[0]
+        for job in _allocations(**DEMO)
+        if job["End"] != "Unknown"
+    )
