@@ -27,6 +27,7 @@ PALETTE = (
     "#0b6e99", "#e07a1f", "#2f9e44", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b",
 )  # fmt: skip
 INK, MUTED, GRID = "#1d2733", "#5b6877", "#e6eaef"
+ISO_DAY = "%Y-%m-%d"  # dates are ISO on every page, chart axes included
 OK, WARN, HIGH, OVER = "#2f9e44", "#d89614", "#e0661f", "#c0392b"
 
 _TEMPLATE = go.layout.Template(
@@ -75,7 +76,7 @@ class Chart:
                 "",
                 "<tr>{}</tr>",
                 (
-                    (format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),)
+                    (format_html_join("", "{}", (_cell(value) for value in row)),)
                     for row in self.rows
                 ),
             )
@@ -128,6 +129,14 @@ def _figure(title: str, height: int, **layout: Any) -> Figure:
 
 def find_chart(charts: Iterable[Chart], key: str) -> Chart | None:
     return next((chart for chart in charts if chart.key == key), None)
+
+
+def _cell(value: object) -> tuple[SafeString]:
+    """One cell of a chart's data table: numbers grouped by thousands and right-aligned, as
+    every table of the pages shows them (the CSV keeps them plain)."""
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return (format_html('<td class="num">{}</td>', f"{value:,}"),)
+    return (format_html("<td>{}</td>", value),)
 
 
 def _su(value: Decimal | float) -> float:
@@ -226,11 +235,15 @@ def burn_down(
         cumulative.append(_su(used_total))
         rows.append((current.isoformat(), _su(used_today), _su(used_total)))
         current += timedelta(days=1)
-    title = f"{pool} burn-down, {start:%-d %b} \u2013 {last_day:%-d %b %Y}"
+    title = f"{pool} burn-down, {start:%Y-%m-%d} \u2013 {last_day:%Y-%m-%d}"
     fig = _figure(
         title,
         340,
-        xaxis={"title": {"text": "date"}, "range": [start.isoformat(), end.isoformat()]},
+        xaxis={
+            "title": {"text": "date"},
+            "range": [start.isoformat(), end.isoformat()],
+            "tickformat": ISO_DAY,
+        },
         yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
         hovermode="x unified",
     )
@@ -274,7 +287,7 @@ def burn_down(
         if projected_exhaustion is not None:
             fig.annotate(
                 x=projected_exhaustion.isoformat(), y=_su(projected),
-                text=f"runs out {projected_exhaustion:%-d %b}", showarrow=True, arrowhead=0,
+                text=f"runs out {projected_exhaustion:%Y-%m-%d}", showarrow=True, arrowhead=0,
                 ax=0, ay=-28, xanchor="right", font={"color": HIGH, "size": 12},
             )  # fmt: skip
     return Chart(
@@ -309,12 +322,16 @@ def usage_stacked(
         periods.add(period)
         rows.append((period.isoformat(), name, _su(service_units)))
     ordered = sorted(periods)
-    x_format = "%b %Y" if step == "month" else "%d %b %Y"
+    x_format = "%Y-%m" if step == "month" else "%Y-%m-%d"
     fig = _figure(
         title,
         360,
         barmode="stack",
-        xaxis={"title": {"text": STEP_LABELS.get(step, step)}, "type": "date"},
+        xaxis={
+            "title": {"text": STEP_LABELS.get(step, step)},
+            "type": "date",
+            "tickformat": x_format,
+        },
         yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
         bargap=0.15,
     )
@@ -686,14 +703,18 @@ def cost_share_curve(
 
 # --- Utilisation Q(T) -------------------------------------------------------------------------
 
-_BUCKET_FORMATS = {"hour": "%d %b %Y %H:%M", "day": "%d %b %Y", "week": "%d %b %Y",
-                   "month": "%b %Y"}  # fmt: skip
+_BUCKET_FORMATS = {"hour": "%Y-%m-%d %H:%M", "day": "%Y-%m-%d", "week": "%Y-%m-%d",
+                   "month": "%Y-%m"}  # fmt: skip
 _BUCKET_LABELS = {"hour": "hour starting", "day": "day", "week": "week starting",
                   "month": "month"}  # fmt: skip
 
 
 def _bucket_axis(step: str) -> dict[str, Any]:
-    return {"title": {"text": f"{_BUCKET_LABELS.get(step, step)} (cluster time)"}, "type": "date"}
+    return {
+        "title": {"text": f"{_BUCKET_LABELS.get(step, step)} (cluster time)"},
+        "type": "date",
+        "tickformat": "%Y-%m" if step == "month" else ISO_DAY,
+    }
 
 
 def utilisation_quality(
@@ -715,7 +736,7 @@ def utilisation_quality(
         yaxis={"title": {"text": "Q(T), % of peak FLOP"}, "ticksuffix": " %"},
         hovermode="x unified",
     )
-    x_format = _BUCKET_FORMATS.get(step, "%d %b %Y")
+    x_format = _BUCKET_FORMATS.get(step, "%Y-%m-%d")
     for index, (name, values) in enumerate(series.items()):
         is_total = name == total
         fig.add(
@@ -768,7 +789,7 @@ def utilisation_classical(
         yaxis={"title": {"text": "% of capacity"}, "ticksuffix": " %"},
         hovermode="x unified",
     )
-    x_format = _BUCKET_FORMATS.get(step, "%d %b %Y")
+    x_format = _BUCKET_FORMATS.get(step, "%Y-%m-%d")
     styles = {
         "Q(T), peak FLOP": {"color": INK, "width": 2.5, "dash": "solid"},
         "core-hours": {"color": PALETTE[0], "width": 1.8, "dash": "dash"},
@@ -809,7 +830,7 @@ def overhead_series(
     fig = _figure(
         title,
         320,
-        xaxis={"title": {"text": "time (UTC)"}, "type": "date"},
+        xaxis={"title": {"text": "time (UTC)"}, "type": "date", "tickformat": "%Y-%m-%d %H:%M"},
         yaxis={"title": {"text": "canonical units free (mean)"}, "tickformat": ",.1f"},
         showlegend=False,
     )

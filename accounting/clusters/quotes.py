@@ -95,7 +95,7 @@ def weight_explanation(spec: charging.PartitionSpec) -> str:
     derived = charging.energy_weight(spec)
     if spec.is_gpu:
         why = (
-            f"eq 15: ({spec.gpus} x {_number(spec.gpu_tdp_watts)} W GPU) / "
+            f"GPU node: ({spec.gpus} x {_number(spec.gpu_tdp_watts)} W GPU) / "
             f"({spec.sockets} x {_number(spec.cpu_tdp_watts)} W CPU) x {spec.cores} cores "
             f"= {_number(derived)} SU per node-hour"
         )

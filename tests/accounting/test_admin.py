@@ -26,7 +26,7 @@ def admin_client(client):
 
 def test_partition_list_shows_the_derived_weight_with_its_reason(admin_client):
     page = admin_client.get(reverse("admin:accounting_partition_changelist")).content.decode()
-    assert "eq 15: (8 x 280 W GPU) / (1 x 280 W CPU) x 64 cores = 512 SU per node-hour" in page
+    assert "GPU node: (8 x 280 W GPU) / (1 x 280 W CPU) x 64 cores = 512 SU per node-hour" in page
     assert "w = C = 128 cores" in page
 
 

@@ -61,7 +61,7 @@ def test_a_gpu_request_brings_its_share_of_cores_and_gpus_dominate():
 def test_text_output_explains_the_weight():
     out = StringIO()
     call_command("quote", "--cluster", "setonix", "--partition", "gpu", "--hours", "1", stdout=out)
-    assert "eq 15: (8 x 280 W GPU) / (1 x 280 W CPU) x 64 cores = 512" in out.getvalue()
+    assert "GPU node: (8 x 280 W GPU) / (1 x 280 W CPU) x 64 cores = 512" in out.getvalue()
 
 
 @pytest.mark.parametrize(
