@@ -24,3 +24,22 @@ def apt_missing_reason(binary: Path, package: str) -> str | None:
         if done.returncode != 0:
             return f"{' '.join(command)} failed: {done.stderr.strip()[-300:]}"
     return None if binary.exists() else f"apt installed {package} but {binary} is missing"
+
+
+def npm_missing_reason(wanted: Path, root: Path) -> str | None:
+    """Install the npm packages pinned by ``root``'s package-lock.json (``npm ci``) when
+    ``wanted`` is missing, with Debian's npm when that is missing too; None once ``wanted`` is
+    there, else why not."""
+    if wanted.exists():
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        reason = apt_missing_reason(Path("/usr/bin/npm"), "npm")
+        if reason is not None:
+            return reason
+        npm = "/usr/bin/npm"
+    command = [npm, "ci", "--no-audit", "--no-fund"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        return f"{' '.join(command[1:])} in {root} failed: {done.stderr.strip()[-300:]}"
+    return None if wanted.exists() else f"npm ci ran but {wanted} is missing"
