@@ -41,5 +41,10 @@ def npm_missing_reason(wanted: Path, root: Path) -> str | None:
     command = [npm, "ci", "--no-audit", "--no-fund"]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
-        return f"{' '.join(command[1:])} in {root} failed: {done.stderr.strip()[-300:]}"
+        errors = [
+            line.removeprefix("npm error").strip()
+            for line in done.stderr.splitlines()
+            if not line.startswith("npm warn")
+        ]
+        return f"npm ci in {root} failed: {' '.join(filter(None, errors))[:300]}"
     return None if wanted.exists() else f"npm ci ran but {wanted} is missing"
