@@ -35,3 +35,27 @@ def apt_install_missing(packages: Mapping[Path, str]) -> str | None:
             return f"{' '.join(command)} failed: {done.stderr.strip()[-300:]}"
     still = sorted(str(path) for path in packages if not path.exists())
     return f"apt installed {' '.join(missing)} but {', '.join(still)} is missing" if still else None
+
+
+def npm_missing_reason(wanted: Path, root: Path) -> str | None:
+    """Install the npm packages pinned by ``root``'s package-lock.json (``npm ci``) when
+    ``wanted`` is missing, with Debian's npm when that is missing too; None once ``wanted`` is
+    there, else why not."""
+    if wanted.exists():
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        reason = apt_missing_reason(Path("/usr/bin/npm"), "npm")
+        if reason is not None:
+            return reason
+        npm = "/usr/bin/npm"
+    command = [npm, "ci", "--no-audit", "--no-fund"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        errors = [
+            line.removeprefix("npm error").strip()
+            for line in done.stderr.splitlines()
+            if not line.startswith("npm warn")
+        ]
+        return f"npm ci in {root} failed: {' '.join(filter(None, errors))[:300]}"
+    return None if wanted.exists() else f"npm ci ran but {wanted} is missing"

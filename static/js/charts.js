@@ -1,5 +1,7 @@
 /* Draws every server-built Plotly figure on the page: a <div data-figure="ID"> whose figure
-   JSON sits in <script type="application/json" id="ID">. plotly.js comes from static/. */
+   JSON sits in <script type="application/json" id="ID">. plotly.js comes from static/.
+   The div is named by the chart's title and described by its data table (portal/_chart.html),
+   so screen readers skip the drawing: its SVG text is the same numbers, scattered. */
 (function () {
   "use strict";
   var CONFIG = { responsive: true, displaylogo: false,
@@ -11,7 +13,15 @@
     var figure = JSON.parse(source.textContent);
     var config = Object.assign({}, CONFIG);
     if (element.hasAttribute("data-static")) { config.displayModeBar = false; }
-    window.Plotly.react(element, figure.data || [], figure.layout || {}, config);
+    return window.Plotly.react(element, figure.data || [], figure.layout || {}, config)
+      .then(hideDrawing);
+  }
+
+  function hideDrawing(element) {
+    element.querySelectorAll("svg.main-svg").forEach(function (svg) {
+      svg.setAttribute("aria-hidden", "true");
+    });
+    return element;
   }
 
   function drawAll(root) {

@@ -1,9 +1,10 @@
 """Real browser tests: Playwright for Python driving Debian's Chromium (/usr/bin/chromium).
 
-The ``browser`` fixture installs Chromium with apt when it is missing and we are root; it
-skips with the reason only when that is impossible and CI is not set (in CI the tests must run,
-so they fail instead). Pages are served by pytest-django's ``live_server`` on a transactional
-test database filled by :func:`build_scenario`, and users sign in through the real login form.
+The ``browser`` fixture installs Chromium with apt when it is missing and we are root, and
+``axe_script`` installs axe-core (package.json) with ``npm ci``; each skips with the reason
+only when that is impossible and CI is not set (in CI the tests must run, so they fail
+instead). Pages are served by pytest-django's ``live_server`` on a transactional test database
+filled by :func:`build_scenario`, and users sign in through the real login form.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ from tests.factories import (
     UserFactory,
     example_cluster,
 )
-from tests.system_packages import apt_missing_reason
+from tests.system_packages import apt_missing_reason, npm_missing_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # package.json pins axe-core
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PASSWORD = "pw-for-tests"  # tests/factories.py
 HISTORY_DAYS = 120
@@ -68,6 +70,16 @@ def _unavailable(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"browser tests must run in CI: {reason}")
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def axe_script() -> Path:
+    """axe-core's script, installed from the npm registry by ``npm ci`` when missing; pages
+    load it from this file (``page.add_script_tag(path=...)``), never from a CDN."""
+    reason = npm_missing_reason(AXE, ROOT)
+    if reason is not None:
+        _unavailable(reason)
+    return AXE
 
 
 @pytest.fixture(scope="module")

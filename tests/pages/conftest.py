@@ -70,6 +70,12 @@ def scenario(django_db_setup: None, django_db_blocker: Any) -> Iterator[Scenario
 
 @pytest.fixture
 def site(scenario: Scenario, db: None) -> Site:
+    return site_of(scenario)
+
+
+def site_of(scenario: Scenario) -> Site:
+    """The scenario as the roles of pawsey0003 see it, every object read again from the
+    database (the permission matrix's URLs are built from it)."""
     users = {name: User.objects.get(pk=user.pk) for name, user in scenario.users.items()}
     projects = {code: Project.objects.get(pk=p.pk) for code, p in scenario.projects.items()}
     job = (

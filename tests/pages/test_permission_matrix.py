@@ -339,6 +339,10 @@ MATRIX: dict[str, Entry] = {
 
 @pytest.fixture
 def rare_objects(site: Site) -> None:
+    rare_objects_make(site)
+
+
+def rare_objects_make(site: Site) -> None:
     """Objects the shared scenario lacks, made for the test (rolled back with it): a quarantined
     line, a proposed priority action, a priority policy and an adjustment of pawsey0003."""
     staff = site.users["staff"]
