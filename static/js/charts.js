@@ -4,7 +4,9 @@
    so screen readers skip the drawing: its SVG text is the same numbers, scattered. */
 (function () {
   "use strict";
-  var CONFIG = { responsive: true, displaylogo: false,
+  // Nothing leaves the page: no link to, nor export through, Plotly's online services.
+  var CONFIG = { responsive: true, displaylogo: false, showLink: false,
+                 showSendToCloud: false, showEditInChartStudio: false,
                  modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
 
   function draw(element) {

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from accounting.costs.services import cost_model_version_create
+from accounting.models import Job
+from tests.browser.conftest import ROOT
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PHONE = {"width": 390, "height": 844}
@@ -44,10 +48,19 @@ def test_on_a_phone_the_jobs_table_shows_the_su_column(live_server, scenario, si
 
 
 def test_on_a_phone_a_researchers_tables_fit_the_screen(live_server, scenario, sign_in):
+    # Money beside SU: the demo's cost model of the cluster, priced.
+    cost_model_version_create(
+        cluster=scenario.cluster, name="demo",
+        text=(ROOT / "examples" / "costmodels" / "slurm-testbed.cost").read_text(),
+    )  # fmt: skip
     page = sign_in("alice", **PHONE)
     project = scenario.projects["pawsey0001"]
+    gpu_job = Job.objects.filter(project=project, partition__name="gpu", charge_state="charged")
+    cpu_job = Job.objects.filter(project=project, partition__name="work", charge_state="charged")
     for path in ("/", f"/allocations/projects/{project.code}/", "/allocations/rounds/",
-                 f"/allocations/requests/{scenario.requests[project.code].pk}/"):  # fmt: skip
+                 f"/allocations/requests/{scenario.requests[project.code].pk}/",
+                 f"/accounting/jobs/{gpu_job.order_by('-gpus', 'pk').first().pk}/",
+                 f"/accounting/jobs/{cpu_job.order_by('pk').first().pk}/"):  # fmt: skip
         page.goto(live_server.url + path)
         for table in page.locator("table.data").all():
             if table.is_visible():
