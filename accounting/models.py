@@ -40,6 +40,26 @@ class Cluster(models.Model):
         default=DEFAULT_SACCT_ARGUMENTS,
         help_text="Arguments before --starttime/--endtime/--format, which the importer adds",
     )
+    slurmrestd_url = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Read jobs from this slurmrestd (e.g. http://slurm-head:6820) instead of"
+        " running sacct on this host; empty: sacct",
+    )
+    slurmrestd_api = models.CharField(
+        max_length=16,
+        default="v0.0.38",
+        help_text="slurmrestd's slurmdb API version: v0.0.38 (Slurm 22.05) to v0.0.43 (25.05)",
+    )
+    slurmrestd_user = models.CharField(
+        max_length=64, default="root", help_text="X-SLURM-USER-NAME: whom the token was made for"
+    )
+    slurmrestd_token_file = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="File holding the JWT (scontrol token's output), renewed by the site; never the"
+        " token itself in the database",
+    )
     import_interval_minutes = models.PositiveIntegerField(
         default=15, help_text="How often beat runs the sacct import of this cluster"
     )

@@ -7,16 +7,21 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import json
 import multiprocessing
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -41,6 +46,10 @@ SACCT_FORMAT = (
 
 class SacctFailed(ImportFatal):
     """The configured sacct command could not run or exited with an error."""
+
+
+class SlurmrestdFailed(ImportFatal):
+    """The cluster's slurmrestd could not be reached, refused the token, or answered errors."""
 
 
 def sacct_command(*, cluster: Cluster, since: datetime, until: datetime) -> list[str]:
@@ -105,6 +114,113 @@ def sacct_lines(*, cluster: Cluster, since: datetime, until: datetime) -> Iterat
             process.wait()
 
 
+# slurmrestd reads the window's times in its own zone, which the portal cannot choose (sacct it
+# runs with TZ=UTC): the window asked for is this much wider on both sides, which is harmless,
+# since jobs already known are left alone.
+SLURMRESTD_ZONE_MARGIN = timedelta(hours=14)
+SLURMRESTD_TIMEOUT_SECONDS = 300
+SLURMRESTD_SPOOL_BYTES = 16 * 1024**2  # answers up to this size are checked for errors first
+
+
+def slurmrestd_token(cluster: Cluster) -> str:
+    """The JWT from the cluster's token file (``scontrol token``'s output or the bare token)."""
+    path = Path(cluster.slurmrestd_token_file)
+    if not cluster.slurmrestd_token_file:
+        raise SlurmrestdFailed(f"{cluster.name}: no slurmrestd token file is configured")
+    try:
+        text = path.read_text().strip()
+    except OSError as error:
+        raise SlurmrestdFailed(
+            f"cannot read the slurmrestd token {path}: {error.strerror}"
+        ) from None
+    token = text.removeprefix("SLURM_JWT=").strip()
+    if not token:
+        raise SlurmrestdFailed(f"the slurmrestd token file {path} is empty")
+    return token
+
+
+def slurmrestd_request(
+    *, cluster: Cluster, since: datetime, until: datetime
+) -> urllib.request.Request:
+    """GET ``/slurmdb/<api>/jobs`` for one window, as ``sacct --json`` would print it."""
+    utc_format = "%Y-%m-%dT%H:%M:%S"
+    query = urllib.parse.urlencode(
+        {
+            "start_time": (since - SLURMRESTD_ZONE_MARGIN).astimezone(UTC).strftime(utc_format),
+            "end_time": (until + SLURMRESTD_ZONE_MARGIN).astimezone(UTC).strftime(utc_format),
+        }
+    )
+    base = cluster.slurmrestd_url.rstrip("/")
+    if urllib.parse.urlsplit(base).scheme not in ("http", "https"):
+        raise SlurmrestdFailed(f"{cluster.name}: slurmrestd's URL must be http:// or https://")
+    return urllib.request.Request(  # noqa: S310 - the scheme is checked just above
+        f"{base}/slurmdb/{cluster.slurmrestd_api}/jobs?{query}",
+        headers={
+            "X-SLURM-USER-NAME": cluster.slurmrestd_user,
+            "X-SLURM-USER-TOKEN": slurmrestd_token(cluster),
+            "Accept": "application/json",
+        },
+    )
+
+
+def _slurmrestd_errors(body: bytes) -> str:
+    """slurmrestd's own words from an answer's ``errors`` list, or the start of the body."""
+    try:
+        errors = json.loads(body).get("errors") or []
+        return "; ".join(
+            " ".join(
+                str(error.get(key)) for key in ("source", "description", "error") if error.get(key)
+            )
+            for error in errors
+        )
+    except (ValueError, AttributeError):
+        return body[:300].decode("utf-8", "replace").strip()
+
+
+@contextmanager
+def slurmrestd_jobs(*, cluster: Cluster, since: datetime, until: datetime) -> Iterator[IO[bytes]]:
+    """The window's jobs from the cluster's slurmrestd, as a ``sacct --json`` stream for the
+    same parser. Spooled first (to disk past SLURMRESTD_SPOOL_BYTES), so that an answer that
+    carries errors instead of jobs is reported in slurmrestd's words, never half-imported."""
+    request = slurmrestd_request(cluster=cluster, since=since, until=until)
+    where = f"slurmrestd at {cluster.slurmrestd_url}"
+    with tempfile.SpooledTemporaryFile(max_size=SLURMRESTD_SPOOL_BYTES) as spool:
+        try:
+            opened = urllib.request.urlopen(request, timeout=SLURMRESTD_TIMEOUT_SECONDS)  # noqa: S310
+            with opened as answer:
+                shutil.copyfileobj(answer, spool)
+        except urllib.error.HTTPError as error:
+            raise SlurmrestdFailed(
+                f"{where} answered {error.code}: {_slurmrestd_errors(error.read())}"
+            ) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise SlurmrestdFailed(f"cannot reach {where}: {reason}") from None
+        size = spool.tell()
+        spool.seek(0)
+        if size <= SLURMRESTD_SPOOL_BYTES:
+            body = spool.read()
+            spool.seek(0)
+            problem = _slurmrestd_errors(body) if b'"errors"' in body else ""
+            if problem or b'"jobs"' not in body:
+                raise SlurmrestdFailed(f"{where} answered errors: {problem or 'no jobs array'}")
+        yield spool
+
+
+@contextmanager
+def window_source(
+    *, cluster: Cluster, since: datetime, until: datetime
+) -> Iterator[dict[str, Any]]:
+    """What ``jobs_import`` reads for one window, from where the cluster is read: its
+    slurmrestd when one is configured, else sacct run on this host (the one rule for both)."""
+    if cluster.slurmrestd_url:
+        with slurmrestd_jobs(cluster=cluster, since=since, until=until) as stream:
+            yield {"json_stream": stream}
+    else:
+        with sacct_lines(cluster=cluster, since=since, until=until) as lines:
+            yield {"lines": lines}
+
+
 def sacct_window_import(
     *,
     cluster: Cluster,
@@ -122,15 +238,16 @@ def sacct_window_import(
     if since is None:
         last = cluster.last_imported_until or (until - timedelta(days=1))
         since = last - timedelta(minutes=cluster.import_overlap_minutes)
-    kind = "sacct" if advance else "backfill sacct"
+    reader = "slurmrestd" if cluster.slurmrestd_url else "sacct"
+    kind = reader if advance else f"backfill {reader}"
     run = ImportRun.objects.create(
         cluster=cluster,
         source=f"{kind} {since.isoformat()} .. {until.isoformat()}",
         window_start=since,
         window_end=until,
     )
-    with sacct_lines(cluster=cluster, since=since, until=until) as lines:
-        result = jobs_import(cluster=cluster, lines=lines, source=run.source, run=run, tz=UTC)
+    with window_source(cluster=cluster, since=since, until=until) as source:
+        result = jobs_import(cluster=cluster, **source, source=run.source, run=run, tz=UTC)
     if advance:
         Cluster.objects.filter(pk=cluster.pk).update(last_imported_until=until)
     return result

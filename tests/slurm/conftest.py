@@ -8,9 +8,14 @@ tests that need it skip, or fail under CI=true.
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn, TypeVar
 
 import pytest
@@ -69,3 +74,41 @@ def wait_for(what: str, probe: Callable[[], T | None]) -> T:
             pytest.fail(f"waited {JOB_DEADLINE_SECONDS:.0f}s for {what}")
         time.sleep(0.2)
     return found
+
+
+@dataclass(frozen=True)
+class Slurmrestd:
+    url: str
+    token_file: Path
+
+
+@pytest.fixture
+def slurmrestd(slurm_testbed: Testbed, tmp_path: Path) -> Iterator[Slurmrestd]:
+    """The testbed's slurmrestd on a free loopback port, with a JWT from ``scontrol token`` in a
+    file, as a site renews it. slurmrestd refuses to run as root or SlurmUser, so it drops to
+    nobody; SLURM_JWT=daemon makes it take each client's token instead of one of its own."""
+    token = slurm_testbed.run("scontrol", "token", "lifespan=900").stdout.strip()
+    token_file = tmp_path / "slurmrestd.jwt"
+    token_file.write_text(token + "\n")  # SLURM_JWT=...: the portal strips the prefix
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (tmp_path / "slurmrestd.log").open("w")
+    restd = subprocess.Popen(
+        ["slurmrestd", "-a", "rest_auth/jwt", "-u", "nobody", "-g", "nogroup",
+         f"127.0.0.1:{port}"],
+        env={**os.environ, **slurm_testbed.env, "SLURM_JWT": "daemon"},
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+    def listening() -> bool | None:
+        with socket.socket() as client:
+            return True if client.connect_ex(("127.0.0.1", port)) == 0 else None
+
+    try:
+        wait_for("slurmrestd to listen", listening)
+        yield Slurmrestd(url=f"http://127.0.0.1:{port}", token_file=token_file)
+    finally:
+        restd.terminate()
+        restd.wait(timeout=30)
+        log.close()

@@ -28,8 +28,8 @@ from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs
 from accounting.ledger.sources import (
     FORMATS,
     file_import_parallel,
-    sacct_lines,
     sacct_stream_import,
+    window_source,
 )
 
 
@@ -60,7 +60,11 @@ class Command(BaseCommand):
             action="store_true",
             help="create a missing project from a job's account instead of quarantining it",
         )
-        parser.add_argument("--run-sacct", action="store_true", help="run the cluster's sacct")
+        parser.add_argument(
+            "--run-sacct",
+            action="store_true",
+            help="read a window from the cluster: its sacct, or its slurmrestd when configured",
+        )
         parser.add_argument("--since", help="with --run-sacct: window start (ISO 8601)")
         parser.add_argument("--until", help="with --run-sacct: window end (default: now)")
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -157,11 +161,12 @@ class Command(BaseCommand):
         from django.utils import timezone
 
         until = until or timezone.now()
-        with sacct_lines(cluster=cluster, since=since, until=until) as lines:
+        reader = "slurmrestd" if cluster.slurmrestd_url else "sacct"
+        with window_source(cluster=cluster, since=since, until=until) as source:
             _, summary = jobs_import(
                 cluster=cluster,
-                lines=lines,
-                source=f"sacct {since.isoformat()} .. {until.isoformat()}",
+                **source,
+                source=f"{reader} {since.isoformat()} .. {until.isoformat()}",
                 create_projects=options["create_projects"],
                 tz=UTC,
             )
