@@ -27,7 +27,8 @@ TABLE = "accounting_job"
 KEY_TABLE = "accounting_job_key"
 OPEN_PARTITION = "accounting_job_open"
 # pg_advisory_xact_lock key of partition changes: two importers that both meet a new month
-# create its partition once, one after the other.
+# create its partition once, one after the other. Batches that write the ledger hold it
+# shared (ledger_write_lock), so the DDL and the writes are ordered by this one lock first.
 _LOCK_KEY = 0x5055_4A4F  # "PUJO"
 
 
@@ -77,6 +78,18 @@ def partition_name(month: date) -> str:
 
 def _bound(month: date) -> str:
     return f"{month.isoformat()} 00:00:00+00"
+
+
+def ledger_write_lock() -> None:
+    """Inside a transaction that writes the ledger: wait for any partition change in flight and
+    keep new ones out until the commit. Taken before any table lock, it orders writers and the
+    DDL of :func:`partitions_ensure` by one lock, so they cannot deadlock. (Without it, a writer
+    holding a project row it created and waiting for the open partition, and an ATTACH holding
+    the open partition and waiting for the project table's foreign-key lock, did, with
+    ``--workers 2``.) Writers hold it shared: they never wait for each other."""
+    if is_partitioned():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [_LOCK_KEY])
 
 
 def partitions_ensure(months: Iterable[date]) -> list[str]:

@@ -64,7 +64,13 @@ from accounting.models import (
     PartitionVersion,
     QuarantinedRecord,
 )
-from accounting.partitions import KEY_TABLE, is_partitioned, month_of, partitions_ensure
+from accounting.partitions import (
+    KEY_TABLE,
+    is_partitioned,
+    ledger_write_lock,
+    month_of,
+    partitions_ensure,
+)
 from allocations.models import Project
 
 logger = logging.getLogger(__name__)
@@ -607,6 +613,7 @@ def _batch_write(
             # the rerun an interrupted import needs anyway books them again.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        ledger_write_lock()  # before any table lock: see accounting.partitions
         # The cost model versions this batch prices with stay the newest until it commits.
         cluster_row_lock(cluster, exclusive=False)
         lookups.pricer_refresh()

@@ -265,3 +265,66 @@ def test_the_command_lists_the_partitions_and_makes_those_of_a_range():
 def test_the_command_refuses_a_range_it_cannot_mean(arguments, message):
     with pytest.raises(CommandError, match=message):
         call_command("ledger_partitions", *arguments)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_partition_waits_for_the_batches_in_flight_and_never_deadlocks_with_them():
+    """Writers take the partition lock shared before any table lock, so a partition change
+    (whose ATTACH locks the open partition, then the tables its foreign keys point at) waits
+    for every batch in flight instead of holding half of what a batch needs. `--workers 2`
+    deadlocked on exactly that (a batch held a project it created and wanted the open
+    partition). Waiting is observed in pg_locks, not assumed after a sleep."""
+    import threading
+
+    from django.db import connections
+
+    from accounting.partitions import ledger_write_lock
+
+    month = date(2031, 5, 1)  # no partition yet
+    in_batch, release, done = threading.Event(), threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def batch():
+        try:
+            with transaction.atomic():
+                ledger_write_lock()
+                in_batch.set()
+                release.wait(timeout=60)
+        except BaseException as error:  # reported in the test's thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    def new_month():
+        try:
+            partitions_ensure([month])
+            done.set()
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=batch)
+    writer.start()
+    assert in_batch.wait(timeout=30)
+    creator = threading.Thread(target=new_month)
+    creator.start()
+
+    def waiting_for_the_lock() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            )
+            return cursor.fetchone()[0] == 1
+
+    deadline = timezone.now() + timedelta(seconds=30)
+    while not waiting_for_the_lock():
+        assert timezone.now() < deadline, "the partition change never waited for the batch"
+        done.wait(timeout=0.05)
+    assert not done.is_set()  # it waits for the batch to commit
+    release.set()
+    writer.join(timeout=30)
+    creator.join(timeout=30)
+    assert errors == []
+    assert done.is_set()
+    assert partition_name(month) in {p.name for p in partitions_list()}
