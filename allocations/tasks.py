@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from accounting.locks import ImportLockBusy, named_lock
 from allocations.enforcement import enforcement_run_proposed, thresholds_check
@@ -36,3 +36,50 @@ def priority_proposals_task() -> dict[str, dict[str, int] | str]:
             return {"proposed": priority_proposals_run()}
     except ImportLockBusy:
         return {"skipped": "priority proposals are already running"}
+
+
+@shared_task(
+    name="allocations.tasks.slurm_sync_apply",
+    bind=True,
+    max_retries=24,
+    default_retry_delay=300,
+    soft_time_limit=300,
+    time_limit=400,
+)
+def slurm_sync_apply_task(self: Task, plan_id: int) -> dict[str, str]:
+    """Apply an approved Slurm plan (one sacctmgr run). When Slurm cannot be read the plan stays
+    approved and the task tries again in 5 minutes, for two hours; one apply per cluster at once."""
+    from allocations.models import SlurmSyncPlan
+    from allocations.slurm_sync import slurm_sync_apply
+
+    plan = SlurmSyncPlan.objects.select_related("cluster").get(pk=plan_id)
+    try:
+        with named_lock(f"slurm sync {plan.cluster_id}"):
+            plan = slurm_sync_apply(plan=plan)
+    except ImportLockBusy as busy:
+        raise self.retry(countdown=30) from busy
+    if plan.status == SlurmSyncPlan.Status.APPROVED:
+        raise self.retry()
+    return {"plan": str(plan.pk), "status": plan.status}
+
+
+@shared_task(name="allocations.tasks.slurm_sync_check", soft_time_limit=300, time_limit=400)
+def slurm_sync_check_task() -> dict[str, str]:
+    """Compare the portal with Slurm on every cluster that has resource pools and record the
+    drift (the staff page shows the last check). Beat runs it hourly, never overlapping."""
+    from accounting.models import Cluster
+    from allocations.slurm_sync import slurm_sync_check
+
+    try:
+        with named_lock("slurm sync check"):
+            checks = [
+                slurm_sync_check(cluster=cluster)
+                for cluster in Cluster.objects.filter(resource_pools__isnull=False)
+                .distinct()
+                .order_by("name")
+            ]
+    except ImportLockBusy:
+        return {"skipped": "a check is already running"}
+    return {
+        check.cluster.name: check.error or f"{len(check.drift)} differences" for check in checks
+    }

@@ -202,14 +202,51 @@ def test_the_commands_are_sacctmgr_lines_for_the_cluster():
     plan = plan_build(desired=_desired(), actual=_actual())
 
     assert plan_script(plan, cluster="setonix").splitlines() == [
-        "add account p002 cluster=setonix description=portal-managed parent=pool-cpu"
-        " GrpTRESMins=billing=600",
+        "add account p002 cluster=setonix description=portal-managed parent=pool-cpu",
+        "modify account where name=p002 cluster=setonix set GrpTRESMins=billing=600",
         "modify account where name=p001 cluster=setonix set GrpTRESMins=billing=4000",
         "modify account where name=p001 cluster=setonix set RawUsage=0",
         "add user dave account=p001 cluster=setonix",
         "add user erin account=p002 cluster=setonix",
         "delete user where name=bob account=p001 cluster=setonix",
     ]
+    assert action_commands(plan[0], cluster="setonix") == [
+        "add account p002 cluster=setonix description=portal-managed parent=pool-cpu"
+        " GrpTRESMins=billing=600"
+    ]
+
+
+def test_actions_alike_share_a_line_because_each_line_is_a_slurmdbd_commit():
+    desired = {
+        "inst": Account(),
+        **{
+            f"p{n}": Account(parent="inst", users=frozenset({"u1", "u2"}), billing_minutes=600)
+            for n in range(3)
+        },
+    }
+    actual = {f"old{n}": Account(users=frozenset({"u9"})) for n in range(2)}
+
+    assert plan_script(plan_build(desired=desired, actual=actual), cluster="c1").splitlines() == [
+        "add account inst cluster=c1 description=portal-managed parent=root",
+        "add account p0,p1,p2 cluster=c1 description=portal-managed parent=inst",
+        "modify account where name=p0,p1,p2 cluster=c1 set GrpTRESMins=billing=600",
+        "add user u1,u2 account=p0 cluster=c1",
+        "add user u1,u2 account=p1 cluster=c1",
+        "add user u1,u2 account=p2 cluster=c1",
+        # One line per deletion: sacctmgr refuses a whole line for one account with jobs.
+        "delete user where name=u9 account=old0 cluster=c1",
+        "delete account where name=old0 cluster=c1",
+        "delete user where name=u9 account=old1 cluster=c1",
+        "delete account where name=old1 cluster=c1",
+    ]
+
+
+def test_a_line_names_at_most_40_accounts():
+    desired = {f"p{n:03d}": Account() for n in range(90)}
+
+    lines = plan_script(plan_build(desired=desired, actual={}), cluster="c1").splitlines()
+
+    assert [line.split()[2].count(",") + 1 for line in lines] == [40, 40, 10]
 
 
 def test_a_name_sacctmgr_would_have_to_quote_is_refused():
