@@ -285,3 +285,62 @@ def actions_json(actions: Sequence[Action], *, cluster: str) -> list[dict[str, o
         {**action.to_json(), "commands": action_commands(action, cluster=cluster)}
         for action in actions
     ]
+
+
+@dataclass(frozen=True)
+class ClusterSyncView:
+    cluster: Cluster
+    last_check: SlurmDriftCheck | None
+    plans: list[SlurmSyncPlan]  # waiting for review or to be applied, newest first
+    recent: list[SlurmSyncPlan]  # applied or failed lately, newest first
+
+
+RECENT_PLANS = 10
+
+
+def slurm_sync_overview() -> list[ClusterSyncView]:
+    """What the staff page shows per cluster with resource pools: the plans waiting, the last
+    ones applied or failed, and the last drift check. A fixed number of queries."""
+    clusters = list(
+        Cluster.objects.filter(resource_pools__isnull=False).distinct().order_by("name")
+    )
+    open_statuses = [SlurmSyncPlan.Status.PENDING, SlurmSyncPlan.Status.APPROVED]
+    plans = list(
+        SlurmSyncPlan.objects.filter(cluster__in=clusters, status__in=open_statuses)
+        .select_related("created_by", "approved_by")
+        .prefetch_related("actions")
+    )
+    recent = list(
+        SlurmSyncPlan.objects.filter(
+            cluster__in=clusters,
+            status__in=[SlurmSyncPlan.Status.APPLIED, SlurmSyncPlan.Status.FAILED],
+        )
+        .select_related("approved_by")
+        .prefetch_related("actions")[: RECENT_PLANS * max(len(clusters), 1)]
+    )
+    checks: dict[int, SlurmDriftCheck] = {}
+    for check in SlurmDriftCheck.objects.filter(cluster__in=clusters).order_by("-checked_at")[
+        : 20 * max(len(clusters), 1)
+    ]:
+        checks.setdefault(check.cluster_id, check)
+    return [
+        ClusterSyncView(
+            cluster=cluster,
+            last_check=checks.get(cluster.pk),
+            plans=[plan for plan in plans if plan.cluster_id == cluster.pk],
+            recent=[plan for plan in recent if plan.cluster_id == cluster.pk][:RECENT_PLANS],
+        )
+        for cluster in clusters
+    ]
+
+
+def slurm_sync_request(*, cluster: Cluster, actor: User, check: bool) -> None:
+    """Staff ask for a new plan (or a drift check) of ``cluster``: a task reads Slurm, never
+    the web request."""
+    require(is_staff(actor), "only centre staff plan changes to Slurm")
+    task_enqueue(
+        name="allocations.tasks.slurm_sync_check" if check else "allocations.tasks.slurm_sync_plan",
+        kwargs={"cluster_id": cluster.pk}
+        if check
+        else {"cluster_id": cluster.pk, "actor_id": actor.pk},
+    )

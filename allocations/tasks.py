@@ -64,22 +64,42 @@ def slurm_sync_apply_task(self: Task, plan_id: int) -> dict[str, str]:
 
 
 @shared_task(name="allocations.tasks.slurm_sync_check", soft_time_limit=300, time_limit=400)
-def slurm_sync_check_task() -> dict[str, str]:
-    """Compare the portal with Slurm on every cluster that has resource pools and record the
-    drift (the staff page shows the last check). Beat runs it hourly, never overlapping."""
+def slurm_sync_check_task(cluster_id: int | None = None) -> dict[str, str]:
+    """Compare the portal with Slurm on ``cluster_id``, or on every cluster that has resource
+    pools, and record the drift (the staff page shows the last check). Beat runs it hourly for
+    every cluster; runs never overlap."""
     from accounting.models import Cluster
     from allocations.slurm_sync import slurm_sync_check
 
+    clusters = Cluster.objects.filter(resource_pools__isnull=False).distinct().order_by("name")
+    if cluster_id is not None:
+        clusters = clusters.filter(pk=cluster_id)
     try:
         with named_lock("slurm sync check"):
-            checks = [
-                slurm_sync_check(cluster=cluster)
-                for cluster in Cluster.objects.filter(resource_pools__isnull=False)
-                .distinct()
-                .order_by("name")
-            ]
+            checks = [slurm_sync_check(cluster=cluster) for cluster in clusters]
     except ImportLockBusy:
         return {"skipped": "a check is already running"}
     return {
         check.cluster.name: check.error or f"{len(check.drift)} differences" for check in checks
     }
+
+
+@shared_task(name="allocations.tasks.slurm_sync_plan", soft_time_limit=300, time_limit=400)
+def slurm_sync_plan_task(cluster_id: int, actor_id: int | None = None) -> dict[str, str]:
+    """Plan the changes that would bring the cluster's Slurm in line with the portal (what the
+    staff page's "Plan now" asks for); the plan waits for review."""
+    from django.contrib.auth.models import User
+
+    from accounting.models import Cluster
+    from allocations.slurm_sync import SlurmUnavailable, slurm_sync_plan
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    actor = User.objects.filter(pk=actor_id).first() if actor_id is not None else None
+    try:
+        with named_lock(f"slurm sync {cluster_id}"):
+            outcome = slurm_sync_plan(cluster=cluster, actor=actor)
+    except ImportLockBusy:
+        return {"skipped": f"a plan or an apply of {cluster.name} is running"}
+    except SlurmUnavailable as error:
+        return {"error": f"Slurm could not be read: {error}"}
+    return {"plan": str(outcome.plan.pk) if outcome.plan else "nothing to do"}

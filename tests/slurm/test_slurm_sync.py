@@ -13,6 +13,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from auditlog.models import LogEntry
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.utils import timezone
@@ -149,6 +150,13 @@ def test_a_granted_project_becomes_an_account_with_its_members_and_su_as_billing
         f"{project.code}||{parent}|billing={minutes}",
         *{f"{project.code}|{person.username}||" for person in people},
     }
+    # Every action is in the audit log: planned, then done.
+    entries = LogEntry.objects.get_for_objects(plan.actions.all())
+    assert entries.filter(action=LogEntry.Action.CREATE).count() == plan.actions.count()
+    assert entries.filter(action=LogEntry.Action.UPDATE).count() == plan.actions.count()
+    assert {
+        entry.changes_dict["done"][1] for entry in entries.filter(action=LogEntry.Action.UPDATE)
+    } == {"True"}
     # One sacctmgr run wrote the whole plan; the others only read.
     writes = [line for line in on_testbed.read_text().splitlines() if line.startswith("-i")]
     assert writes == ["-i"]
