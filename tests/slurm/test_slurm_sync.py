@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from accounting.clusters.charging import NodeUsage, charge
 from accounting.models import Cluster
 from allocations.models import Project, ResourcePool, SlurmSyncPlan
 from allocations.services import adjustment_top_up, allocation_grant, membership_remove
@@ -402,3 +403,51 @@ def test_a_small_centre_is_planned_and_applied_in_seconds(slurm_testbed, on_test
         f"\n{projects} projects, {plan.actions.count()} actions: plan {planned - started:.2f}s,"
         f" apply {applied - planned:.2f}s"
     )
+
+
+def _billing_used(testbed: Testbed, account: str) -> tuple[str, int]:
+    """The account's GrpTRESMins billing limit and the billing-minutes Slurm counts against it
+    (``billing=LIMIT(USED)`` in ``scontrol show assoc_mgr``)."""
+    shown = testbed.run("scontrol", "show", "assoc_mgr", f"accounts={account}", "flags=assoc")
+    # One block per association, the account's own with an empty UserName.
+    block = next(
+        block
+        for block in shown.stdout.split("ClusterName=")
+        if f" Account={account} UserName= " in block
+    )
+    limits = next(line for line in block.splitlines() if "GrpTRESMins=" in line)
+    billing = next(item for item in limits.split(",") if item.startswith("billing="))
+    limit, used = billing.removeprefix("billing=").rstrip(")").split("(")
+    return limit, int(used)
+
+
+def test_slurm_counts_a_jobs_charge_as_60_billing_minutes_per_su_and_a_new_limit_starts_at_zero(
+    slurm_testbed, on_testbed
+):
+    centre = _centre(su="1000", members=1)
+    ((project, _),) = centre.projects
+    MembershipFactory.create(project=project, user=UserFactory.create(username="root"))
+    _apply(slurm_sync_plan(cluster=centre.cluster).plan)
+
+    job_id = slurm_testbed.run(
+        "sbatch", "--parsable", f"--account={project.code}", "--partition=work", "--exclusive",
+        "--output=/dev/null", "--wrap", "sleep 8",
+    ).stdout.strip()  # fmt: skip
+    wait_for("the job to end in sacct", lambda: _ended(slurm_testbed, job_id))
+    elapsed = int(
+        slurm_testbed.run("sacct", "-X", "-n", "-P", "-j", job_id, "-o", "ElapsedRaw").stdout
+    )
+    # A whole work node: the portal's rate is 128 SU per hour (eq 1), Slurm's billing 128.
+    work = next(p for p in slurm_testbed.definition.partitions if p.name == "work").charging
+    charged = charge(
+        work, [NodeUsage(cores=128, memory_mb=245000, gpus=0)], elapsed_seconds=elapsed
+    ).service_units
+    limit, used = _billing_used(slurm_testbed, project.code)
+    assert used == int(charged * 60)  # Slurm truncates billing-seconds to whole minutes
+
+    adjustment_top_up(
+        project=project, pool=centre.pool, amount=Decimal(5), actor=centre.staff, reason="t"
+    )
+    assert _apply(slurm_sync_plan(cluster=centre.cluster).plan).status == "applied"
+    new_limit, used_after = _billing_used(slurm_testbed, project.code)
+    assert (int(new_limit) - int(limit), used_after) == (300, 0)
