@@ -197,6 +197,11 @@ class ResourcePool(models.Model):
     slurm_default_qos = models.CharField(
         max_length=64, blank=True, help_text="default QOS of the pool's project accounts"
     )
+    slurm_limits_auto = models.BooleanField(
+        default=False,
+        help_text="after each import, grant and adjustment, and in each new budget period, set "
+        "the GrpTRESMins limits of the pool's cluster without review (other changes wait)",
+    )
 
     class Meta:
         ordering = ["name"]

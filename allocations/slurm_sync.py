@@ -27,6 +27,7 @@ from allocations.models import (
     Allocation,
     Membership,
     Project,
+    ResourcePool,
     SlurmDriftCheck,
     SlurmSyncAction,
     SlurmSyncPlan,
@@ -263,6 +264,38 @@ def slurm_sync_apply(*, plan: SlurmSyncPlan) -> SlurmSyncPlan:
         plan.status = SlurmSyncPlan.Status.APPLIED if not not_done else SlurmSyncPlan.Status.FAILED
         plan.save()
     return plan
+
+
+# What a plan may change without review, on pools with ``slurm_limits_auto``.
+LIMIT_FIELDS = frozenset({"GrpTRESMins"})
+
+
+def _limit_only(row: SlurmSyncAction) -> bool:
+    return row.verb == "modify" and not row.user and set(row.after) <= LIMIT_FIELDS
+
+
+def slurm_limits_refresh(*, cluster: Cluster) -> SlurmSyncPlan | None:
+    """Balances moved (an import, a grant, an adjustment, a new budget period): on a cluster
+    with a pool that sets ``slurm_limits_auto``, plan again, apply the limit changes at once
+    as a plan of their own (approved by the portal), and leave the rest pending for review.
+    Returns the limits' plan, or None when no limit changed. Raises SlurmUnavailable."""
+    if not ResourcePool.objects.filter(cluster=cluster, slurm_limits_auto=True).exists():
+        return None
+    plan = slurm_sync_plan(cluster=cluster).plan
+    if plan is None:
+        return None
+    rows = list(plan.actions.order_by("position"))
+    limits = [row for row in rows if _limit_only(row)]
+    if not limits:
+        return None
+    if len(limits) < len(rows):
+        with transaction.atomic():
+            limits_plan = SlurmSyncPlan.objects.create(cluster=cluster)
+            SlurmSyncAction.objects.filter(pk__in=[row.pk for row in limits]).update(
+                plan=limits_plan
+            )
+        plan = limits_plan
+    return slurm_sync_apply(plan=slurm_sync_approve(plan=plan, actor=None, enqueue=False))
 
 
 def slurm_sync_check(*, cluster: Cluster, delete_unmanaged: bool = False) -> SlurmDriftCheck:

@@ -77,6 +77,11 @@ def slurm_sync_check_task(cluster_id: int | None = None) -> dict[str, str]:
     try:
         with named_lock("slurm sync check"):
             checks = [slurm_sync_check(cluster=cluster) for cluster in clusters]
+            # A budget period that began since the last run changes limits with no other
+            # event: the hourly check sets them where the pools allow it.
+            for check in checks:
+                if not check.error:
+                    slurm_limits_refresh_task.delay(check.cluster_id)
     except ImportLockBusy:
         return {"skipped": "a check is already running"}
     return {
@@ -103,3 +108,21 @@ def slurm_sync_plan_task(cluster_id: int, actor_id: int | None = None) -> dict[s
     except SlurmUnavailable as error:
         return {"error": f"Slurm could not be read: {error}"}
     return {"plan": str(outcome.plan.pk) if outcome.plan else "nothing to do"}
+
+
+@shared_task(name="allocations.tasks.slurm_limits_refresh", soft_time_limit=300, time_limit=400)
+def slurm_limits_refresh_task(cluster_id: int) -> dict[str, str]:
+    """Set the cluster's GrpTRESMins limits again after balances moved, where its pools allow
+    it without review; other changes are left as a pending plan. One per cluster at a time."""
+    from accounting.models import Cluster
+    from allocations.slurm_sync import SlurmUnavailable, slurm_limits_refresh
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    try:
+        with named_lock(f"slurm sync {cluster_id}"):
+            plan = slurm_limits_refresh(cluster=cluster)
+    except ImportLockBusy:
+        return {"skipped": f"a plan or an apply of {cluster.name} is running"}
+    except SlurmUnavailable as error:
+        return {"error": f"Slurm could not be read: {error}"}
+    return {"plan": f"{plan.pk} {plan.status}" if plan else "no limit changed"}

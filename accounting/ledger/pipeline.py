@@ -66,6 +66,7 @@ from accounting.models import (
 )
 from accounting.partitions import KEY_TABLE, is_partitioned, month_of, partitions_ensure
 from allocations.models import Project
+from portal.queue import task_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -990,6 +991,11 @@ def jobs_import(
         ImportRun.objects.filter(pk=run.pk).update(
             status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
         )
+        if total.charged and cluster.resource_pools.filter(slurm_limits_auto=True).exists():
+            # The balances moved: Slurm's GrpTRESMins limits follow (docs/slurm.md).
+            task_enqueue(
+                name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": cluster.pk}
+            )
     run.refresh_from_db()
     return run, total
 

@@ -451,3 +451,30 @@ def test_slurm_counts_a_jobs_charge_as_60_billing_minutes_per_su_and_a_new_limit
     assert _apply(slurm_sync_plan(cluster=centre.cluster).plan).status == "applied"
     new_limit, used_after = _billing_used(slurm_testbed, project.code)
     assert (int(new_limit) - int(limit), used_after) == (300, 0)
+
+
+def test_on_a_pool_that_allows_it_a_top_up_sets_the_limit_by_itself_and_a_new_member_waits(
+    slurm_testbed, on_testbed, django_capture_on_commit_callbacks
+):
+    centre = _centre(su="100", members=1)
+    ((project, _),) = centre.projects
+    provisioned = _apply(slurm_sync_plan(cluster=centre.cluster).plan)
+    limit, _ = _billing_used(slurm_testbed, project.code)
+    centre.pool.slurm_limits_auto = True
+    centre.pool.save()
+    newcomer = UserFactory.create(username=unique_name("u"))
+    MembershipFactory.create(project=project, user=newcomer)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        adjustment_top_up(
+            project=project, pool=centre.pool, amount=Decimal(1), actor=centre.staff, reason="t"
+        )
+
+    assert _billing_used(slurm_testbed, project.code)[0] == str(int(limit) + 60)
+    applied = SlurmSyncPlan.objects.get(status=SlurmSyncPlan.Status.APPLIED, pk__gt=provisioned.pk)
+    assert [str(action) for action in applied.actions.all()] == [f"modify account {project.code}"]
+    waiting = SlurmSyncPlan.objects.get(status=SlurmSyncPlan.Status.PENDING)
+    assert [str(action) for action in waiting.actions.all()] == [
+        f"create user {newcomer.username} in {project.code}"
+    ]
+    assert f"{project.code}|{newcomer.username}||" not in _associations(slurm_testbed, project.code)
