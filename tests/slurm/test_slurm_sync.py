@@ -16,11 +16,12 @@ import pytest
 from auditlog.models import LogEntry
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from django.utils import timezone
 
 from accounting.clusters.charging import NodeUsage, charge
 from accounting.models import Cluster
-from allocations.models import Project, ResourcePool, SlurmSyncPlan
+from allocations.models import Project, ResourcePool, SlurmDriftCheck, SlurmSyncPlan
 from allocations.services import adjustment_top_up, allocation_grant, membership_remove
 from allocations.slurm_sync import (
     slurm_sync_apply,
@@ -28,6 +29,7 @@ from allocations.slurm_sync import (
     slurm_sync_check,
     slurm_sync_plan,
 )
+from allocations.tasks import slurm_sync_check_task
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -478,3 +480,36 @@ def test_on_a_pool_that_allows_it_a_top_up_sets_the_limit_by_itself_and_a_new_me
         f"create user {newcomer.username} in {project.code}"
     ]
     assert f"{project.code}|{newcomer.username}||" not in _associations(slurm_testbed, project.code)
+
+
+def test_approving_on_the_page_applies_the_plan_on_slurm_through_the_task(
+    slurm_testbed, on_testbed, client, django_capture_on_commit_callbacks
+):
+    centre = _centre()
+    ((project, people),) = centre.projects
+    plan = slurm_sync_plan(cluster=centre.cluster).plan
+    client.force_login(centre.staff)
+
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs here (eager Celery)
+        response = client.post(reverse("allocations:slurm-sync-approve", args=[plan.pk]))
+
+    assert response.status_code == 302
+    plan.refresh_from_db()
+    assert (plan.status, plan.approved_by) == (SlurmSyncPlan.Status.APPLIED, centre.staff)
+    assert len(_associations(slurm_testbed, project.code)) == 1 + len(people)
+    page = client.get(reverse("allocations:slurm-sync")).content.decode()
+    assert f"Plan {plan.pk}:" in page
+
+
+def test_the_hourly_check_records_the_drift_of_each_cluster_with_pools(slurm_testbed, on_testbed):
+    centre = _centre()
+    ((project, _),) = centre.projects
+
+    result = slurm_sync_check_task()
+
+    check = SlurmDriftCheck.objects.get(cluster=centre.cluster)
+    assert check.error == ""
+    assert result == {centre.cluster.name: f"{len(check.drift)} differences"}
+    assert ("create", project.code, "") in {
+        (item["verb"], item["account"], item["user"]) for item in check.drift
+    }
