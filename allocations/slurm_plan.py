@@ -24,7 +24,7 @@ ROOT_ACCOUNT: Final = "root"
 ASSOCIATION_FORMAT: Final = "Account,User,ParentName,GrpTRESMins,QOS,DefaultQOS"
 ACCOUNT_FORMAT: Final = "Account,Descr"
 # Slurm's account and user names, kept to what needs no quoting on a sacctmgr line.
-_NAME = re.compile(r"^[a-z0-9_][a-z0-9_.@-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*$")
 
 Verb = Literal["create", "modify", "delete"]
 
@@ -82,6 +82,13 @@ class Action:
             after={str(k): str(v) for k, v in after.items()},
             applied=bool(data.get("applied", True)),
         )  # fmt: skip
+
+
+def _word(name: str) -> str:
+    """A name as it goes on a sacctmgr line, unchanged; PlanError when it would need quoting."""
+    if not _NAME.match(name):
+        raise PlanError(f"{name!r} is not a name Slurm accepts for an account or user")
+    return name
 
 
 def name_checked(name: str) -> str:
@@ -299,10 +306,10 @@ def action_commands(action: Action, *, cluster: str) -> list[str]:
     A new limit resets the account's usage (``RawUsage=0``): the limit is the SU *remaining*,
     so Slurm must count from zero against it. sacctmgr 22.05 ignores every other setting on a
     line that sets RawUsage, so the reset is a line of its own."""
-    account = name_checked(action.account)
-    where = f"cluster={name_checked(cluster)}"
+    account = _word(action.account)
+    where = f"cluster={_word(cluster)}"
     if action.user:
-        user = name_checked(action.user)
+        user = _word(action.user)
         if action.verb == "create":
             return [f"add user {user} account={account} {where}"]
         return [f"delete user where name={user} account={account} {where}"]
@@ -346,7 +353,7 @@ def plan_script(actions: Sequence[Action], *, cluster: str) -> str:
     several accounts, one usage reset, and the users added to one account. Lines keep the
     plan's order: parents are created before children, and deletions come last, children
     first."""
-    where = f"cluster={name_checked(cluster)}"
+    where = f"cluster={_word(cluster)}"
     applied = [action for action in actions if action.applied]
     accounts = [action for action in applied if not action.user]
     creates = [action for action in accounts if action.verb == "create"]
@@ -359,7 +366,7 @@ def plan_script(actions: Sequence[Action], *, cluster: str) -> str:
     lines = [
         f"add account {names} {where} description={MANAGED_DESCRIPTION} {' '.join(key)}".rstrip()
         for key, names in _grouped(
-            (settings_of[action.account], name_checked(action.account)) for action in creates
+            (settings_of[action.account], _word(action.account)) for action in creates
         )
     ]
     changes = [
@@ -373,13 +380,13 @@ def plan_script(actions: Sequence[Action], *, cluster: str) -> str:
     ]
     lines += [
         f"modify account where name={names} {where} set {' '.join(key)}"
-        for key, names in _grouped((key, name_checked(name)) for key, name in changes)
+        for key, names in _grouped((key, _word(name)) for key, name in changes)
     ]
     lines += [
         f"modify account where name={names} {where} set RawUsage=0"
         for names in _chunks(
             [
-                name_checked(action.account)
+                _word(action.account)
                 for action in accounts
                 if action.verb == "modify" and "GrpTRESMins" in action.after
             ]
@@ -388,7 +395,7 @@ def plan_script(actions: Sequence[Action], *, cluster: str) -> str:
     lines += [
         f"add user {names} account={account} {where}"
         for (account,), names in _grouped(
-            ((name_checked(action.account),), name_checked(action.user))
+            ((_word(action.account),), _word(action.user))
             for action in applied
             if action.user and action.verb == "create"
         )

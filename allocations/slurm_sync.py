@@ -13,7 +13,7 @@ The rules of the plan itself (order, what is never deleted) are in allocations/s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.contrib.auth.models import User
@@ -178,10 +178,14 @@ def slurm_sync_plan(
         require(is_staff(actor), "only centre staff plan changes to Slurm")
     desired = desired_state_build(cluster=cluster)
     actual = actual_state_read(cluster=cluster)
-    actions = plan_build(desired=desired.accounts, actual=actual, delete_unmanaged=delete_unmanaged)
+    actions, unsafe = _renderable(
+        plan_build(desired=desired.accounts, actual=actual, delete_unmanaged=delete_unmanaged),
+        cluster=cluster.slurm_name,
+    )
+    skipped = desired.skipped + unsafe
     applied = [action for action in actions if action.applied]
     if dry_run or not applied:
-        return PlanOutcome(actions=actions, skipped=desired.skipped, plan=None)
+        return PlanOutcome(actions=actions, skipped=skipped, plan=None)
     with transaction.atomic():
         for stale in SlurmSyncPlan.objects.select_for_update().filter(
             cluster=cluster,
@@ -198,7 +202,23 @@ def slurm_sync_plan(
                 user=action.user, before=dict(action.before), after=dict(action.after),
                 commands="\n".join(action_commands(action, cluster=cluster.slurm_name)),
             )  # fmt: skip
-    return PlanOutcome(actions=actions, skipped=desired.skipped, plan=plan)
+    return PlanOutcome(actions=actions, skipped=skipped, plan=plan)
+
+
+def _renderable(actions: list[Action], *, cluster: str) -> tuple[list[Action], list[str]]:
+    """Actions on names found in Slurm that a sacctmgr line would have to quote are left alone
+    (and said so): the portal never hands sacctmgr a name it has not checked."""
+    kept: list[Action] = []
+    unsafe: list[str] = []
+    for action in actions:
+        try:
+            action_commands(action, cluster=cluster)
+        except PlanError as error:
+            if action.applied:
+                unsafe.append(f"{action.verb} {action.target}: {error}")
+            action = replace(action, applied=False)
+        kept.append(action)
+    return kept, unsafe
 
 
 def slurm_sync_approve(
@@ -315,9 +335,15 @@ def slurm_sync_check(*, cluster: Cluster, delete_unmanaged: bool = False) -> Slu
 def actions_json(actions: Sequence[Action], *, cluster: str) -> list[dict[str, object]]:
     """Actions as the command's --json and the drift check show them, with their commands."""
     return [
-        {**action.to_json(), "commands": action_commands(action, cluster=cluster)}
-        for action in actions
+        {**action.to_json(), "commands": _commands_or_none(action, cluster)} for action in actions
     ]
+
+
+def _commands_or_none(action: Action, cluster: str) -> list[str]:
+    try:
+        return action_commands(action, cluster=cluster)
+    except PlanError:
+        return []  # a name that would need quoting: no command is offered
 
 
 @dataclass(frozen=True)

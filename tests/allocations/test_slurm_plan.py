@@ -24,6 +24,7 @@ from allocations.slurm_plan import (
     PlanError,
     action_commands,
     action_done,
+    name_checked,
     plan_build,
     plan_script,
     state_apply,
@@ -345,3 +346,10 @@ def test_every_applied_action_is_done_in_the_state_the_plan_leads_to(desired, ac
     for action in plan:
         if action.applied:
             assert action_done(action, after), action
+
+
+def test_names_found_in_slurm_go_on_the_line_as_they_are_and_desired_ones_in_lower_case():
+    assert name_checked("Pawsey0001") == "pawsey0001"
+    assert action_commands(Action("delete", "OldAcct", "JSmith"), cluster="setonix") == [
+        "delete user where name=JSmith account=OldAcct cluster=setonix"
+    ]
