@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.locks import ImportLockBusy, named_lock
 from allocations.slurm_plan import Action
 from allocations.slurm_sync import (
     SlurmUnavailable,
@@ -65,7 +66,15 @@ class Command(BaseCommand):
             raise CommandError(f"Slurm could not be read, nothing planned: {error}") from None
         plan = outcome.plan
         if plan is not None and options["apply"]:
-            plan = slurm_sync_apply(plan=slurm_sync_approve(plan=plan, actor=None, enqueue=False))
+            try:
+                with named_lock(f"slurm sync {cluster.pk}"):  # as the tasks: one at a time
+                    approved = slurm_sync_approve(plan=plan, actor=None, enqueue=False)
+                    plan = slurm_sync_apply(plan=approved)
+            except ImportLockBusy:
+                raise CommandError(
+                    f"another plan of {cluster.name} is being applied; plan {plan.pk} waits"
+                    " for review (/allocations/slurm/) or another --apply"
+                ) from None
         status = "dry run" if options["dry_run"] else plan.status if plan else "nothing to do"
         self._print(
             options, cluster=cluster.name, status=status, plan=plan.pk if plan else None,
