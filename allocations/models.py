@@ -183,6 +183,25 @@ class ResourcePool(models.Model):
         default="sacctmgr -i modify account name={account} set qos=normal",
         help_text="Slurm action when a limited project gets a new budget period",
     )
+    # Provisioning (allocations/slurm_sync.py): where the pool's projects sit in Slurm's tree
+    # and the QOS they get; blank leaves it to Slurm (root, the parent's QOS).
+    slurm_parent_account = models.CharField(
+        max_length=64, blank=True,
+        help_text="Slurm account the pool's project accounts are created under (blank: root)",
+    )  # fmt: skip
+    slurm_qos = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="QOS list of the pool's project accounts, e.g. normal,debug",
+    )
+    slurm_default_qos = models.CharField(
+        max_length=64, blank=True, help_text="default QOS of the pool's project accounts"
+    )
+    slurm_limits_auto = models.BooleanField(
+        default=False,
+        help_text="after each import, grant and adjustment, and in each new budget period, set "
+        "the GrpTRESMins limits of the pool's cluster without review (other changes wait)",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -702,3 +721,83 @@ class PriorityAction(models.Model):
 
     def __str__(self) -> str:
         return f"priority {self.priority} for {self.project} ({self.status})"
+
+
+class SlurmSyncPlan(models.Model):
+    """What ``slurm_sync`` would change on a cluster's Slurm, kept for review: staff approve it,
+    a task applies it in one ``sacctmgr -i`` run, and what was done is recorded per action."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending review"
+        APPROVED = "approved", "approved, waiting to be applied"
+        APPLIED = "applied", "applied"
+        FAILED = "failed", "failed"
+        SUPERSEDED = "superseded", "superseded by a newer plan"
+
+    cluster = models.ForeignKey("accounting.Cluster", on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    delete_unmanaged = models.BooleanField(
+        default=False, help_text="also delete accounts and users the portal did not create"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    applied_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    output = models.TextField(blank=True, help_text="what sacctmgr printed")
+    error = models.TextField(blank=True, help_text="why the last attempt did not apply it")
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"Slurm plan {self.pk} of {self.cluster} ({self.status})"
+
+
+class SlurmSyncAction(models.Model):
+    """One action of a plan: an account or a user association created, modified or deleted,
+    with the values before and after, the sacctmgr lines, and whether Slurm shows it done."""
+
+    plan = models.ForeignKey(SlurmSyncPlan, on_delete=models.CASCADE, related_name="actions")
+    position = models.PositiveIntegerField()
+    verb = models.CharField(max_length=8)
+    account = models.CharField(max_length=64)
+    user = models.CharField(max_length=64, blank=True)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    commands = models.TextField(blank=True)
+    done = models.BooleanField(null=True, blank=True, help_text="None until the plan is applied")
+
+    class Meta:
+        ordering = ["plan", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "position"], name="slurm_action_position"),
+        ]
+
+    def __str__(self) -> str:
+        target = f"user {self.user} in {self.account}" if self.user else f"account {self.account}"
+        return f"{self.verb} {target}"
+
+    def get_additional_data(self) -> dict[str, str]:
+        """Audit entries name the account: a project's PI reads those of their project."""
+        return {"project": self.account}
+
+
+class SlurmDriftCheck(models.Model):
+    """The last comparisons of the portal with a cluster's Slurm (``slurm_sync --check``)."""
+
+    cluster = models.ForeignKey("accounting.Cluster", on_delete=models.PROTECT, related_name="+")
+    checked_at = models.DateTimeField(auto_now_add=True)
+    drift = models.JSONField(default=list, blank=True, help_text="actions that would fix it")
+    error = models.TextField(blank=True, help_text="why Slurm could not be read")
+
+    class Meta:
+        ordering = ["-checked_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"drift check of {self.cluster} at {self.checked_at}"

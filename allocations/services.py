@@ -53,6 +53,7 @@ from allocations.notifications import (
 )
 from allocations.selectors import balance_for_period, budget_period_at, pool_today
 from allocations.slurm_accounts import associations_parse
+from portal.queue import task_enqueue
 
 State = AllocationRequest.State
 ZERO = Decimal(0)
@@ -436,7 +437,17 @@ def allocation_grant(
         BudgetPeriod(allocation=allocation, start=start, end=end, budget_su=amount_su)
         for (start, end), amount_su in zip(spans, budgets, strict=True)
     )
+    _slurm_limits_follow(pool)
     return allocation
+
+
+def _slurm_limits_follow(pool: ResourcePool) -> None:
+    """A balance on ``pool`` moved: when the pool says so, Slurm's GrpTRESMins limits of its
+    cluster are set again after the commit, without review (docs/slurm.md)."""
+    if pool.slurm_limits_auto:
+        task_enqueue(
+            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": pool.cluster_id}
+        )
 
 
 # --- Adjustments ----------------------------------------------------------------------------
@@ -480,6 +491,7 @@ def adjustment_refund(
     assert amount is not None
     value = _su(amount, "the refund")
     _check(value > 0, "a refund must be positive")
+    _slurm_limits_follow(pool)
     return Adjustment.objects.create(
         project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.REFUND,
         amount_su=value, job=job, actor=actor, reason=reason,
@@ -496,6 +508,7 @@ def adjustment_top_up(
     _check(bool(reason.strip()), "a top-up needs a reason")
     value = _su(amount, "the top-up")
     _check(value > 0, "a top-up must be positive")
+    _slurm_limits_follow(pool)
     return Adjustment.objects.create(
         project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.TOP_UP,
         amount_su=value, actor=actor, reason=reason,
@@ -538,6 +551,7 @@ def adjustment_transfer(
         project=target, budget_period=target_period, kind=Adjustment.Kind.TRANSFER_IN,
         amount_su=value, transfer_id=link, actor=actor, reason=f"from {source}: {reason}",
     )  # fmt: skip
+    _slurm_limits_follow(pool)
     return out, into
 
 

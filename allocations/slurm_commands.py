@@ -36,14 +36,24 @@ def slurm_command_run(command: str) -> CommandOutcome:
     """Run ``command`` without a shell; never raises for a failing or missing command."""
     try:
         argv = shlex.split(command)
-        if argv and argv[0] in SLURM_PROGRAMS and settings.SLURM_BIN_DIR:
-            argv[0] = str(Path(settings.SLURM_BIN_DIR) / argv[0])
+    except ValueError as error:
+        return CommandOutcome(exit_code=-1, output=f"{type(error).__name__}: {error}")
+    return slurm_program_run(argv)
+
+
+def slurm_program_run(
+    argv: list[str], *, stdin: str | None = None, keep: int = OUTPUT_KEPT_CHARS
+) -> CommandOutcome:
+    """Run ``argv`` (a Slurm program and its arguments) without a shell, ``stdin`` on its
+    standard input; the last ``keep`` characters of what it printed are kept. Never raises."""
+    argv = list(argv)
+    if argv and argv[0] in SLURM_PROGRAMS and settings.SLURM_BIN_DIR:
+        argv[0] = str(Path(settings.SLURM_BIN_DIR) / argv[0])
+    try:
         done = subprocess.run(
-            argv, capture_output=True, text=True,
+            argv, input=stdin, capture_output=True, text=True,
             timeout=COMMAND_TIMEOUT_SECONDS, check=False,
         )  # fmt: skip
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:
         return CommandOutcome(exit_code=-1, output=f"{type(error).__name__}: {error}")
-    return CommandOutcome(
-        exit_code=done.returncode, output=(done.stdout + done.stderr)[-OUTPUT_KEPT_CHARS:]
-    )
+    return CommandOutcome(exit_code=done.returncode, output=(done.stdout + done.stderr)[-keep:])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from accounting.locks import ImportLockBusy, named_lock
 from allocations.enforcement import enforcement_run_proposed, thresholds_check
@@ -36,3 +36,93 @@ def priority_proposals_task() -> dict[str, dict[str, int] | str]:
             return {"proposed": priority_proposals_run()}
     except ImportLockBusy:
         return {"skipped": "priority proposals are already running"}
+
+
+@shared_task(
+    name="allocations.tasks.slurm_sync_apply",
+    bind=True,
+    max_retries=24,
+    default_retry_delay=300,
+    soft_time_limit=300,
+    time_limit=400,
+)
+def slurm_sync_apply_task(self: Task, plan_id: int) -> dict[str, str]:
+    """Apply an approved Slurm plan (one sacctmgr run). When Slurm cannot be read the plan stays
+    approved and the task tries again in 5 minutes, for two hours; one apply per cluster at once."""
+    from allocations.models import SlurmSyncPlan
+    from allocations.slurm_sync import slurm_sync_apply
+
+    plan = SlurmSyncPlan.objects.select_related("cluster").get(pk=plan_id)
+    try:
+        with named_lock(f"slurm sync {plan.cluster_id}"):
+            plan = slurm_sync_apply(plan=plan)
+    except ImportLockBusy as busy:
+        raise self.retry(countdown=30) from busy
+    if plan.status == SlurmSyncPlan.Status.APPROVED:
+        raise self.retry()
+    return {"plan": str(plan.pk), "status": plan.status}
+
+
+@shared_task(name="allocations.tasks.slurm_sync_check", soft_time_limit=300, time_limit=400)
+def slurm_sync_check_task(cluster_id: int | None = None) -> dict[str, str]:
+    """Compare the portal with Slurm on ``cluster_id``, or on every cluster that has resource
+    pools, and record the drift (the staff page shows the last check). Beat runs it hourly for
+    every cluster; runs never overlap."""
+    from accounting.models import Cluster
+    from allocations.slurm_sync import slurm_sync_check
+
+    clusters = Cluster.objects.filter(resource_pools__isnull=False).distinct().order_by("name")
+    if cluster_id is not None:
+        clusters = clusters.filter(pk=cluster_id)
+    try:
+        with named_lock("slurm sync check"):
+            checks = [slurm_sync_check(cluster=cluster) for cluster in clusters]
+            # A budget period that began since the last run changes limits with no other
+            # event: the hourly check sets them where the pools allow it.
+            for check in checks:
+                if not check.error:
+                    slurm_limits_refresh_task.delay(check.cluster_id)
+    except ImportLockBusy:
+        return {"skipped": "a check is already running"}
+    return {
+        check.cluster.name: check.error or f"{len(check.drift)} differences" for check in checks
+    }
+
+
+@shared_task(name="allocations.tasks.slurm_sync_plan", soft_time_limit=300, time_limit=400)
+def slurm_sync_plan_task(cluster_id: int, actor_id: int | None = None) -> dict[str, str]:
+    """Plan the changes that would bring the cluster's Slurm in line with the portal (what the
+    staff page's "Plan now" asks for); the plan waits for review."""
+    from django.contrib.auth.models import User
+
+    from accounting.models import Cluster
+    from allocations.slurm_sync import SlurmUnavailable, slurm_sync_plan
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    actor = User.objects.filter(pk=actor_id).first() if actor_id is not None else None
+    try:
+        with named_lock(f"slurm sync {cluster_id}"):
+            outcome = slurm_sync_plan(cluster=cluster, actor=actor)
+    except ImportLockBusy:
+        return {"skipped": f"a plan or an apply of {cluster.name} is running"}
+    except SlurmUnavailable as error:
+        return {"error": f"Slurm could not be read: {error}"}
+    return {"plan": str(outcome.plan.pk) if outcome.plan else "nothing to do"}
+
+
+@shared_task(name="allocations.tasks.slurm_limits_refresh", soft_time_limit=300, time_limit=400)
+def slurm_limits_refresh_task(cluster_id: int) -> dict[str, str]:
+    """Set the cluster's GrpTRESMins limits again after balances moved, where its pools allow
+    it without review; other changes are left as a pending plan. One per cluster at a time."""
+    from accounting.models import Cluster
+    from allocations.slurm_sync import SlurmUnavailable, slurm_limits_refresh
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    try:
+        with named_lock(f"slurm sync {cluster_id}"):
+            plan = slurm_limits_refresh(cluster=cluster)
+    except ImportLockBusy:
+        return {"skipped": f"a plan or an apply of {cluster.name} is running"}
+    except SlurmUnavailable as error:
+        return {"error": f"Slurm could not be read: {error}"}
+    return {"plan": f"{plan.pk} {plan.status}" if plan else "no limit changed"}

@@ -1,12 +1,24 @@
 from django.urls import path
 
-from allocations import member_pages, pages, priority_pages, views
+from allocations import member_pages, pages, priority_pages, slurm_pages, views
 
 app_name = "allocations"
 
 urlpatterns = [
     path("enforcement/", views.enforcement_list, name="enforcement-list"),
     path("enforcement/<int:pk>/", views.enforcement_decide, name="enforcement-decide"),
+    # Slurm provisioning (staff)
+    path("slurm/", slurm_pages.slurm_sync_page, name="slurm-sync"),
+    path(
+        "slurm/plans/<int:pk>/approve/",
+        slurm_pages.slurm_sync_approve_page,
+        name="slurm-sync-approve",
+    ),
+    path(
+        "slurm/<slug:cluster>/refresh/",
+        slurm_pages.slurm_sync_refresh_page,
+        name="slurm-sync-refresh",
+    ),
     # Dynamic priority (staff)
     path("priorities/", priority_pages.priorities, name="priorities"),
     path("priorities/<slug:cluster>/policy/", priority_pages.policy_set, name="priority-policy"),

@@ -2,11 +2,12 @@
 
 One registry, here: grants and their budget periods, adjustments (a transfer is its two
 sides, sharing ``transfer_id``), memberships and PIs, committee seats, staff and group changes
-of people, rate versions of partitions, API tokens (never their digest) and enforcement
-actions. An entry of a project's thing names the project (``get_additional_data`` in
-allocations/models.py), so the project's PI can read it; staff read everything
-(allocations/access.py, ``projects_audited``). The actor is the signed-in person for pages,
-the API and the admin (AuditlogMiddleware), and "the portal" for tasks and commands.
+of people, rate versions of partitions, API tokens (never their digest), enforcement actions,
+Slurm provisioning plans and each of their actions. An entry of a project's thing names the
+project (``get_additional_data`` in allocations/models.py), so the project's PI can read it;
+staff read everything (allocations/access.py, ``projects_audited``). The actor is the
+signed-in person for pages, the API and the admin (AuditlogMiddleware), and "the portal" for
+tasks and commands.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ AUDITED_NAMES = {
     "allocations.project": "project",
     "allocations.committeemember": "committee seat",
     "allocations.enforcementaction": "enforcement action",
+    "allocations.slurmsyncplan": "Slurm plan",
+    "allocations.slurmsyncaction": "Slurm action",
     "accounting.partitionversion": "rate version",
     "people.apitoken": "API token",
     "auth.user": "person",
@@ -48,12 +51,18 @@ def audit_register() -> None:
         EnforcementAction,
         Membership,
         Project,
+        SlurmSyncAction,
+        SlurmSyncPlan,
     )
     from people.models import ApiToken
 
     for model in (Allocation, BudgetPeriod, Adjustment, Membership, Project, CommitteeMember,
                   EnforcementAction, PartitionVersion):  # fmt: skip
         auditlog.register(model)
+    # Each Slurm action when it is planned and when Slurm shows it done; a plan's review and
+    # outcome, not sacctmgr's whole output.
+    auditlog.register(SlurmSyncAction)
+    auditlog.register(SlurmSyncPlan, exclude_fields=["output"])
     auditlog.register(ApiToken, exclude_fields=["digest", "last_used_at"])
     # A person's roles, not their profile or their last sign-in.
     auditlog.register(

@@ -349,6 +349,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "balances-thresholds": {"task": "allocations.tasks.thresholds_check", "schedule": 15 * 60},
     "priority-proposals": {"task": "allocations.tasks.priority_proposals", "schedule": 60 * 60},
+    # The portal against each cluster's Slurm associations (docs/slurm.md).
+    "slurm-sync-check": {"task": "allocations.tasks.slurm_sync_check", "schedule": 60 * 60},
     # Yesterday's true overhead of each cluster, once a day (the task skips days already done).
     "overhead-daily": {"task": "accounting.tasks.overhead_compute_daily", "schedule": 60 * 60},
     # The jobs ledger's monthly partitions, made ahead of the months (PostgreSQL).

@@ -7,11 +7,17 @@ Each term of eq 1 on one node is linear in one resource: ``w·c/C = (w/C)·c``,
 ``TRESBillingWeights="CPU=w/C,Mem=w/M,GRES/gpu=w/G"`` reproduces the rate, with two differences:
 MAX_TRES takes the maximum over the job's totals (not per node, then summed), and Slurm
 truncates where eq 9 rounds memory up to whole core-equivalents.
+
+Under these weights a job's ``billing`` is the portal's hourly rate of the job in SU, so a job
+that runs ``t`` minutes adds ``billing·t`` to Slurm's billing-minutes while the portal charges
+``billing·t/60`` SU: one SU is 60 billing-minutes (:func:`billing_minutes`), whatever the
+partition, which is what lets one ``GrpTRESMins=billing=N`` hold a project's SU.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
+from typing import Final
 
 from accounting.clusters.charging import PartitionSpec, energy_weight
 
@@ -23,6 +29,17 @@ NOTE = (
     "# The Mem weight is rounded up in its last digit: the exact value times a whole node's\n"
     "# memory can land a hair under the node's rate in floating point (127.99999999999999)."
 )
+
+
+BILLING_MINUTES_PER_SERVICE_UNIT: Final = 60
+"""Slurm billing-minutes in one SU: billing is SU per hour (the weights above)."""
+
+
+def billing_minutes(service_units: Decimal) -> int:
+    """``GrpTRESMins=billing=N`` for ``service_units`` SU left: rounded down, so Slurm never
+    lets a project run past its balance by rounding, and 0 (every job held) when none is left."""
+    minutes = (service_units * BILLING_MINUTES_PER_SERVICE_UNIT).to_integral_value(ROUND_FLOOR)
+    return max(int(minutes), 0)
 
 
 def _weight_text(value: Decimal, digits: int = 16) -> str:

@@ -72,6 +72,7 @@ from accounting.partitions import (
     partitions_ensure,
 )
 from allocations.models import Project
+from portal.queue import task_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -997,6 +998,11 @@ def jobs_import(
         ImportRun.objects.filter(pk=run.pk).update(
             status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
         )
+        if total.charged and cluster.resource_pools.filter(slurm_limits_auto=True).exists():
+            # The balances moved: Slurm's GrpTRESMins limits follow (docs/slurm.md).
+            task_enqueue(
+                name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": cluster.pk}
+            )
     run.refresh_from_db()
     return run, total
 

@@ -81,6 +81,10 @@ PAGES: dict[str, tuple[Callable[[Site], str], tuple[int, ...]]] = {
         lambda s: reverse("allocations:enforcement-list"),
         (LOGIN, 404, 404, 404, 404, 200),
     ),
+    "slurm sync": (
+        lambda s: reverse("allocations:slurm-sync"),
+        (LOGIN, 404, 404, 404, 404, 200),
+    ),
 }
 
 

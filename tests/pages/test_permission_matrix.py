@@ -38,6 +38,7 @@ from allocations.models import (
     EnforcementAction,
     PriorityAction,
     Review,
+    SlurmSyncPlan,
 )
 from allocations.priorities import priority_policy_set
 from allocations.services import adjustment_top_up
@@ -81,6 +82,13 @@ def _first(model: Any, **filters: Any) -> int:
     pk = model.objects.filter(**filters).order_by("pk").values_list("pk", flat=True).first()
     assert pk is not None, f"the scenario has no {model.__name__}"
     return int(pk)
+
+
+def _slurm_plan(s: Site) -> int:
+    """A pending Slurm plan of the scenario's cluster (approving it enqueues a task, which the
+    rolled-back transaction never sends)."""
+    plan, _ = SlurmSyncPlan.objects.get_or_create(cluster=s.cluster)
+    return plan.pk
 
 
 def _code(s: Site) -> str:
@@ -147,6 +155,15 @@ MATRIX: dict[str, Entry] = {
     "allocations:enforcement-list": Entry(lambda s: "/allocations/enforcement/", read=STAFF),
     "allocations:enforcement-decide": Entry(
         lambda s: f"/allocations/enforcement/{_first(EnforcementAction)}/", write=STAFF
+    ),
+    "allocations:slurm-sync": Entry(lambda s: "/allocations/slurm/", read=STAFF),
+    "allocations:slurm-sync-approve": Entry(
+        lambda s: f"/allocations/slurm/plans/{_slurm_plan(s)}/approve/", write=STAFF
+    ),
+    "allocations:slurm-sync-refresh": Entry(
+        lambda s: f"/allocations/slurm/{s.cluster.name}/refresh/",
+        write=STAFF,
+        body=lambda s: {"what": "check"},
     ),
     "allocations:priorities": Entry(lambda s: "/allocations/priorities/", read=STAFF),
     "allocations:priority-policy": Entry(

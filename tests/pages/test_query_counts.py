@@ -41,6 +41,7 @@ BOUNDS = {
     "imports": ("staff", 7),
     "quarantine": ("staff", 7),
     "enforcement": ("staff", 4),
+    "slurm sync": ("staff", 8),  # clusters, open plans, recent plans, their actions, checks
 }
 
 
