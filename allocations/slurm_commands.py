@@ -42,10 +42,18 @@ def slurm_command_run(command: str) -> CommandOutcome:
 
 
 def slurm_program_run(
-    argv: list[str], *, stdin: str | None = None, keep: int = OUTPUT_KEPT_CHARS
+    argv: list[str],
+    *,
+    stdin: str | None = None,
+    keep: int = OUTPUT_KEPT_CHARS,
+    data: bool = False,
 ) -> CommandOutcome:
     """Run ``argv`` (a Slurm program and its arguments) without a shell, ``stdin`` on its
-    standard input; the last ``keep`` characters of what it printed are kept. Never raises."""
+    standard input; the last ``keep`` characters of what it printed are kept. Never raises.
+
+    With ``data``, the output is read, not shown: a run that succeeds keeps its whole standard
+    output and nothing of its standard error (a warning is not a row, and a centre's thousands
+    of associations are not cut to ``keep``)."""
     argv = list(argv)
     if argv and argv[0] in SLURM_PROGRAMS and settings.SLURM_BIN_DIR:
         argv[0] = str(Path(settings.SLURM_BIN_DIR) / argv[0])
@@ -56,4 +64,6 @@ def slurm_program_run(
         )  # fmt: skip
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:
         return CommandOutcome(exit_code=-1, output=f"{type(error).__name__}: {error}")
+    if data and done.returncode == 0:
+        return CommandOutcome(exit_code=0, output=done.stdout)
     return CommandOutcome(exit_code=done.returncode, output=(done.stdout + done.stderr)[-keep:])

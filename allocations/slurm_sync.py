@@ -12,9 +12,11 @@ The rules of the plan itself (order, what is never deleted) are in allocations/s
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -45,6 +47,8 @@ from allocations.slurm_plan import (
     action_done,
     name_checked,
     plan_build,
+    plan_creates,
+    plan_load_file,
     plan_script,
     state_parse,
 )
@@ -134,20 +138,22 @@ def _remaining_su(project: Project, *, pools: set[int]) -> Decimal:
     )
 
 
-def _sacctmgr(*arguments: str, stdin: str | None = None) -> CommandOutcome:
-    return slurm_program_run(["sacctmgr", *arguments], stdin=stdin, keep=OUTPUT_KEPT_CHARS)
+def _sacctmgr(*arguments: str, stdin: str | None = None, data: bool = False) -> CommandOutcome:
+    return slurm_program_run(
+        ["sacctmgr", *arguments], stdin=stdin, keep=OUTPUT_KEPT_CHARS, data=data
+    )
 
 
 def actual_state_read(*, cluster: Cluster) -> dict[str, Account]:
     """The cluster's accounts as sacctmgr shows them; SlurmUnavailable when it cannot."""
     associations = _sacctmgr(
         "--parsable2", "--noheader", "show", "associations",
-        "where", f"cluster={cluster.slurm_name}", f"format={ASSOCIATION_FORMAT}",
+        "where", f"cluster={cluster.slurm_name}", f"format={ASSOCIATION_FORMAT}", data=True,
     )  # fmt: skip
     if not associations.succeeded:
         raise SlurmUnavailable(associations.output.strip() or f"exit {associations.exit_code}")
     accounts = _sacctmgr(
-        "--parsable2", "--noheader", "show", "accounts", f"format={ACCOUNT_FORMAT}"
+        "--parsable2", "--noheader", "show", "accounts", f"format={ACCOUNT_FORMAT}", data=True
     )
     if not accounts.succeeded:
         raise SlurmUnavailable(accounts.output.strip() or f"exit {accounts.exit_code}")
@@ -247,6 +253,28 @@ def _actions_of(plan: SlurmSyncPlan) -> list[tuple[SlurmSyncAction, Action]]:
     ]
 
 
+def _run_plan(todo: list[Action], *, cluster: str) -> CommandOutcome:
+    """Carry out ``todo``: many creations in one ``sacctmgr -i load`` (one slurmdbd commit),
+    everything else in one ``sacctmgr -i`` reading its script on standard input. At most two
+    runs, whatever the size of the plan; their outputs are kept together."""
+    creates = plan_creates(todo)
+    rest = [action for action in todo if not any(action is create for create in creates)]
+    outcomes = []
+    if creates:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "plan.cfg"
+            path.write_text(plan_load_file(creates, cluster=cluster))
+            outcomes.append(_sacctmgr("-i", "load", f"file={path}"))
+    if rest:
+        outcomes.append(_sacctmgr("-i", stdin=plan_script(rest, cluster=cluster)))
+    failed = [outcome.exit_code for outcome in outcomes if not outcome.succeeded]
+    return replace(
+        outcomes[-1],
+        exit_code=failed[0] if failed else outcomes[-1].exit_code,
+        output="\n".join(outcome.output for outcome in outcomes),
+    )
+
+
 def slurm_sync_apply(*, plan: SlurmSyncPlan) -> SlurmSyncPlan:
     """Apply an approved plan: the actions Slurm does not show done yet, in one
     ``sacctmgr -i`` run reading them on its standard input; then read Slurm again and mark each
@@ -263,7 +291,7 @@ def slurm_sync_apply(*, plan: SlurmSyncPlan) -> SlurmSyncPlan:
         plan.save(update_fields=["error"])
         return plan
     todo = [action for _, action in rows if not action_done(action, before)]
-    outcome = _sacctmgr("-i", stdin=plan_script(todo, cluster=cluster.slurm_name)) if todo else None
+    outcome = _run_plan(todo, cluster=cluster.slurm_name) if todo else None
     try:
         after = actual_state_read(cluster=cluster)
     except SlurmUnavailable as error:

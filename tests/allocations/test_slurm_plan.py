@@ -19,6 +19,7 @@ from accounting.clusters.slurmconf import (
 )
 from accounting.clusters.specs import cluster_definition_load
 from allocations.slurm_plan import (
+    LOAD_ABOVE,
     Account,
     Action,
     PlanError,
@@ -26,6 +27,8 @@ from allocations.slurm_plan import (
     action_done,
     name_checked,
     plan_build,
+    plan_creates,
+    plan_load_file,
     plan_script,
     state_apply,
     state_parse,
@@ -353,3 +356,37 @@ def test_names_found_in_slurm_go_on_the_line_as_they_are_and_desired_ones_in_low
     assert action_commands(Action("delete", "OldAcct", "JSmith"), cluster="setonix") == [
         "delete user where name=JSmith account=OldAcct cluster=setonix"
     ]
+
+
+def test_a_large_creation_goes_to_sacctmgr_load_as_its_flat_file_parents_first():
+    desired = {
+        "pool-cpu": Account(billing_minutes=None),
+        **{
+            f"p{index:03d}": Account(
+                parent="pool-cpu", users=frozenset({f"u{index}", "shared"}),
+                billing_minutes=6000 + index, qos=frozenset({"normal", "long"}),
+                default_qos="normal",
+            )
+            for index in range(20)
+        },
+    }  # fmt: skip
+    actions = plan_build(desired=desired, actual={})
+    creates = plan_creates(actions)
+    assert len(creates) == 1 + 20 + 40 > LOAD_ABOVE
+    text = plan_load_file(creates, cluster="setonix").splitlines()
+    assert text[:3] == [
+        "Cluster - 'setonix'",
+        "Parent - 'root'",
+        "Account - 'pool-cpu':Description='portal-managed'",
+    ]
+    assert text[3] == "Parent - 'pool-cpu'"
+    assert text[4] == (
+        "Account - 'p000':Description='portal-managed':GrpTRESMins=billing=6000"
+        ":QOS='long,normal':DefaultQOS='normal'"
+    )
+    users = text[text.index("Parent - 'p000'", 5) :][:3]
+    assert users == ["Parent - 'p000'", "User - 'shared'", "User - 'u0'"]
+    # A small plan stays on sacctmgr's standard input, one script.
+    assert (
+        plan_creates(plan_build(desired={"one": Account(users=frozenset({"a"}))}, actual={})) == []
+    )
