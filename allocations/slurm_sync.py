@@ -12,12 +12,14 @@ The rules of the plan itself (order, what is never deleted) are in allocations/s
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 
+from auditlog.models import LogEntry
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -52,6 +54,7 @@ from allocations.slurm_plan import (
     plan_script,
     state_parse,
 )
+from portal.audit import audit_rows
 from portal.queue import task_enqueue
 
 OUTPUT_KEPT_CHARS = 200_000  # a plan's whole sacctmgr output, for the audit of each line
@@ -202,13 +205,31 @@ def slurm_sync_plan(
         plan = SlurmSyncPlan.objects.create(
             cluster=cluster, created_by=actor, delete_unmanaged=delete_unmanaged
         )
-        for position, action in enumerate(applied):
-            SlurmSyncAction.objects.create(
-                plan=plan, position=position, verb=action.verb, account=action.account,
-                user=action.user, before=dict(action.before), after=dict(action.after),
-                commands="\n".join(action_commands(action, cluster=cluster.slurm_name)),
-            )  # fmt: skip
+        rows = SlurmSyncAction.objects.bulk_create(
+            [
+                SlurmSyncAction(
+                    plan=plan, position=position, verb=action.verb, account=action.account,
+                    user=action.user, before=dict(action.before), after=dict(action.after),
+                    commands="\n".join(action_commands(action, cluster=cluster.slurm_name)),
+                )
+                for position, action in enumerate(applied)
+            ],
+            batch_size=2000,
+        )  # fmt: skip
+        # Every action is in the audit log, written in bulk (a large centre plans thousands).
+        audit_rows(rows, action=LogEntry.Action.CREATE, changes_of=_created_changes)
     return PlanOutcome(actions=actions, skipped=skipped, plan=plan)
+
+
+def _created_changes(row: SlurmSyncAction) -> dict[str, list[str]]:
+    """What auditlog writes for a new row: each field from "None" to its value."""
+    fields = ("plan", "position", "verb", "account", "user", "before", "after", "commands")
+    values = {
+        "plan": str(row.plan_id), "position": str(row.position), "verb": row.verb,
+        "account": row.account, "user": row.user, "before": json.dumps(row.before),
+        "after": json.dumps(row.after), "commands": row.commands,
+    }  # fmt: skip
+    return {field: ["None", values[field]] for field in fields}
 
 
 def _renderable(actions: list[Action], *, cluster: str) -> tuple[list[Action], list[str]]:
@@ -300,7 +321,14 @@ def slurm_sync_apply(*, plan: SlurmSyncPlan) -> SlurmSyncPlan:
     with transaction.atomic():
         for row, action in rows:
             row.done = None if after is None else action_done(action, after)
-            row.save(update_fields=["done"])
+        for value in (True, False, None):
+            SlurmSyncAction.objects.filter(
+                pk__in=[row.pk for row, _ in rows if row.done is value]
+            ).update(done=value)
+        audit_rows(
+            [row for row, _ in rows], action=LogEntry.Action.UPDATE,
+            changes_of=lambda row: {"done": ["None", str(row.done)]},
+        )  # fmt: skip
         not_done = [str(row) for row, _ in rows if row.done is not True]
         plan.exit_code = outcome.exit_code if outcome else 0
         plan.output = outcome.output if outcome else "every action was already done"

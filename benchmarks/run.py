@@ -26,6 +26,12 @@ def benches(quick: bool) -> dict[str, list[str]]:
         "overhead": [python, "benchmarks/bench_overhead.py"],
         "coststats": [python, "benchmarks/bench_coststats.py"],
         "utilisation": [python, "benchmarks/bench_utilisation.py"],
+        "slurm_sync": [
+            python,
+            "benchmarks/bench_slurm_sync.py",
+            "--projects",
+            "100" if quick else "1000",
+        ],
     }
 
 
