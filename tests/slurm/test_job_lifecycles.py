@@ -36,7 +36,9 @@ def portal(slurm_testbed, slurm_account, monkeypatch):
 
 
 def _submit(testbed, account, *options):
-    return testbed.run("sbatch", "--parsable", f"--account={account}", *options).stdout.strip()
+    return testbed.run(
+        "sbatch", "--parsable", f"--account={account}", "--output=/dev/null", *options
+    ).stdout.strip()
 
 
 def _rows(testbed, job_id):

@@ -53,11 +53,13 @@ def jobs_run(slurm_testbed, slurm_account):
     name = unique_name("job")
     started = timezone.now() - timedelta(minutes=1)
     slurm_testbed.run(
-        "sbatch", f"--account={slurm_account}", "--partition=work", "--ntasks=4", "--mem=8G",
+        "sbatch", f"--account={slurm_account}", "--output=/dev/null", "--partition=work",
+        "--ntasks=4", "--mem=8G",
         f"--job-name={name}", "--wrap=sleep 1",
     )  # fmt: skip
     slurm_testbed.run(
-        "sbatch", f"--account={slurm_account}", "--partition=gpu", "--gres=gpu:2",
+        "sbatch", f"--account={slurm_account}", "--output=/dev/null", "--partition=gpu",
+        "--gres=gpu:2",
         f"--job-name={name}", "--wrap=sleep 1",
     )  # fmt: skip
     wait_for("both jobs to end", lambda: _finished(slurm_testbed, slurm_account, 2))
