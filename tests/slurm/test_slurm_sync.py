@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -513,3 +513,63 @@ def test_the_hourly_check_records_the_drift_of_each_cluster_with_pools(slurm_tes
     assert ("create", project.code, "") in {
         (item["verb"], item["account"], item["user"]) for item in check.drift
     }
+
+
+def _completed(testbed: Testbed, account: str, count: int) -> bool | None:
+    """True once ``count`` jobs of ``account`` show COMPLETED with their partition in sacct."""
+    shown = testbed.run(
+        "sacct", "-X", "-n", "-P", f"--accounts={account}", "--starttime=now-1hours",
+        "-o", "State,Partition",
+    ).stdout.split()  # fmt: skip
+    return True if sum(line == "COMPLETED|work" for line in shown) == count else None
+
+
+def test_the_whole_way_round_grant_provision_run_import_and_agree_with_slurm(
+    slurm_testbed, on_testbed
+):
+    """Issue 17, item 5, in one piece: a project granted in the portal is provisioned by
+    slurm_sync; a batch job and an interactive srun really run under its account;
+    ``import_sacct --run-sacct`` books them; the balance drops by exactly their charge, and the
+    billing-minutes Slurm counted against the limit are that charge x 60, less Slurm's
+    truncation to whole minutes. (Held when used up, and run again after a top-up:
+    test_an_exhausted_project_is_held_by_slurm_and_runs_after_a_top_up.)"""
+    from accounting.models import Job
+    from allocations.selectors import balance_get
+
+    centre = _centre(su="50", members=1)
+    ((project, _),) = centre.projects
+    MembershipFactory.create(project=project, user=UserFactory.create(username="root"))
+    assert _apply(slurm_sync_plan(cluster=centre.cluster).plan).status == "applied"
+    before = balance_get(project=project, pool=centre.pool)
+    assert before is not None
+    since = timezone.now() - timedelta(minutes=1)
+
+    job_id = slurm_testbed.run(
+        "sbatch", "--parsable", f"--account={project.code}", "--partition=work", "--ntasks=8",
+        "--output=/dev/null", "--wrap", "sleep 4",
+    ).stdout.strip()  # fmt: skip
+    slurm_testbed.run("srun", f"--account={project.code}", "--partition=work", "--ntasks=2",
+                      "sleep", "2")  # fmt: skip  # interactive: returns when it has run
+    wait_for("the batch job to end in sacct", lambda: _ended(slurm_testbed, job_id))
+    wait_for(
+        "both jobs in sacct, with their partition",
+        lambda: _completed(slurm_testbed, project.code, 2),
+    )
+
+    out = StringIO()
+    call_command(
+        "import_sacct", "--run-sacct", "--cluster", centre.cluster.name,
+        "--since", since.isoformat(), "--json", stdout=out,
+    )  # fmt: skip
+    booked = list(Job.objects.filter(project=project))
+    assert len(booked) == 2
+    assert all(job.charge_state == Job.ChargeState.CHARGED for job in booked)
+    charged = sum(job.service_units for job in booked)
+    assert charged > 0
+    after = balance_get(project=project, pool=centre.pool)
+    assert after is not None
+    assert before.remaining_su - after.remaining_su == charged
+
+    _, used = _billing_used(slurm_testbed, project.code)
+    # Slurm adds each job's billing-seconds and shows whole minutes: at most one short.
+    assert int(charged * 60) - 1 <= used <= int(charged * 60)
