@@ -217,7 +217,7 @@ def slurm_sync_plan(
             batch_size=2000,
         )  # fmt: skip
         # Every action is in the audit log, written in bulk (a large centre plans thousands).
-        audit_rows(rows, action=LogEntry.Action.CREATE, changes_of=_created_changes)
+        audit_rows(rows, action=LogEntry.Action.CREATE, changes_of=_created_changes, actor=actor)
     return PlanOutcome(actions=actions, skipped=skipped, plan=plan)
 
 
@@ -328,6 +328,7 @@ def slurm_sync_apply(*, plan: SlurmSyncPlan) -> SlurmSyncPlan:
         audit_rows(
             [row for row, _ in rows], action=LogEntry.Action.UPDATE,
             changes_of=lambda row: {"done": ["None", str(row.done)]},
+            actor=plan.approved_by,
         )  # fmt: skip
         not_done = [str(row) for row, _ in rows if row.done is not True]
         plan.exit_code = outcome.exit_code if outcome else 0

@@ -119,22 +119,24 @@ def audit_kind(entry: object) -> str:
     return AUDITED_NAMES.get(key, key)
 
 
-def audit_rows(rows: Sequence[Model], *, action: int, changes_of: Callable[[Any], dict]) -> None:
+def audit_rows(
+    rows: Sequence[Model],
+    *,
+    action: int,
+    changes_of: Callable[[Any], dict],
+    actor: User | None = None,
+) -> None:
     """One audit entry per row, all in one INSERT, as auditlog's signals would have written
     them one save at a time (a read, a diff and an insert each: seconds for the 11,000 actions
-    of a large Slurm plan). The actor and remote address come from the same context the
-    middleware sets; ``changes_of(row)`` gives ``{field: [before, after]}`` as strings."""
+    of a large Slurm plan). ``changes_of(row)`` gives ``{field: [before, after]}`` as strings.
+    The actor is given, not read from auditlog's context variable: auditlog leaves a request's
+    actor in it after the request, so a later task would be credited to that person."""
     from auditlog.cid import get_cid
-    from auditlog.context import auditlog_value
     from auditlog.models import LogEntry
     from django.contrib.contenttypes.models import ContentType
 
     if not rows:
         return
-    context = auditlog_value.get({})
-    actor = context.get("actor")
-    if not isinstance(actor, User):
-        actor = None
     content_type = ContentType.objects.get_for_model(rows[0])
     cid = get_cid()
     LogEntry.objects.bulk_create(
@@ -142,8 +144,7 @@ def audit_rows(rows: Sequence[Model], *, action: int, changes_of: Callable[[Any]
             LogEntry(
                 content_type=content_type, object_pk=str(row.pk), object_id=row.pk,
                 object_repr=str(row), action=action, changes=changes_of(row),
-                actor=actor, actor_email=getattr(actor, "email", None),
-                remote_addr=context.get("remote_addr"), cid=cid,
+                actor=actor, actor_email=getattr(actor, "email", None), cid=cid,
                 additional_data=getattr(row, "get_additional_data", dict)(),
             )
             for row in rows
