@@ -207,13 +207,18 @@ def slurmrestd_jobs(*, cluster: Cluster, since: datetime, until: datetime) -> It
         yield spool
 
 
+def window_reader(cluster: Cluster) -> str:
+    """What reads the cluster's windows: ``slurmrestd`` when it has one, else ``sacct``."""
+    return "slurmrestd" if cluster.slurmrestd_url else "sacct"
+
+
 @contextmanager
 def window_source(
     *, cluster: Cluster, since: datetime, until: datetime
 ) -> Iterator[dict[str, Any]]:
     """What ``jobs_import`` reads for one window, from where the cluster is read: its
     slurmrestd when one is configured, else sacct run on this host (the one rule for both)."""
-    if cluster.slurmrestd_url:
+    if window_reader(cluster) == "slurmrestd":
         with slurmrestd_jobs(cluster=cluster, since=since, until=until) as stream:
             yield {"json_stream": stream}
     else:
@@ -238,7 +243,7 @@ def sacct_window_import(
     if since is None:
         last = cluster.last_imported_until or (until - timedelta(days=1))
         since = last - timedelta(minutes=cluster.import_overlap_minutes)
-    reader = "slurmrestd" if cluster.slurmrestd_url else "sacct"
+    reader = window_reader(cluster)
     kind = reader if advance else f"backfill {reader}"
     run = ImportRun.objects.create(
         cluster=cluster,

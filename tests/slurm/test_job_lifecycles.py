@@ -6,6 +6,7 @@ read by ``sacct`` exactly as a scheduled import reads them, and booked by the po
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -15,12 +16,11 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.sources import sacct_window_import
 from accounting.models import Cluster, Job
 from allocations.models import Project
-from tests.browser.conftest import ROOT
 from tests.slurm.conftest import wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
 
-SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+SPEC = Path(__file__).resolve().parents[2] / "examples" / "clusters" / "slurm-testbed.json"
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "REQUEUED"}
 
 

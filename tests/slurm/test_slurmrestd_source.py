@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -16,12 +17,11 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.sources import SlurmrestdFailed, sacct_window_import
 from accounting.models import Cluster, ImportRun, Job
 from allocations.models import Project
-from tests.browser.conftest import ROOT
 from tests.slurm.conftest import unique_name, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]
 
-SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+SPEC = Path(__file__).resolve().parents[2] / "examples" / "clusters" / "slurm-testbed.json"
 
 
 def _ledger(cluster):

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import socket
-import subprocess
 from decimal import Decimal
 from io import StringIO
 
@@ -214,31 +212,13 @@ def _restd_get(port: int, token: str, path: str) -> tuple[int, bytes] | None:
         connection.close()
 
 
-def test_slurmrestd_runs_on_it_with_a_jwt_from_scontrol_token(slurm_testbed, tmp_path):
-    token = slurm_testbed.run("scontrol", "token", "lifespan=300").stdout.strip()
-    token = token.removeprefix("SLURM_JWT=")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with (tmp_path / "slurmrestd.log").open("w") as log:
-        # slurmrestd refuses to run as root or SlurmUser, so it drops to nobody; SLURM_JWT=daemon
-        # makes it take each client's token instead of a token of its own.
-        restd = subprocess.Popen(
-            ["slurmrestd", "-a", "rest_auth/jwt", "-u", "nobody", "-g", "nogroup",
-             f"127.0.0.1:{port}"],
-            env={**os.environ, **slurm_testbed.env, "SLURM_JWT": "daemon"},
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            ping = wait_for(
-                "slurmrestd to answer", lambda: _restd_get(port, token, "/slurm/v0.0.38/ping")
-            )
-            # Through slurmdbd, which checks the JWT too.
-            diag = _restd_get(port, token, "/slurmdb/v0.0.38/diag")
-            forged = _restd_get(port, token[:-4] + "AAAA", "/slurm/v0.0.38/ping")
-        finally:
-            restd.terminate()
-            restd.wait(timeout=30)
+def test_slurmrestd_runs_on_it_with_a_jwt_from_scontrol_token(slurmrestd):
+    token = slurmrestd.token_file.read_text().strip().removeprefix("SLURM_JWT=")
+    port = int(slurmrestd.url.rsplit(":", 1)[1])
+    ping = wait_for("slurmrestd to answer", lambda: _restd_get(port, token, "/slurm/v0.0.38/ping"))
+    # Through slurmdbd, which checks the JWT too.
+    diag = _restd_get(port, token, "/slurmdb/v0.0.38/diag")
+    forged = _restd_get(port, token[:-4] + "AAAA", "/slurm/v0.0.38/ping")
 
     assert ping[0] == 200, ping
     pinged = json.loads(ping[1])

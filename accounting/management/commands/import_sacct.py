@@ -29,6 +29,7 @@ from accounting.ledger.sources import (
     FORMATS,
     file_import_parallel,
     sacct_stream_import,
+    window_reader,
     window_source,
 )
 
@@ -161,7 +162,7 @@ class Command(BaseCommand):
         from django.utils import timezone
 
         until = until or timezone.now()
-        reader = "slurmrestd" if cluster.slurmrestd_url else "sacct"
+        reader = window_reader(cluster)
         with window_source(cluster=cluster, since=since, until=until) as source:
             _, summary = jobs_import(
                 cluster=cluster,
