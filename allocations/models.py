@@ -197,6 +197,17 @@ class ResourcePool(models.Model):
     slurm_default_qos = models.CharField(
         max_length=64, blank=True, help_text="default QOS of the pool's project accounts"
     )
+    slurm_account_suffix = models.CharField(
+        max_length=16, blank=True,
+        help_text="the pool's projects get a Slurm account of their own, the project code and "
+        "this suffix (e.g. -gpu), limited to the pool's SU alone (blank: the project's account, "
+        "limited to what all its pools on the cluster have left)",
+    )  # fmt: skip
+    slurm_partition_associations = models.BooleanField(
+        default=False,
+        help_text="members' associations name the pool's partitions, so the account runs jobs "
+        "in those partitions only",
+    )
     slurm_limits_auto = models.BooleanField(
         default=False,
         help_text="after each import, grant and adjustment, and in each new budget period, set "
@@ -768,6 +779,7 @@ class SlurmSyncAction(models.Model):
     verb = models.CharField(max_length=8)
     account = models.CharField(max_length=64)
     user = models.CharField(max_length=64, blank=True)
+    partition = models.CharField(max_length=64, blank=True)
     before = models.JSONField(default=dict, blank=True)
     after = models.JSONField(default=dict, blank=True)
     commands = models.TextField(blank=True)
@@ -780,8 +792,10 @@ class SlurmSyncAction(models.Model):
         ]
 
     def __str__(self) -> str:
-        target = f"user {self.user} in {self.account}" if self.user else f"account {self.account}"
-        return f"{self.verb} {target}"
+        if not self.user:
+            return f"{self.verb} account {self.account}"
+        where = f" (partition {self.partition})" if self.partition else ""
+        return f"{self.verb} user {self.user} in {self.account}{where}"
 
     def get_additional_data(self) -> dict[str, str]:
         """Audit entries name the account: a project's PI reads those of their project."""

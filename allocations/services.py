@@ -12,7 +12,7 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from accounting.clusters.quotes import QuoteRequest
@@ -53,6 +53,7 @@ from allocations.notifications import (
 )
 from allocations.selectors import balance_for_period, budget_period_at, pool_today
 from allocations.slurm_accounts import associations_parse
+from allocations.slurm_plan import project_code_of
 from portal.queue import task_enqueue
 
 State = AllocationRequest.State
@@ -579,12 +580,23 @@ def slurm_accounts_sync(*, lines: Iterable[str], cluster: str | None = None) -> 
         skipped_lines=associations.skipped_lines, other_clusters=dict(associations.other_clusters)
     )
     user_model = get_user_model()
+    pools = ResourcePool.objects.exclude(slurm_account_suffix="")
+    if cluster:
+        pools = pools.filter(
+            Q(cluster__slurm_cluster_name=cluster)
+            | Q(cluster__slurm_cluster_name="", cluster__name=cluster)
+        )
+    suffixes = set(pools.values_list("slurm_account_suffix", flat=True))
     for account, usernames in sorted(associations.accounts.items()):
+        # A pool's own account (code-gpu) joins its project, as the import books it.
+        code = account
+        if not Project.objects.filter(code=account).exists():
+            code = project_code_of(account, suffixes)
         project, created = Project.objects.get_or_create(
-            code=account, defaults={"title": f"{account} (from Slurm)"}
+            code=code, defaults={"title": f"{code} (from Slurm)"}
         )
         if created:
-            result.projects_created.append(account)
+            result.projects_created.append(code)
         for username in sorted(usernames):
             user = user_model.objects.filter(username=username).first()
             if user is None:

@@ -1,11 +1,12 @@
 """Provisioning Slurm from the portal: the associations the portal wants, those Slurm has, the
 plan between them and the ``sacctmgr`` lines that carry it out. Pure module.
 
-A state is, per Slurm account of one cluster, its parent, its users (one association each),
-its ``GrpTRESMins=billing`` limit, its QOS list and default QOS, and whether the portal created it
-(its description is :data:`MANAGED_DESCRIPTION`). The plan creates what is missing, modifies what
-differs (each action with the values before and after) and deletes what the portal created and
-no longer wants. What the portal did not create is never deleted unless ``delete_unmanaged``
+A state is, per Slurm account of one cluster, its parent, its users (one association each, or
+one per partition where the pool names its partitions), its ``GrpTRESMins=billing`` limit,
+its QOS list and default QOS, and whether the portal created it (its description is
+:data:`MANAGED_DESCRIPTION`). The plan creates what is missing, modifies what differs (each
+action with the values before and after) and deletes what the portal created and no longer
+wants. What the portal did not create is never deleted unless ``delete_unmanaged``
 is given: its deletion is still planned, as drift left alone (``applied=False``), so a check
 shows the command that would remove it.
 """
@@ -21,7 +22,7 @@ MANAGED_DESCRIPTION: Final = "portal-managed"
 ROOT_ACCOUNT: Final = "root"
 # What the plan reads: ``sacctmgr --parsable2 --noheader show associations format=...`` and
 # ``sacctmgr --parsable2 --noheader show accounts format=...``, columns in this order.
-ASSOCIATION_FORMAT: Final = "Account,User,ParentName,GrpTRESMins,QOS,DefaultQOS"
+ASSOCIATION_FORMAT: Final = "Account,User,Partition,ParentName,GrpTRESMins,QOS,DefaultQOS"
 ACCOUNT_FORMAT: Final = "Account,Descr"
 # Slurm's account and user names, kept to what needs no quoting on a sacctmgr line.
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*$")
@@ -36,10 +37,13 @@ class PlanError(ValueError):
 @dataclass(frozen=True)
 class Account:
     """One Slurm account as wanted or found. In a desired state, ``qos`` and ``default_qos``
-    of None mean "the portal does not set them" (whatever Slurm has is kept)."""
+    of None mean "the portal does not set them" (whatever Slurm has is kept). A user holds an
+    association with the whole account (``users``) or one per partition (``partition_users``,
+    (user, partition) pairs: the account runs that user's jobs in those partitions only)."""
 
     parent: str = ROOT_ACCOUNT
     users: frozenset[str] = frozenset()
+    partition_users: frozenset[tuple[str, str]] = frozenset()
     billing_minutes: int | None = None  # GrpTRESMins=billing=N; None: no limit
     qos: frozenset[str] | None = None
     default_qos: str | None = None
@@ -49,25 +53,46 @@ class Account:
 State = Mapping[str, Account]
 
 
+def associations_of(account: Account) -> frozenset[tuple[str, str]]:
+    """An account's user associations as (user, partition) pairs; partition "" for the whole
+    account."""
+    return frozenset({(user, "") for user in account.users}) | account.partition_users
+
+
+def _with_associations(account: Account, pairs: Iterable[tuple[str, str]]) -> Account:
+    pairs = set(pairs)
+    return replace(
+        account,
+        users=frozenset(user for user, partition in pairs if not partition),
+        partition_users=frozenset(pair for pair in pairs if pair[1]),
+    )
+
+
 @dataclass(frozen=True)
 class Action:
-    """One change: to an account (``user`` empty) or to a user's association with it."""
+    """One change: to an account (``user`` empty) or to a user's association with it (in one
+    partition when ``partition`` is given)."""
 
     verb: Verb
     account: str
     user: str = ""
+    partition: str = ""
     before: Mapping[str, str] = field(default_factory=dict)
     after: Mapping[str, str] = field(default_factory=dict)
     applied: bool = True  # False: drift reported, not the portal's to change
 
     @property
     def target(self) -> str:
-        return f"user {self.user} in {self.account}" if self.user else f"account {self.account}"
+        if not self.user:
+            return f"account {self.account}"
+        where = f" (partition {self.partition})" if self.partition else ""
+        return f"user {self.user} in {self.account}{where}"
 
     def to_json(self) -> dict[str, object]:
         return {
             "verb": self.verb, "account": self.account, "user": self.user,
-            "before": dict(self.before), "after": dict(self.after), "applied": self.applied,
+            "partition": self.partition, "before": dict(self.before), "after": dict(self.after),
+            "applied": self.applied,
         }  # fmt: skip
 
     @classmethod
@@ -78,6 +103,7 @@ class Action:
         return cls(
             verb=str(data["verb"]),  # type: ignore[arg-type]
             account=str(data["account"]), user=str(data.get("user") or ""),
+            partition=str(data.get("partition") or ""),
             before={str(k): str(v) for k, v in before.items()},
             after={str(k): str(v) for k, v in after.items()},
             applied=bool(data.get("applied", True)),
@@ -98,6 +124,22 @@ def name_checked(name: str) -> str:
     if not _NAME.match(lowered):
         raise PlanError(f"{name!r} is not a name Slurm accepts for an account or user")
     return lowered
+
+
+def account_name(code: str, suffix: str = "") -> str:
+    """The Slurm account of a project in a pool: its code, and the pool's account suffix when
+    the pool gives its projects accounts of their own (``pawsey0001-gpu``)."""
+    return name_checked(code + suffix)
+
+
+def project_code_of(account: str, suffixes: Iterable[str]) -> str:
+    """The project code a Slurm account stands for, the inverse of :func:`account_name`: the
+    account less the longest of the cluster's pool ``suffixes`` it ends with (unchanged when
+    none). Callers look for a project with the account's own name first."""
+    for suffix in sorted((s for s in suffixes if s), key=len, reverse=True):
+        if account.endswith(suffix) and len(account) > len(suffix):
+            return account[: -len(suffix)]
+    return account
 
 
 # --- reading Slurm ----------------------------------------------------------------------------
@@ -122,7 +164,7 @@ def state_parse(associations: Iterable[str], accounts: Iterable[str]) -> dict[st
         account, _, description = line.rstrip("\r\n").partition("|")
         descriptions[account.strip()] = description.strip()
     rows: dict[str, dict[str, str]] = {}
-    users: dict[str, set[str]] = {}
+    users: dict[str, set[tuple[str, str]]] = {}
     width = len(ASSOCIATION_FORMAT.split(","))
     for number, line in enumerate(associations, start=1):
         if not line.strip():
@@ -130,25 +172,27 @@ def state_parse(associations: Iterable[str], accounts: Iterable[str]) -> dict[st
         values = [value.strip() for value in line.rstrip("\r\n").split("|")]
         if len(values) != width:
             raise PlanError(f"association line {number}: {len(values)} fields, expected {width}")
-        account, user, parent, grp_tres_mins, qos, default_qos = values
+        account, user, partition, parent, grp_tres_mins, qos, default_qos = values
         if account == ROOT_ACCOUNT:
             continue
         users.setdefault(account, set())
         if user:
-            users[account].add(user)
+            users[account].add((user, partition))
         else:
             rows[account] = {
                 "parent": parent or ROOT_ACCOUNT, "tres": grp_tres_mins, "qos": qos,
                 "default_qos": default_qos,
             }  # fmt: skip
     return {
-        account: Account(
-            parent=row["parent"],
-            users=frozenset(users.get(account, ())),
-            billing_minutes=_billing_of(row["tres"]),
-            qos=frozenset(item for item in row["qos"].split(",") if item),
-            default_qos=row["default_qos"],
-            managed=descriptions.get(account, "") == MANAGED_DESCRIPTION,
+        account: _with_associations(
+            Account(
+                parent=row["parent"],
+                billing_minutes=_billing_of(row["tres"]),
+                qos=frozenset(item for item in row["qos"].split(",") if item),
+                default_qos=row["default_qos"],
+                managed=descriptions.get(account, "") == MANAGED_DESCRIPTION,
+            ),
+            users.get(account, ()),
         )
         for account, row in rows.items()
     }
@@ -189,7 +233,10 @@ def plan_build(*, desired: State, actual: State, delete_unmanaged: bool = False)
         found = actual.get(name)
         if found is None:
             created.append(Action("create", name, after=_fields(wanted)))
-            users_added += [Action("create", name, user) for user in sorted(wanted.users)]
+            users_added += [
+                Action("create", name, user, partition)
+                for user, partition in sorted(associations_of(wanted))
+            ]
             continue
         before, after = _fields(found), _fields(wanted)
         changed = {key for key in after if before.get(key) != after[key]}
@@ -201,10 +248,14 @@ def plan_build(*, desired: State, actual: State, delete_unmanaged: bool = False)
                     after={key: after[key] for key in sorted(changed)},
                 )
             )  # fmt: skip
-        users_added += [Action("create", name, user) for user in sorted(wanted.users - found.users)]
+        wanted_pairs, found_pairs = associations_of(wanted), associations_of(found)
+        users_added += [
+            Action("create", name, user, partition)
+            for user, partition in sorted(wanted_pairs - found_pairs)
+        ]
         users_removed += [
-            Action("delete", name, user, applied=found.managed or delete_unmanaged)
-            for user in sorted(found.users - wanted.users)
+            Action("delete", name, user, partition, applied=found.managed or delete_unmanaged)
+            for user, partition in sorted(found_pairs - wanted_pairs)
         ]
 
     # An account stays when it is wanted, or when its deletion is not the portal's to make, or
@@ -229,7 +280,8 @@ def plan_build(*, desired: State, actual: State, delete_unmanaged: bool = False)
     ):
         account = actual[name]
         deleted += [
-            Action("delete", name, user, applied=name in leaving) for user in sorted(account.users)
+            Action("delete", name, user, partition, applied=name in leaving)
+            for user, partition in sorted(associations_of(account))
         ]
         deleted.append(Action("delete", name, before=_fields(account), applied=name in leaving))
 
@@ -247,12 +299,13 @@ def state_apply(state: State, actions: Sequence[Action]) -> dict[str, Account]:
             continue
         if action.user:
             account = result[action.account]
-            users = (
-                account.users | {action.user}
+            pair = {(action.user, action.partition)}
+            pairs = (
+                associations_of(account) | pair
                 if action.verb == "create"
-                else account.users - {action.user}
+                else associations_of(account) - pair
             )
-            result[action.account] = replace(account, users=users)
+            result[action.account] = _with_associations(account, pairs)
         elif action.verb == "delete":
             result.pop(action.account, None)
         else:
@@ -280,7 +333,7 @@ def action_done(action: Action, state: State) -> bool:
     """Does ``state`` (read from Slurm after a run) show the action's effect?"""
     found = state.get(action.account)
     if action.user:
-        present = found is not None and action.user in found.users
+        present = found is not None and (action.user, action.partition) in associations_of(found)
         return present if action.verb == "create" else not present
     if action.verb == "delete":
         return found is None
@@ -310,6 +363,8 @@ def action_commands(action: Action, *, cluster: str) -> list[str]:
     where = f"cluster={_word(cluster)}"
     if action.user:
         user = _word(action.user)
+        if action.partition:
+            where = f"partition={_word(action.partition)} {where}"
         if action.verb == "create":
             return [f"add user {user} account={account} {where}"]
         return [f"delete user where name={user} account={account} {where}"]
@@ -382,10 +437,11 @@ def plan_load_file(creates: Sequence[Action], *, cluster: str) -> str:
     users: dict[str, list[str]] = {}
     for action in creates:
         if action.user:
-            users.setdefault(action.account, []).append(action.user)
-    for account, names in users.items():
+            partition = f":Partition='{_word(action.partition)}'" if action.partition else ""
+            users.setdefault(action.account, []).append(f"User - '{_word(action.user)}'{partition}")
+    for account, user_lines in users.items():
         lines.append(f"Parent - '{_word(account)}'")
-        lines += [f"User - '{_word(name)}'" for name in names]
+        lines += user_lines
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -438,9 +494,15 @@ def plan_script(actions: Sequence[Action], *, cluster: str) -> str:
         )
     ]
     lines += [
-        f"add user {names} account={account} {where}"
-        for (account,), names in _grouped(
-            ((_word(action.account),), _word(action.user))
+        f"add user {names} account={account} {partition}{where}"
+        for (account, partition), names in _grouped(
+            (
+                (
+                    _word(action.account),
+                    f"partition={_word(action.partition)} " if action.partition else "",
+                ),
+                _word(action.user),
+            )
             for action in applied
             if action.user and action.verb == "create"
         )

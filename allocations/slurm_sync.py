@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -30,6 +30,7 @@ from allocations.access import is_staff, require
 from allocations.models import (
     Allocation,
     Membership,
+    PoolPartition,
     Project,
     ResourcePool,
     SlurmDriftCheck,
@@ -45,6 +46,7 @@ from allocations.slurm_plan import (
     Account,
     Action,
     PlanError,
+    account_name,
     action_commands,
     action_done,
     name_checked,
@@ -73,7 +75,12 @@ class DesiredState:
 def desired_state_build(*, cluster: Cluster) -> DesiredState:
     """The accounts the portal wants on ``cluster``: every project not expired with a grant on
     one of its pools (held at 0 billing-minutes between budget periods and when suspended),
-    its members, and each pool's parent account. Balances come from the one balance selector."""
+    its members, and each pool's parent account. Balances come from the one balance selector.
+
+    A project has one account, limited to what all its pools on the cluster have left, except
+    that a pool with a ``slurm_account_suffix`` gives it an account of its own (``code-gpu``)
+    limited to that pool alone. A pool with ``slurm_partition_associations`` associates the
+    members in its partitions only."""
     accounts: dict[str, Account] = {}
     skipped: list[str] = []
     grants = (
@@ -82,47 +89,86 @@ def desired_state_build(*, cluster: Cluster) -> DesiredState:
         .select_related("project", "pool")
         .order_by("project__code", "pool__name")
     )
-    pools_of: dict[Project, list[Allocation]] = {}
+    pools_of: dict[tuple[Project, str], list[ResourcePool]] = {}
     for grant in grants:
-        pools_of.setdefault(grant.project, []).append(grant)
+        key = (grant.project, grant.pool.slurm_account_suffix)
+        pools_of.setdefault(key, []).append(grant.pool)
     members: dict[int, set[str]] = {}
     for project_id, username in Membership.objects.filter(
-        project__in=list(pools_of), user__is_active=True
+        project__in={project for project, _ in pools_of}, user__is_active=True
     ).values_list("project_id", "user__username"):
         members.setdefault(project_id, set()).add(username)
+    partitions_of: dict[int, set[str]] = {}
+    for pool_id, name in PoolPartition.objects.filter(pool__cluster=cluster).values_list(
+        "pool_id", "partition__name"
+    ):
+        partitions_of.setdefault(pool_id, set()).add(name)
 
-    for project, project_grants in pools_of.items():
+    for (project, suffix), pools in pools_of.items():
         try:
-            code = name_checked(project.code)
+            code = account_name(project.code, suffix)
         except PlanError as error:
             skipped.append(f"project {project.code}: {error}")
             continue
-        pools = {grant.pool_id: grant.pool for grant in project_grants}
-        parent = next(
-            (pool.slurm_parent_account for pool in pools.values() if pool.slurm_parent_account),
-            ROOT_ACCOUNT,
-        )
-        qos = next((pool.slurm_qos for pool in pools.values() if pool.slurm_qos), "")
-        default_qos = next(
-            (pool.slurm_default_qos for pool in pools.values() if pool.slurm_default_qos), ""
-        )
         users = set()
         for username in sorted(members.get(project.pk, ())):
             try:
                 users.add(name_checked(username))
             except PlanError as error:
                 skipped.append(f"member of {project.code}: {error}")
-        accounts[code] = Account(
-            parent=name_checked(parent),
-            users=frozenset(users),
-            billing_minutes=billing_minutes(_remaining_su(project, pools=set(pools))),
-            qos=frozenset(item.strip() for item in qos.split(",") if item.strip()) or None,
-            default_qos=default_qos or None,
+        partitions = _partitions(pools, partitions_of)
+        try:
+            partitions = partitions and {name_checked(name) for name in partitions}
+        except PlanError as error:
+            skipped.append(f"project {project.code}: partition {error}")
+            continue
+        accounts[code] = _with_members(
+            Account(
+                parent=name_checked(
+                    _first(pool.slurm_parent_account for pool in pools) or ROOT_ACCOUNT
+                ),
+                billing_minutes=billing_minutes(
+                    _remaining_su(project, pools={pool.pk for pool in pools})
+                ),
+                qos=frozenset(
+                    item.strip()
+                    for item in _first(pool.slurm_qos for pool in pools).split(",")
+                    if item.strip()
+                )
+                or None,
+                default_qos=_first(pool.slurm_default_qos for pool in pools) or None,
+            ),
+            users,
+            partitions,
         )
     for account in list(accounts.values()):
         if account.parent != ROOT_ACCOUNT and account.parent not in accounts:
             accounts[account.parent] = Account()
     return DesiredState(accounts=accounts, skipped=skipped)
+
+
+def _first(values: Iterable[str]) -> str:
+    return next((value for value in values if value), "")
+
+
+def _partitions(pools: list[ResourcePool], partitions_of: dict[int, set[str]]) -> set[str] | None:
+    """The partitions an account's members are associated in; None: the whole account (some
+    pool of the account does not restrict them, or names no partition)."""
+    names: set[str] = set()
+    for pool in pools:
+        if not pool.slurm_partition_associations or not partitions_of.get(pool.pk):
+            return None
+        names |= partitions_of[pool.pk]
+    return names
+
+
+def _with_members(account: Account, users: set[str], partitions: set[str] | None) -> Account:
+    if partitions is None:
+        return replace(account, users=frozenset(users))
+    return replace(
+        account,
+        partition_users=frozenset((user, name) for user in users for name in sorted(partitions)),
+    )
 
 
 def _remaining_su(project: Project, *, pools: set[int]) -> Decimal:
@@ -209,7 +255,8 @@ def slurm_sync_plan(
             [
                 SlurmSyncAction(
                     plan=plan, position=position, verb=action.verb, account=action.account,
-                    user=action.user, before=dict(action.before), after=dict(action.after),
+                    user=action.user, partition=action.partition, before=dict(action.before),
+                    after=dict(action.after),
                     commands="\n".join(action_commands(action, cluster=cluster.slurm_name)),
                 )
                 for position, action in enumerate(applied)
@@ -223,10 +270,13 @@ def slurm_sync_plan(
 
 def _created_changes(row: SlurmSyncAction) -> dict[str, list[str]]:
     """What auditlog writes for a new row: each field from "None" to its value."""
-    fields = ("plan", "position", "verb", "account", "user", "before", "after", "commands")
+    fields = (
+        "plan", "position", "verb", "account", "user", "partition", "before", "after", "commands",
+    )  # fmt: skip
     values = {
         "plan": str(row.plan_id), "position": str(row.position), "verb": row.verb,
-        "account": row.account, "user": row.user, "before": json.dumps(row.before),
+        "account": row.account, "user": row.user, "partition": row.partition,
+        "before": json.dumps(row.before),
         "after": json.dumps(row.after), "commands": row.commands,
     }  # fmt: skip
     return {field: ["None", values[field]] for field in fields}
@@ -269,7 +319,7 @@ def slurm_sync_approve(
 
 def _actions_of(plan: SlurmSyncPlan) -> list[tuple[SlurmSyncAction, Action]]:
     return [
-        (row, Action(row.verb, row.account, row.user, row.before, row.after))  # type: ignore[arg-type]
+        (row, Action(row.verb, row.account, row.user, row.partition, row.before, row.after))  # type: ignore[arg-type]
         for row in plan.actions.order_by("position")
     ]
 

@@ -37,7 +37,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, OperationalError, connection, models, transaction
-from django.db.models import F
+from django.db.models import Case, F, When
 from django.utils import timezone
 
 from accounting.clusters import charging
@@ -71,7 +71,8 @@ from accounting.partitions import (
     month_of,
     partitions_ensure,
 )
-from allocations.models import Project
+from allocations.models import Project, ResourcePool
+from allocations.slurm_plan import project_code_of
 from portal.queue import task_enqueue
 
 logger = logging.getLogger(__name__)
@@ -170,6 +171,11 @@ class _Lookups:
         self.create_projects = create_projects
         self.zone = cluster.zoneinfo
         self.projects: dict[str, Project] = {}
+        self.account_suffixes = set(
+            ResourcePool.objects.filter(cluster=cluster)
+            .exclude(slurm_account_suffix="")
+            .values_list("slurm_account_suffix", flat=True)
+        )
         # Created in the batch being written: gone again if its transaction rolls back.
         self.created: set[str] = set()
         self.partitions: dict[str, Partition | None] = {}
@@ -197,12 +203,19 @@ class _Lookups:
         self.pricer = JobPricer.refreshed(self.pricer, cluster=self.cluster)
 
     def project(self, account: str) -> Project | None:
+        """The project a Slurm account books to: the project of that code, else the project
+        whose pool account it is (``pawsey0001-gpu``, allocations.slurm_plan.project_code_of)."""
         project = self.projects.get(account)
         if project is None:
-            project = Project.objects.filter(code=account).first()
+            code = project_code_of(account, self.account_suffixes)
+            project = (
+                Project.objects.filter(code__in={account, code})
+                .order_by(Case(When(code=account, then=0), default=1))
+                .first()
+            )
             if project is None and self.create_projects and account:
                 project, created = Project.objects.get_or_create(
-                    code=account, defaults={"title": f"{account} (created by sacct import)"}
+                    code=code, defaults={"title": f"{code} (created by sacct import)"}
                 )
                 if created:
                     self.created.add(account)
@@ -995,16 +1008,21 @@ def jobs_import(
         _run_failed(run, f"{type(error).__name__}: {error}")
         raise
     if finish_run:
-        ImportRun.objects.filter(pk=run.pk).update(
-            status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
-        )
-        if total.charged and cluster.resource_pools.filter(slurm_limits_auto=True).exists():
-            # The balances moved: Slurm's GrpTRESMins limits follow (docs/slurm.md).
-            task_enqueue(
-                name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": cluster.pk}
-            )
+        run_succeeded(run, charged=total.charged)
     run.refresh_from_db()
     return run, total
+
+
+def run_succeeded(run: ImportRun, *, charged: int) -> None:
+    """End an import run that booked all it read, however many processes wrote it. When it
+    charged jobs, the balances moved: Slurm's GrpTRESMins limits follow (docs/slurm.md)."""
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
+    )
+    if charged and run.cluster.resource_pools.filter(slurm_limits_auto=True).exists():
+        task_enqueue(
+            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": run.cluster_id}
+        )
 
 
 def _run_failed(run: ImportRun, message: str) -> None:

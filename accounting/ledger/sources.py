@@ -26,7 +26,13 @@ from typing import IO, Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from accounting.ledger.pipeline import BUCKETS, ImportFatal, ImportSummary, jobs_import
+from accounting.ledger.pipeline import (
+    BUCKETS,
+    ImportFatal,
+    ImportSummary,
+    jobs_import,
+    run_succeeded,
+)
 from accounting.ledger.range_process import range_import
 from accounting.ledger.sacct import MAX_LINE_CHARS, SacctHeaderError, bounded_lines, parse_sacct
 from accounting.ledger.sacct_json import detect_format
@@ -513,9 +519,8 @@ def file_import_parallel(
             status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message
         )
         raise ImportFatal(message)
-    ImportRun.objects.filter(pk=run.pk).update(
-        status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
-    )
+    run.refresh_from_db()
+    run_succeeded(run, charged=run.charged)
     run.refresh_from_db()
     summary = ImportSummary(**{name: getattr(run, name) for name in ("lines", *BUCKETS)})
     return run, summary

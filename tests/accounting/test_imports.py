@@ -294,6 +294,37 @@ def test_an_unknown_partition_is_charged_when_the_partition_is_added(
     assert Job.objects.filter(cluster=two, partition__name="gpu").count() == gpu_lines
 
 
+def test_a_pools_own_slurm_account_books_to_its_project(testbed):
+    """Where the GPU pool gives projects accounts of their own (pawsey0001-gpu, see
+    docs/slurm.md), their jobs book to the project, exactly as if the account were the code."""
+    from tests.factories import ResourcePoolFactory
+
+    ResourcePoolFactory.create(
+        cluster=testbed, partitions=["gpu"], slurm_account_suffix="-gpu",
+    )  # fmt: skip
+    plain = _import(testbed, "sacct_allocations.psv")
+    reference = _ledger()
+    Job.objects.all().delete()
+    UsageDaily.objects.all().delete()
+    ImportRun.objects.all().delete()
+    text = (SAMPLE / "sacct_allocations.psv").read_text().splitlines()
+    columns = text[0].split("|")
+    account, partition = columns.index("Account"), columns.index("Partition")
+    renamed = [text[0]]
+    for line in text[1:]:
+        fields = line.split("|")
+        if fields[partition] == "gpu":
+            fields[account] += "-gpu"
+        renamed.append("|".join(fields))
+    assert sum("-gpu|" in line for line in renamed) > 0
+
+    summary = jobs_import(cluster=testbed, lines=iter(renamed), source="gpu accounts")[1]
+
+    assert summary.quarantined == plain.quarantined == 0
+    assert _ledger() == reference
+    assert not Project.objects.filter(code__endswith="-gpu").exists()
+
+
 def test_create_projects_option_creates_missing_projects_instead_of_quarantining(testbed):
     Project.objects.all().delete()
     summary = _import(testbed, "sacct_allocations.psv", create_projects=True)

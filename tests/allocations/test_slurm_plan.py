@@ -23,13 +23,16 @@ from allocations.slurm_plan import (
     Account,
     Action,
     PlanError,
+    account_name,
     action_commands,
     action_done,
+    associations_of,
     name_checked,
     plan_build,
     plan_creates,
     plan_load_file,
     plan_script,
+    project_code_of,
     state_apply,
     state_parse,
 )
@@ -100,14 +103,14 @@ def test_billing_minutes_never_exceed_the_su_left(service_units):
 # --- reading sacctmgr --------------------------------------------------------------------------
 
 ASSOCIATIONS = """\
-root||||normal|
-root|root|||normal|
-pool-cpu||root||normal|
-p001||pool-cpu|billing=6000|normal|
-p001|alice|||normal|
-p001|bob|||normal|
-handmade||root|billing=10,cpu=4|normal,low|low
-handmade|carol|||normal,low|low
+root|||||normal|
+root|root||||normal|
+pool-cpu|||root||normal|
+p001|||pool-cpu|billing=6000|normal|
+p001|alice||||normal|
+p001|bob||||normal|
+handmade|||root|billing=10,cpu=4|normal,low|low
+handmade|carol||||normal,low|low
 """
 ACCOUNTS = """\
 root|default root account
@@ -269,6 +272,9 @@ def test_actions_survive_a_round_trip_through_json():
 
 NAMES = st.sampled_from(["a1", "a2", "a3", "a4", "a5"])
 USERS = st.frozensets(st.sampled_from(["u1", "u2", "u3"]), max_size=3)
+PARTITION_USERS = st.frozensets(
+    st.tuples(st.sampled_from(["u1", "u2", "u4"]), st.sampled_from(["work", "gpu"])), max_size=4
+)
 LIMITS = st.one_of(st.none(), st.integers(min_value=0, max_value=10**6))
 QOS = st.sampled_from(["normal", "low", "high"])
 
@@ -289,8 +295,8 @@ def states(draw: st.DrawFn, *, actual: bool) -> dict[str, Account]:
             qos = draw(st.one_of(st.none(), st.frozensets(QOS, min_size=1)))
             managed = True
         state[name] = Account(
-            parent=parent, users=draw(USERS), billing_minutes=draw(LIMITS), qos=qos,
-            default_qos=default_qos, managed=managed,
+            parent=parent, users=draw(USERS), partition_users=draw(PARTITION_USERS),
+            billing_minutes=draw(LIMITS), qos=qos, default_qos=default_qos, managed=managed,
         )  # fmt: skip
     return state
 
@@ -302,9 +308,9 @@ def _satisfies(state: dict[str, Account], desired: dict[str, Account]) -> bool:
         name in state
         and action_done(Action("modify", name, after=_after(want)), state)
         and (
-            state[name].users == want.users
+            associations_of(state[name]) == associations_of(want)
             if state[name].managed
-            else state[name].users >= want.users
+            else associations_of(state[name]) >= associations_of(want)
         )
         for name, want in desired.items()
     )
@@ -390,3 +396,67 @@ def test_a_large_creation_goes_to_sacctmgr_load_as_its_flat_file_parents_first()
     assert (
         plan_creates(plan_build(desired={"one": Account(users=frozenset({"a"}))}, actual={})) == []
     )
+
+
+# --- partitions and a pool's own account --------------------------------------------------------
+
+
+def test_associations_in_a_partition_are_read_apart_from_whole_account_ones():
+    lines = [*ASSOCIATIONS.splitlines(), "p001|dave|gpu||||", "p001|dave|work||||"]
+
+    state = state_parse(lines, ACCOUNTS.splitlines())
+
+    assert state["p001"].users == frozenset({"alice", "bob"})
+    assert state["p001"].partition_users == frozenset({("dave", "gpu"), ("dave", "work")})
+
+
+def test_members_associated_in_partitions_are_planned_and_removed_partition_by_partition():
+    desired = {
+        "p1-gpu": Account(partition_users=frozenset({("ann", "gpu"), ("ben", "gpu")})),
+    }
+    actual = {
+        "p1-gpu": Account(users=frozenset({"ann"}), partition_users=frozenset({("cat", "gpu")})),
+    }
+
+    plan = plan_build(desired=desired, actual=actual)
+
+    assert [(a.verb, a.user, a.partition) for a in plan] == [
+        ("create", "ann", "gpu"),
+        ("create", "ben", "gpu"),
+        ("delete", "ann", ""),
+        ("delete", "cat", "gpu"),
+    ]
+    assert plan[0].target == "user ann in p1-gpu (partition gpu)"
+    assert plan_script(plan, cluster="setonix").splitlines() == [
+        "add user ann,ben account=p1-gpu partition=gpu cluster=setonix",
+        "delete user where name=ann account=p1-gpu cluster=setonix",
+        "delete user where name=cat account=p1-gpu partition=gpu cluster=setonix",
+    ]
+    assert all(action_done(action, state_apply(actual, plan)) for action in plan)
+    assert Action.from_json(plan[3].to_json()) == plan[3]
+
+
+def test_a_large_creation_names_each_users_partition_in_the_load_file():
+    desired = {
+        f"p{index:02d}-gpu": Account(partition_users=frozenset({("ann", "gpu"), ("ann", "gpu2")}))
+        for index in range(20)
+    }
+
+    creates = plan_creates(plan_build(desired=desired, actual={}))
+    text = plan_load_file(creates, cluster="setonix").splitlines()
+
+    at = text.index("Parent - 'p00-gpu'")
+    assert text[at : at + 3] == [
+        "Parent - 'p00-gpu'",
+        "User - 'ann':Partition='gpu'",
+        "User - 'ann':Partition='gpu2'",
+    ]
+
+
+def test_a_pools_own_account_is_the_project_code_and_its_suffix_and_back():
+    assert account_name("Pawsey0001", "-gpu") == "pawsey0001-gpu"
+    assert project_code_of("pawsey0001-gpu", {"-gpu", "-mwa"}) == "pawsey0001"
+    assert project_code_of("pawsey0001", {"-gpu"}) == "pawsey0001"
+    # The longest suffix wins; an account that is only a suffix stands for itself.
+    assert project_code_of("p1-big-gpu", {"-gpu", "-big-gpu"}) == "p1"
+    assert project_code_of("-gpu", {"-gpu"}) == "-gpu"

@@ -79,3 +79,65 @@ def test_the_desired_state_has_each_granted_project_its_members_and_its_su_in_mi
     assert desired.skipped == [
         "member of Pawsey0042: 'bad name' is not a name Slurm accepts for an account or user"
     ]
+
+
+def test_a_pool_with_an_account_suffix_gives_its_projects_an_account_limited_to_it_alone():
+    """Pawsey's way: pawsey0042 for the CPU pool and pawsey0042-gpu for the GPU pool, each
+    limited to its own pool's SU, the GPU account's members associated in gpu only."""
+    cluster = example_cluster("slurm-testbed")
+    staff = UserFactory.create(is_staff=True)
+    cpu = ResourcePoolFactory.create(cluster=cluster, partitions=["work"])
+    gpu = ResourcePoolFactory.create(
+        cluster=cluster, partitions=["gpu"], slurm_account_suffix="-gpu",
+        slurm_partition_associations=True,
+    )  # fmt: skip
+    project = ProjectFactory.create(code="Pawsey0042")
+    today = date.today()
+    for pool, amount in ((cpu, "300"), (gpu, "40")):
+        allocation_grant(
+            project=project, pool=pool, amount=Decimal(amount), actor=staff,
+            period_start=today.replace(day=1), period_end=date(today.year + 1, today.month, 1),
+        )  # fmt: skip
+    budget = {
+        grant.pool_id: grant.budget_periods.order_by("start").first().budget_su
+        for grant in project.allocations.all()
+    }
+    pi = project.pi.username.lower()
+
+    desired = desired_state_build(cluster=cluster)
+
+    assert desired.accounts == {
+        "pawsey0042": Account(users=frozenset({pi}), billing_minutes=int(budget[cpu.pk] * 60)),
+        "pawsey0042-gpu": Account(
+            partition_users=frozenset({(pi, "gpu")}), billing_minutes=int(budget[gpu.pk] * 60)
+        ),
+    }
+
+
+def test_without_a_suffix_one_account_holds_all_pools_and_partitions_of_the_restricting_ones():
+    cluster = example_cluster("slurm-testbed")
+    staff = UserFactory.create(is_staff=True)
+    pools = [
+        ResourcePoolFactory.create(
+            cluster=cluster, partitions=[name], slurm_partition_associations=True
+        )
+        for name in ("work", "gpu")
+    ]
+    project = ProjectFactory.create(code="p7")
+    today = date.today()
+    for pool in pools:
+        allocation_grant(
+            project=project, pool=pool, amount=Decimal("30"), actor=staff,
+            period_start=today.replace(day=1), period_end=date(today.year + 1, today.month, 1),
+        )  # fmt: skip
+    total = sum(
+        grant.budget_periods.order_by("start").first().budget_su
+        for grant in project.allocations.all()
+    )
+    pi = project.pi.username.lower()
+
+    (account,) = desired_state_build(cluster=cluster).accounts.values()
+
+    assert account.billing_minutes == int(total * 60)
+    assert account.partition_users == {(pi, "gpu"), (pi, "work")}
+    assert account.users == frozenset()

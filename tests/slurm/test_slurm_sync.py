@@ -573,3 +573,110 @@ def test_the_whole_way_round_grant_provision_run_import_and_agree_with_slurm(
     _, used = _billing_used(slurm_testbed, project.code)
     # Slurm adds each job's billing-seconds and shows whole minutes: at most one short.
     assert int(charged * 60) - 1 <= used <= int(charged * 60)
+
+
+def test_a_gpu_pool_with_an_account_of_its_own_is_held_alone_and_each_account_keeps_its_partitions(
+    slurm_testbed, on_testbed
+):
+    """Pawsey's layout: the CPU grant is the project's account, associated in work only; the
+    GPU grant is ``CODE-gpu``, associated in gpu only and limited to the GPU pool's SU. With
+    the GPU grant used up, Slurm holds GPU jobs while CPU jobs still run."""
+    cluster = example_cluster("slurm-testbed")
+    staff = UserFactory.create(is_staff=True)
+    parent = unique_name("inst")
+    _PARENTS.append(parent)
+    cpu, gpu = (
+        ResourcePoolFactory.create(
+            cluster=cluster, name=unique_name("pool"), partitions=[partition],
+            slurm_parent_account=parent, slurm_account_suffix=suffix,
+            slurm_partition_associations=True,
+        )
+        for partition, suffix in (("work", ""), ("gpu", "-gpu"))
+    )  # fmt: skip
+    project = ProjectFactory.create(
+        code=unique_name("p"), pi=UserFactory.create(username=unique_name("u"))
+    )
+    MembershipFactory.create(project=project, user=UserFactory.create(username="root"))
+    today = timezone.now().date()
+    for pool, su in ((cpu, "1000"), (gpu, "0.001")):
+        allocation_grant(
+            project=project, pool=pool, amount=Decimal(su), actor=staff,
+            period_start=today.replace(day=1), period_end=_months_later(today, 3),
+        )  # fmt: skip
+
+    plan = _apply(slurm_sync_plan(cluster=cluster).plan)
+
+    assert plan.status == SlurmSyncPlan.Status.APPLIED, (plan.error, plan.output)
+    code, gpu_code = project.code, f"{project.code}-gpu"
+    shown = slurm_testbed.run(
+        "sacctmgr", "-n", "-P", "show", "associations", "where", f"account={code},{gpu_code}",
+        f"cluster={slurm_testbed.cluster_name}", "format=account,user,partition,grptresmins",
+    ).stdout.split()  # fmt: skip
+    cpu_minutes = int(cpu.allocations.get().budget_periods.order_by("start")[0].budget_su * 60)
+    assert set(shown) == {
+        f"{code}|||billing={cpu_minutes}",
+        f"{gpu_code}|||billing=0",
+        *(f"{code}|{user}|work|" for user in ("root", project.pi.username)),
+        *(f"{gpu_code}|{user}|gpu|" for user in ("root", project.pi.username)),
+    }
+    assert slurm_sync_plan(cluster=cluster).plan is None  # nothing left to do
+
+    def submit(account: str, partition: str, *extra: str):
+        return slurm_testbed.run(
+            "sbatch", "--parsable", f"--account={account}", f"--partition={partition}",
+            "--output=/dev/null", "--time=1", *extra, "--wrap", "true", check=False,
+        )  # fmt: skip
+
+    for account, partition in ((gpu_code, "work"), (code, "gpu")):
+        refused = submit(account, partition)
+        assert refused.returncode != 0
+        assert "Invalid account or account/partition combination" in refused.stderr
+    held = submit(gpu_code, "gpu", "--gres=gpu:1").stdout.strip()
+    assert wait_for("the GPU job to be held", lambda: _pending_reason(slurm_testbed, held) or None)
+    assert _pending_reason(slurm_testbed, held) == "AssocGrpBillingMinutes"
+    runs = submit(code, "work").stdout.strip()
+    wait_for("the CPU job to end in sacct", lambda: _ended(slurm_testbed, runs))
+    slurm_testbed.run("scancel", held)
+    wait_for("the held job to end in sacct", lambda: _cancelled(slurm_testbed, held))
+
+
+def _cancelled(testbed: Testbed, job_id: str) -> bool | None:
+    shown = testbed.run("sacct", "-X", "-n", "-P", "-j", job_id, "-o", "State,End").stdout.split()
+    return (
+        True if shown and shown[0].startswith("CANCELLED") and "Unknown" not in shown[0] else None
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_by_several_processes_sets_the_limits_it_moved(
+    slurm_testbed, on_testbed, tmp_path
+):
+    """``import_sacct --workers 2`` ends its run as one process does: the charged balance
+    reaches Slurm's GrpTRESMins on a pool that allows it without review."""
+    centre = _centre(su="1000", members=1)
+    ((project, people),) = centre.projects
+    _apply(slurm_sync_plan(cluster=centre.cluster).plan)
+    limit, _ = _billing_used(slurm_testbed, project.code)
+    centre.pool.slurm_limits_auto = True
+    centre.pool.save()
+    start = timezone.now().replace(microsecond=0) - timedelta(hours=2)
+    end = start + timedelta(hours=1)
+    dump = tmp_path / "sacct.psv"
+    dump.write_text(
+        "JobID|JobIDRaw|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|NNodes|NodeList"
+        "|AllocTRES\n"
+        + "".join(
+            f"{job}|{job}|{people[0].username}|{project.code}|work|COMPLETED|"
+            f"{start:%Y-%m-%dT%H:%M:%S}|{start:%Y-%m-%dT%H:%M:%S}|{end:%Y-%m-%dT%H:%M:%S}|3600|1|"
+            "nid1001|cpu=128,mem=245000M,node=1\n"
+            for job in (91001, 91002)
+        )
+    )
+
+    call_command(
+        "import_sacct", str(dump), "--cluster", centre.cluster.name, "--workers", "2",
+        stdout=StringIO(),
+    )  # fmt: skip
+
+    # Two whole work nodes for an hour: 2 x 128 SU, 60 billing-minutes each.
+    assert int(_billing_used(slurm_testbed, project.code)[0]) == int(limit) - 2 * 128 * 60
