@@ -13,8 +13,8 @@ Run it with the testbed running and its environment evaluated (README.md of this
     .venv/bin/python tests/data/efficiency/make_data.py
 
 The jobs run this same file as their payload (``burn``, ``mem`` and ``sleep`` sub-commands), so
-the whole recipe is here. The machine has 2 real cores: at most two jobs run at once and the jobs
-that burn CPU never burn more than 2 cores together.
+the whole recipe is here. The machine has 2 real cores: at most two jobs run at once, and never
+two jobs that burn CPU.
 """
 
 from __future__ import annotations
