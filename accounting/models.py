@@ -13,7 +13,9 @@ from django.db.models import F, Q, Value
 from accounting.clusters import charging
 from accounting.clusters.hardware import HARDWARE_NAMES
 
-DEFAULT_SACCT_ARGUMENTS = "--allusers --parsable2 --allocations --duplicates"
+# Steps included (no --allocations): the peaks of what jobs used are on their steps' lines
+# (docs/efficiency.md). A cluster configured with --allocations gets CPU efficiency only.
+DEFAULT_SACCT_ARGUMENTS = "--allusers --parsable2 --duplicates"
 
 # FLOP/s and frequencies are large whole numbers: 30 digits hold exa-scale with room to spare.
 
@@ -371,6 +373,18 @@ class Job(models.Model):
         help_text="bad optional sacct values left out, and why",
     )
     energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    # What the job used (sacct TotalCPU, and its steps' peaks: accounting.clusters.efficiency);
+    # null when the dump did not say. right_sized_service_units: the SU of the same job had it
+    # asked for what it used; null without usage data.
+    cpu_seconds_used = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=3)
+    memory_peak_mb = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=3)
+    gpu_utilisation = models.DecimalField(
+        null=True, blank=True, max_digits=7, decimal_places=3, help_text="percent of GPUs held"
+    )
+    gpu_memory_peak_mb = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=3)
+    right_sized_service_units = models.DecimalField(
+        null=True, blank=True, max_digits=24, decimal_places=6
+    )
     # Money (PeCoH cost model in force at the job's end); null when the cluster has none.
     cost = models.DecimalField(null=True, blank=True, max_digits=24, decimal_places=6)
     cost_model_version = models.ForeignKey(
@@ -454,6 +468,93 @@ class UsageDaily(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project} {self.partition} {self.username} {self.day}"
+
+
+class EfficiencyDaily(models.Model):
+    """Roll-up of the efficiency of charged jobs WITH usage data, per project, partition, user
+    and day (as UsageDaily: the cluster's local day the job ended). Sums, so that any period and
+    any grouping is a ratio of sums: CPU efficiency = core_hours_used / core_hours_held, and the
+    SU left on the table = service_units - right_sized_service_units. Jobs without usage data
+    are not here (they are in UsageDaily)."""
+
+    project = models.ForeignKey(
+        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_days"
+    )
+    partition = models.ForeignKey(
+        Partition, on_delete=models.PROTECT, related_name="efficiency_days"
+    )
+    username = models.CharField(max_length=64)
+    day = models.DateField()
+    jobs = models.IntegerField(default=0)
+    service_units = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    right_sized_service_units = models.DecimalField(
+        default=Decimal(0), max_digits=24, decimal_places=6
+    )
+    core_hours_held = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    core_hours_used = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    # Memory: MiB-hours of the jobs whose peak was measured, held and at their peak.
+    memory_jobs = models.IntegerField(default=0)
+    memory_mb_hours_held = models.DecimalField(default=Decimal(0), max_digits=28, decimal_places=6)
+    memory_mb_hours_used = models.DecimalField(default=Decimal(0), max_digits=28, decimal_places=6)
+    # GPUs: GPU-hours of the jobs whose GPU utilisation was measured.
+    gpu_jobs = models.IntegerField(default=0)
+    gpu_hours_held = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    gpu_hours_used = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    # Walltime: hours run and hours asked for, of the jobs with a time limit.
+    walltime_jobs = models.IntegerField(default=0)
+    hours_run = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+    hours_asked = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+
+    class Meta:
+        ordering = ["day"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "partition", "username", "day"], name="efficiency_daily_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["project", "day"], name="efficiency_project_day"),
+            models.Index(fields=["day"], name="efficiency_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.partition} {self.username} {self.day}"
+
+
+class EfficiencyBucket(models.Model):
+    """How many measured jobs of a project, partition, user and month had an efficiency in each
+    tenth (bucket 0: under 10 %, ..., bucket 9: 90 % to 100 %): the distributions."""
+
+    class Metric(models.TextChoices):
+        CPU = "cpu", "CPU"
+        MEMORY = "memory", "memory"
+        GPU = "gpu", "GPU"
+        WALLTIME = "walltime", "walltime"
+
+    project = models.ForeignKey(
+        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_buckets"
+    )
+    partition = models.ForeignKey(
+        Partition, on_delete=models.PROTECT, related_name="efficiency_buckets"
+    )
+    username = models.CharField(max_length=64)
+    month = models.DateField(help_text="first day of the month")
+    metric = models.CharField(max_length=8, choices=Metric.choices)
+    bucket = models.PositiveSmallIntegerField()
+    jobs = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["month", "metric", "bucket"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "partition", "username", "month", "metric", "bucket"],
+                name="efficiency_bucket_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["project", "month"], name="efficiency_bucket_project")]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.month} {self.metric} {self.bucket}"
 
 
 class QuarantinedRecord(models.Model):

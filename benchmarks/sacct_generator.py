@@ -30,6 +30,7 @@ HEADER = (
     "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Start|End|Elapsed|"
     "ElapsedRaw|NNodes|NCPUS|NodeList|ReqTRES|AllocTRES|ReqMem|ConsumedEnergyRaw|TimelimitRaw"
 )
+USAGE_HEADER = "|TotalCPU|MaxRSS|TRESUsageInTot|TRESUsageInMax|TRESUsageInAve"
 USERS = {
     "alice": ("pawsey0001", "pawsey0003"),
     "bob": ("pawsey0002", "pawsey0004"),
@@ -66,6 +67,30 @@ def _memory(mb: int) -> str:
     if mb % 512 == 0:
         return f"{mb / 1024:.2f}G"
     return f"{mb}M"
+
+
+def _step_usage(
+    rng: random.Random, steps: list[str], core_seconds: int, memory_mb: int
+) -> tuple[list[float], list[int]]:
+    """Each step's CPU seconds and memory peak (KiB): the job burns a share of the core-seconds
+    it held (most jobs most of it, some little), the batch script a tenth when there are srun
+    steps and all of it when there are none, the extern step nothing."""
+    burnt = min(rng.betavariate(2, 1.2), 1.0) * core_seconds
+    numbered = len(steps) - 2
+    cpu = [
+        0.0 if step == "extern"
+        else burnt * (0.1 if numbered else 1.0) if step == "batch"
+        else burnt * 0.9 / numbered
+        for step in steps
+    ]  # fmt: skip
+    return cpu, [int(rng.uniform(0.02, 0.95) * memory_mb * 1024) for _ in steps]
+
+
+def _cpu_time(seconds: float) -> str:
+    """A TotalCPU as sacct prints it: MM:SS.mmm under an hour, [D-]HH:MM:SS above."""
+    if seconds < 3600:
+        return f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}.{int(seconds * 1000) % 1000:03d}"
+    return _elapsed(int(seconds))
 
 
 def _elapsed(seconds: int) -> str:
@@ -207,6 +232,7 @@ def sacct_lines(
     now: datetime | None = None,
     allocations: bool = False,
     reserved: Sequence[tuple[datetime, datetime]] = (),
+    usage: bool = False,
 ) -> Iterator[str]:
     """Yield the header and then ``lines`` data lines (allocations with their steps, or with
     ``allocations`` only allocations: what ``sacct --allocations``, a centre's usual import,
@@ -218,8 +244,13 @@ def sacct_lines(
     ``now`` is printed as RUNNING with an Unknown end, as sacct does. ``reserved`` windows
     are the whole machine's (a Slurm reservation): no generated job runs in them, so other
     jobs imported for those hours (the real sample, in the demo) find the nodes free.
+    With ``usage``, the lines add what each job used (:data:`USAGE_HEADER`'s columns, as the
+    portal's default sacct command asks for them): TotalCPU on the allocation, the sum of its
+    steps', and the memory peak on each step; drawn from a generator of their own, so the
+    history itself is the same as without.
     """
     rng = random.Random(seed)
+    used_rng = random.Random(seed + 1)
     clock = start or datetime(2026, 1, 1, tzinfo=UTC)
     fleet = {
         name: [_Node(number, cores, memory, gpus) for number in numbers]
@@ -229,7 +260,7 @@ def sacct_lines(
         for node in (node for nodes in fleet.values() for node in nodes):
             node.hold(int(begin.timestamp()), int(end.timestamp()), node.capacity)
     job_id = 5_000_000
-    yield HEADER + "\n"
+    yield HEADER + (USAGE_HEADER if usage else "") + "\n"
     produced = 0
     while produced < lines:
         user = rng.choice(tuple(USERS))
@@ -274,23 +305,35 @@ def sacct_lines(
             "Unknown" if running else end.strftime(TIME_FORMAT),
         )
         common = f"{_elapsed(elapsed)}|{elapsed}|{nodes}|{cpus}|{nodelist}"
+        steps = ["batch", "extern", *[str(n) for n in range(rng.choice((0, 0, 1, 2, 3)))]]
+        step_cpu, peak_kib = (
+            _step_usage(used_rng, steps, cpus * elapsed, mem) if usage else ([], [])
+        )
+        total_cpu = f"|{_cpu_time(sum(step_cpu))}||||" if usage else ""
         yield (
             f"{shown_id}|{job_id}|bench-{partition}|{user}|{account}|{partition}|normal|{state}|"
             f"{exit_code}|{times[0]}|{times[1]}|{times[2]}|{common}|{tres}|{tres}|{_memory(mem)}|"
-            f"0|{time_limit}\n"
+            f"0|{time_limit}{total_cpu}\n"
         )
         produced += 1
-        steps = ["batch", "extern", *[str(n) for n in range(rng.choice((0, 0, 1, 2, 3)))]]
         if allocations:
             continue
         step_tres = f"cpu={cpus}{gres},mem={_memory(mem)},node={nodes}"
         step_state = "RUNNING" if running else "COMPLETED"
-        for step in steps:
+        for number, step in enumerate(steps):
             if produced >= lines:
                 break
+            used = ""
+            if usage:
+                rss = f"{peak_kib[number]}K"
+                tres_used = (
+                    f"cpu={_elapsed(int(step_cpu[number]))},energy=0,fs/disk=4096,mem={rss},"
+                    f"pages=0,vmem={rss}"
+                )
+                used = f"|{_cpu_time(step_cpu[number])}|{rss}|{tres_used}|{tres_used}|{tres_used}"
             yield (
                 f"{shown_id}.{step}|{job_id}.{step}|{step}||{account}|||{step_state}|0:0|{times[1]}|"
-                f"{times[1]}|{times[2]}|{common}||{step_tres}||0|\n"
+                f"{times[1]}|{times[2]}|{common}||{step_tres}||0|{used}\n"
             )
             produced += 1
 

@@ -40,11 +40,19 @@ from django.db import IntegrityError, OperationalError, connection, models, tran
 from django.db.models import Case, F, When
 from django.utils import timezone
 
-from accounting.clusters import charging
+from accounting.clusters import charging, efficiency
+from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran
-from accounting.ledger.rollups import Deltas, daily_apply, hourly_apply, is_booked, rollup_add
+from accounting.ledger.rollups import (
+    Deltas,
+    daily_apply,
+    efficiency_apply,
+    hourly_apply,
+    is_booked,
+    rollup_add,
+)
 from accounting.ledger.sacct import (
     EMPTY_LINE_REASON,
     SacctHeaderError,
@@ -55,6 +63,7 @@ from accounting.ledger.sacct import (
     parse_sacct,
 )
 from accounting.ledger.sacct_json import JSON_HEADER, parse_sacct_json
+from accounting.ledger.usage import USAGE_COLUMNS, held_of, usage_of, usage_values
 from accounting.locks import cluster_row_lock
 from accounting.models import (
     Cluster,
@@ -138,6 +147,8 @@ class _Batch:
     """What one transaction writes."""
 
     records: dict[tuple[str, str], SacctRecord] = field(default_factory=dict)
+    # What the steps read so far used, per job (JobIDRaw): merged into their job's row.
+    usage: dict[str, JobUsage] = field(default_factory=dict)
     quarantine: list[_Quarantine] = field(default_factory=list)
     lines: int = 0
     steps: int = 0
@@ -338,9 +349,11 @@ def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] 
 
 
 def _row_for(
-    record: SacctRecord, lookups: _Lookups
+    record: SacctRecord, lookups: _Lookups, steps_usage: JobUsage | None = None
 ) -> dict[str, Any] | _Quarantine | _NothingToCharge:
-    """The ledger row a job allocation stands for, charged when finished, or why it cannot be."""
+    """The ledger row a job allocation stands for, charged when finished, or why it cannot be;
+    with what it used (its line's and its steps' ``steps_usage``) and, once charged, the SU
+    it would have cost had it asked for that (accounting.clusters.efficiency)."""
     cluster = lookups.cluster
     never_ran = record.nnodes == 0 or not record.nodes or record.start is None
     project = lookups.project(record.account)
@@ -407,6 +420,8 @@ def _row_for(
         "energy_wh": Decimal(0),
         "cost": None,
         "cost_model_version_id": None,
+        **usage_values(record.usage.merged(steps_usage) if record.usage else steps_usage),
+        "right_sized_service_units": None,
     }
     problem = limits_check(row, INPUT_LIMITS)
     if problem is not None:
@@ -433,6 +448,10 @@ def _row_for(
     row["charge_state"] = booking.outcome
     row["service_units"] = booking.service_units
     row["pending_service_units"] = booking.pending_service_units
+    if record.is_finished and row["cpu_seconds_used"] is not None:
+        row["right_sized_service_units"] = efficiency.right_sized_service_units(
+            version.spec, held_of(row), usage_of(row), service_units=booking.service_units
+        )
     if lookups.pricer is not None and record.is_finished and record.end is not None:
         # Money under the cost model in force at the job's end; refunded jobs cost the centre
         # all the same.
@@ -460,6 +479,7 @@ _COMPARED = (
     "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "billing", "consumed_energy_joules",
     "charge_state", "service_units", "pending_service_units", "weight", "dominant_resource",
     "node_fractions", "warnings", "energy_wh", "cost", "cost_model_version_id",
+    *USAGE_COLUMNS, "right_sized_service_units",
 )  # fmt: skip
 
 
@@ -467,9 +487,11 @@ def _raw_hash(header: str, raw: str) -> str:
     return hashlib.sha256(f"{header}\n{raw}".encode()).hexdigest()
 
 
-def _fingerprint(header: str, raw: str) -> str:
-    """A short digest of a sacct line in its layout: equal lines need no second look."""
-    return hashlib.blake2b(f"{header}\n{raw}".encode(), digest_size=16).hexdigest()
+def _fingerprint(header: str, raw: str, steps_usage: JobUsage | None = None) -> str:
+    """A short digest of a sacct line in its layout, and of what its steps used: equal lines
+    need no second look."""
+    text = f"{header}\n{raw}" if steps_usage is None else f"{header}\n{raw}\n{steps_usage}"
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 # Columns of a new ledger row, in table order (the COPY path writes them positionally).
@@ -642,6 +664,7 @@ def _batch_write(
         if changes.updates:
             _jobs_update(changes.updates)
         daily_apply(changes.deltas.daily)
+        efficiency_apply(changes.deltas)
         hourly_apply(changes.deltas.hourly)
 
         _quarantine_store(
@@ -673,7 +696,10 @@ def _stored_rows(
     for job_id_raw, run_key, pk, source_hash, charge_state in _known_rows(cluster, raw_ids):
         known[(job_id_raw, run_key)] = (pk, source_hash, charge_state)
 
-    fingerprints = {key: _fingerprint(header, rec.raw) for key, rec in batch.records.items()}
+    fingerprints = {
+        key: _fingerprint(header, rec.raw, batch.usage.get(rec.job_id_raw))
+        for key, rec in batch.records.items()
+    }
     changed_pks = [
         known[key][0]
         for key in batch.records
@@ -733,7 +759,7 @@ def _changes_for(
             changes.stored_lines.append(record.raw)
             changes.stored_ids.append(record.job_id_raw)
             continue
-        values = _row_for(record, lookups)
+        values = _row_for(record, lookups, batch.usage.get(record.job_id_raw))
         if isinstance(values, _Quarantine):
             changes.quarantine.append(values)
             continue
@@ -971,6 +997,10 @@ def jobs_import(
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
                 ImportRun.objects.filter(pk=run.pk).update(header=tap.header)
+            if batch.lines >= batch_size and not isinstance(item, SacctStep):
+                # A full batch is written before the next job, never between a job and the
+                # steps that follow it (their usage is the job's).
+                flush()
             batch.lines += 1
             if isinstance(item, SacctLineError):
                 if item.reason == EMPTY_LINE_REASON:
@@ -987,6 +1017,11 @@ def jobs_import(
                 )
             elif isinstance(item, SacctStep):
                 batch.steps += 1
+                if item.usage is not None:
+                    steps = batch.usage.get(item.job_id_raw)
+                    batch.usage[item.job_id_raw] = (
+                        item.usage if steps is None else steps.plus_step(item.usage)
+                    )
             elif item.cluster != slurm_name:
                 batch.other_clusters += 1
             else:
@@ -998,8 +1033,6 @@ def jobs_import(
                     flush()
                     batch.lines += 1
                 batch.records[key] = item
-            if batch.lines >= batch_size:
-                flush()
         flush()
     except SacctHeaderError as error:
         _run_failed(run, str(error))

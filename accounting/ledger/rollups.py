@@ -14,7 +14,11 @@ from typing import Any
 from django.db import connection
 
 from accounting.clusters import charging
+from accounting.clusters.efficiency import job_efficiency
+from accounting.ledger.usage import held_of, usage_of
 from accounting.models import (
+    EfficiencyBucket,
+    EfficiencyDaily,
     Job,
     UsageDaily,
     UtilisationHourly,
@@ -52,6 +56,8 @@ class Deltas:
 
     daily: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
     hourly: dict[tuple[int, datetime], list[int]] = field(default_factory=dict)
+    efficiency: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
+    buckets: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
 
 def _held_until(values: dict[str, Any]) -> datetime | None:
@@ -77,6 +83,8 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
         current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
         for index, amount in enumerate(amounts):
             current[index] += sign * amount
+        if values["right_sized_service_units"] is not None:
+            _efficiency_add(deltas, values, key, sign)
     held_until = _held_until(values)
     if held_until is None:
         return
@@ -88,6 +96,85 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
         seconds = deltas.hourly.setdefault((values["partition_id"], hour.hour_start), [0, 0])
         seconds[0] += sign * hour.core_seconds
         seconds[1] += sign * hour.gpu_seconds
+
+
+def _efficiency_add(
+    deltas: Deltas, values: dict[str, Any], key: tuple[Any, ...], sign: int
+) -> None:
+    """A measured job's share of the efficiency roll-ups: sums of held and used, and one job in
+    each metric's tenth."""
+    held, usage = held_of(values), usage_of(values)
+    ratios = job_efficiency(held, usage)
+    hours = Decimal(held.elapsed_seconds) / _HOURS
+    memory_measured = ratios.memory is not None
+    gpu_measured = ratios.gpu is not None
+    limit_hours = Decimal(held.timelimit_minutes or 0) / 60
+    amounts = [
+        1,
+        values["service_units"],
+        values["right_sized_service_units"],
+        held.cpus * hours,
+        usage.cpu_seconds / _HOURS if usage.cpu_seconds is not None else _ZERO,
+        int(memory_measured),
+        held.memory_mb * hours if memory_measured else _ZERO,
+        usage.memory_peak_mb * hours if memory_measured and usage.memory_peak_mb else _ZERO,
+        int(gpu_measured),
+        held.gpus * hours if gpu_measured else _ZERO,
+        held.gpus * hours * ratios.gpu if gpu_measured and ratios.gpu is not None else _ZERO,
+        int(ratios.walltime is not None),
+        hours if ratios.walltime is not None else _ZERO,
+        limit_hours if ratios.walltime is not None else _ZERO,
+    ]
+    current = deltas.efficiency.setdefault(key, [0, *[_ZERO] * 4, 0, _ZERO, _ZERO, 0, _ZERO,
+                                                 _ZERO, 0, _ZERO, _ZERO])  # fmt: skip
+    for index, amount in enumerate(amounts):
+        # Each job's share is rounded once, to the column's places: the sums are then the
+        # same however the jobs fall into batches, and a share taken back cancels exactly.
+        if isinstance(amount, Decimal):
+            amount = amount.quantize(charging.SU_QUANTUM)
+        current[index] += sign * amount
+    project_id, partition_id, username, day = key
+    month = day.replace(day=1)
+    for metric, ratio in (
+        ("cpu", ratios.cpu), ("memory", ratios.memory), ("gpu", ratios.gpu),
+        ("walltime", ratios.walltime),
+    ):  # fmt: skip
+        if ratio is not None:
+            bucket = (project_id, partition_id, username, month, metric, bucket_of(ratio))
+            deltas.buckets[bucket] = deltas.buckets.get(bucket, 0) + sign
+
+
+def bucket_of(ratio: Decimal) -> int:
+    """The tenth an efficiency falls in: 0 for under 10 %, ..., 9 for 90 % to 100 %."""
+    return min(int(ratio * 10), 9)
+
+
+_EFFICIENCY_SUMS = (
+    "jobs", "service_units", "right_sized_service_units", "core_hours_held", "core_hours_used",
+    "memory_jobs", "memory_mb_hours_held", "memory_mb_hours_used", "gpu_jobs", "gpu_hours_held",
+    "gpu_hours_used", "walltime_jobs", "hours_run", "hours_asked",
+)  # fmt: skip
+_EFFICIENCY_TYPES = tuple(
+    "bigint" if name.endswith("jobs") else "numeric" for name in _EFFICIENCY_SUMS
+)
+
+
+def efficiency_apply(deltas: Deltas) -> None:
+    """Add the batch's efficiency sums and distribution counts (one upsert each, sorted)."""
+    rows = [(*key, *sums) for key, sums in sorted(deltas.efficiency.items()) if any(sums)]
+    if rows:
+        columns = ("project_id", "partition_id", "username", "day", *_EFFICIENCY_SUMS)
+        types = ("bigint", "bigint", "text", "date", *_EFFICIENCY_TYPES)
+        _upsert_adding(EfficiencyDaily._meta.db_table, columns, types, key=4, rows=rows)
+    counts = [(*key, jobs) for key, jobs in sorted(deltas.buckets.items()) if jobs]
+    if counts:
+        _upsert_adding(
+            EfficiencyBucket._meta.db_table,
+            ("project_id", "partition_id", "username", "month", "metric", "bucket", "jobs"),
+            ("bigint", "bigint", "text", "date", "text", "smallint", "bigint"),
+            key=6,
+            rows=counts,
+        )
 
 
 def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:

@@ -40,6 +40,7 @@ from typing import IO, Literal, TypeVar, overload
 
 import hostlist
 
+from accounting.clusters.efficiency import JobUsage
 from accounting.clusters.units import is_ascii_digits, parse_decimal, parse_memory_mb
 
 __all__ = [
@@ -80,6 +81,7 @@ REQUIRED_FIELDS = (
 )
 # At least one of these is required too; ElapsedRaw wins when both are present.
 ELAPSED_FIELDS = ("ElapsedRaw", "Elapsed")
+USAGE_FIELDS = ("TotalCPU", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax", "TRESUsageInAve")
 OPTIONAL_FIELDS = (
     # Without AllocTRES (dumps made for Open XDMoD before 2020, for instance) the resources
     # are read from NCPUS, ReqMem and the GPUs of ReqTRES or AllocGRES/ReqGRES, and each job
@@ -96,6 +98,9 @@ OPTIONAL_FIELDS = (
     "ReqMem",
     "ConsumedEnergyRaw",
     "TimelimitRaw",
+    # What a job used (accounting.clusters.efficiency): TotalCPU on the allocation's line,
+    # the others on its steps' lines.
+    *USAGE_FIELDS,
 )
 
 EMPTY_LINE_REASON = "empty line"
@@ -220,6 +225,8 @@ class SacctRecord:
     req_mem_mb: Decimal | None
     consumed_energy_joules: int | None
     timelimit_minutes: int | None
+    # What the job (or step) used; None when the dump has no usage columns.
+    usage: JobUsage | None
     # A bad value in an optional column is left out and noted here; it never costs the job.
     warnings: tuple[str, ...] = ()
 
@@ -471,6 +478,11 @@ class _Layout:
         # past the end, where the parser appends "" (absent and empty mean the same).
         self.values = itemgetter(*(positions.get(name, len(names)) for name in _COLUMNS))
         self.has_alloc_tres = "AllocTRES" in positions
+        self.has_usage = any(name in positions for name in USAGE_FIELDS)
+        # The columns a step's usage is read from (_LineParser.step_usage), by position.
+        self.step_values = itemgetter(
+            *(positions.get(name, len(names)) for name in ("JobIDRaw", *USAGE_FIELDS))
+        )
 
 
 class _MutableRecord:
@@ -525,6 +537,7 @@ class _MutableRecord:
         req_mem_mb: Decimal | None,
         consumed_energy_joules: int | None,
         timelimit_minutes: int | None,
+        usage: JobUsage | None,
         warnings: tuple[str, ...],
     ) -> None:
         self.line_number = line_number
@@ -565,6 +578,7 @@ class _MutableRecord:
         self.req_mem_mb = req_mem_mb
         self.consumed_energy_joules = consumed_energy_joules
         self.timelimit_minutes = timelimit_minutes
+        self.usage = usage
         self.warnings = warnings
 
 
@@ -605,6 +619,20 @@ class _LineParser:
             # The contract is one object per line: a parser bug must not stop an import.
             reason, field_name = f"unexpected parser error: {exc!r}", None
         return SacctLineError(line_number, raw, _shorten(reason), field_name, self._job_id(raw))
+
+    def step(self, line_number: int, line: str) -> SacctStep:
+        """A step line's job and usage, read from those columns alone (steps are most lines of
+        a full dump). A bad usage value loses that step's usage, not its job's line."""
+        fields = line.rstrip("\r\n").split(self.layout.delimiter)
+        fields.append("")
+        job_id_raw, total_cpu, max_rss, usage_tot, usage_max, usage_ave = self.layout.step_values(
+            fields
+        )
+        try:
+            usage = usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave)
+        except _FieldError:
+            usage = None
+        return SacctStep(line_number, "step", job_id_raw.partition(".")[0], usage)
 
     def _job_id(self, raw: str) -> str:
         # Read only from a line of the header's shape, and only a plausible id: a later import
@@ -648,6 +676,11 @@ class _LineParser:
             req_mem_text,
             energy_text,
             timelimit_text,
+            total_cpu_text,
+            max_rss_text,
+            usage_tot_text,
+            usage_max_text,
+            usage_ave_text,
         ) = layout.values(fields)
 
         # The common shapes ("123", "123.batch" with an identical JobIDRaw) skip the
@@ -739,6 +772,13 @@ class _LineParser:
             energy: int | None = int(energy_text)
         else:
             energy = self._optional(_optional_count("ConsumedEnergyRaw"), energy_text, warnings)
+        usage = None
+        if layout.has_usage:
+            usage = self._optional(
+                _usage_reader(max_rss_text, usage_tot_text, usage_max_text, usage_ave_text),
+                total_cpu_text,
+                warnings,
+            )
 
         record = _MutableRecord(
             line_number,
@@ -779,6 +819,7 @@ class _LineParser:
             req_mem_mb,
             energy,
             timelimit_minutes,
+            usage,
             tuple(warnings) if warnings else (),
         )
         record.__class__ = SacctRecord  # type: ignore[assignment]
@@ -918,6 +959,81 @@ def _shorten(reason: str) -> str:
     if len(reason) <= MAX_REASON_LENGTH:
         return reason
     return reason[: MAX_REASON_LENGTH - 3] + "..."
+
+
+def parse_total_cpu(text: str) -> Decimal:
+    """Seconds of a Slurm CPU time (``TotalCPU``: ``MM:SS.mmm``, ``HH:MM:SS``,
+    ``D-HH:MM:SS``), milliseconds kept. Raises ValueError."""
+    seconds = Decimal(parse_elapsed(text))
+    fraction = text.rpartition(":")[2].partition(".")[2]
+    return seconds + Decimal(f"0.{fraction}") if fraction else seconds
+
+
+def _usage_memory_mb(text: str) -> Decimal:
+    """A memory amount of a TRESUsage field or MaxRSS: ``320628K`` (sacct's units), or a bare
+    number of bytes (as Slurm stores TRES usage)."""
+    if is_ascii_digits(text):
+        return Decimal(int(text)) / (1024 * 1024)
+    return parse_memory_mb(text)
+
+
+def _usage_tres(text: str, name: str) -> dict[str, str]:
+    try:
+        return parse_tres(text) if text else {}
+    except ValueError as exc:
+        raise _FieldError(name, str(exc)) from None
+
+
+def _usage_reader(
+    max_rss: str, usage_tot: str, usage_max: str, usage_ave: str
+) -> Callable[[str], JobUsage | None]:
+    """Read a line's usage columns, given its TotalCPU (for ``_LineParser._optional``)."""
+
+    def read(total_cpu: str) -> JobUsage | None:
+        return usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave)
+
+    return read
+
+
+def usage_from_columns(
+    total_cpu: str, max_rss: str, usage_tot: str, usage_max: str, usage_ave: str
+) -> JobUsage | None:
+    """What one sacct line says was used; None when it says nothing. The memory peak is the
+    step's ``TRESUsageInTot`` mem (the sum over its tasks of each one's peak), else MaxRSS;
+    GPU utilisation the step's mean (``TRESUsageInAve`` gres/gpuutil, percent) and GPU memory
+    its peak (``TRESUsageInMax`` gres/gpumem). Raises _FieldError naming a bad column."""
+    if not (total_cpu or max_rss or usage_tot or usage_max or usage_ave):
+        return None
+    try:
+        cpu_seconds = parse_total_cpu(total_cpu) if total_cpu else None
+    except ValueError as exc:
+        raise _FieldError("TotalCPU", str(exc)) from None
+    tot = _usage_tres(usage_tot, "TRESUsageInTot")
+    peak = _usage_tres(usage_max, "TRESUsageInMax")
+    mean = _usage_tres(usage_ave, "TRESUsageInAve")
+    memory_text, memory_column = (
+        (tot["mem"], "TRESUsageInTot") if "mem" in tot else (max_rss, "MaxRSS")
+    )
+    gpu_memory_text = peak.get("gres/gpumem", "")
+    gpu_text = mean.get("gres/gpuutil", "")
+    try:
+        memory = _usage_memory_mb(memory_text) if memory_text else None
+    except ValueError as exc:
+        raise _FieldError(memory_column, str(exc)) from None
+    try:
+        gpu_memory = _usage_memory_mb(gpu_memory_text) if gpu_memory_text else None
+    except ValueError as exc:
+        raise _FieldError("TRESUsageInMax", str(exc)) from None
+    try:
+        gpu = parse_decimal(gpu_text, "GPU utilisation") if gpu_text else None
+    except ValueError as exc:
+        raise _FieldError("TRESUsageInAve", str(exc)) from None
+    return JobUsage(
+        cpu_seconds=cpu_seconds,
+        memory_peak_mb=memory,
+        gpu_utilisation=gpu,
+        gpu_memory_peak_mb=gpu_memory,
+    )
 
 
 def _optional_count(name: str) -> Callable[[str], int | None]:
@@ -1156,10 +1272,13 @@ def _parse_lines(
 
 @dataclass(frozen=True, slots=True)
 class SacctStep:
-    """A job-step line that was recognised but not read (``parse_sacct(steps=False)``)."""
+    """A job-step line that was recognised but not read in full (``parse_sacct(steps=False)``):
+    only, when the dump has usage columns, its job's JobIDRaw and what the step used."""
 
     line_number: int
     kind: str = "step"
+    job_id_raw: str = ""  # the allocation's, without the step's suffix
+    usage: JobUsage | None = None
 
 
 def _parse_lines_counting_steps(
@@ -1181,6 +1300,6 @@ def _parse_lines_counting_steps(
             and "." in fields[position]
             and line.count(delimiter) == separators
         ):
-            yield SacctStep(line_number)
+            yield parser.step(line_number, line) if layout.has_usage else SacctStep(line_number)
         else:
             yield parse(line_number, line)

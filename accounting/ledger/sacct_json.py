@@ -47,8 +47,10 @@ import codecs
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, tzinfo
+from decimal import Decimal
 from typing import IO, Any, Literal, overload
 
+from accounting.clusters.efficiency import JobUsage
 from accounting.ledger.sacct import (
     SacctHeaderError,
     SacctLineError,
@@ -501,6 +503,69 @@ class _JobConverter:
         )
 
 
+def step_usages(job: object, step_count: int) -> tuple[str, list[JobUsage | None]]:
+    """A converted job's JobIDRaw and what each of its ``step_count`` steps used (None for a
+    step that says nothing, or says it in a shape not understood: that step's usage is lost,
+    never the job's charge). In JSON a job's own ``time.total`` is 0 (Slurm 22.05): its CPU time
+    is the sum of its steps', which the importer makes."""
+    assert isinstance(job, dict)
+    steps = job.get("steps") or []
+    usages: list[JobUsage | None] = []
+    for step in steps:
+        try:
+            usages.append(_step_usage(step))
+        except (_JobError, TypeError, ValueError, ArithmeticError):
+            usages.append(None)
+    return str(_number(_get(job, "job_id", "job_id"), "job_id")), usages[:step_count]
+
+
+def _tres_counts(value: object) -> dict[str, int]:
+    if not isinstance(value, list):
+        return {}
+    counts = {}
+    for item in value:
+        if isinstance(item, dict) and isinstance(item.get("type"), str):
+            name = item.get("name")
+            count = _number(item.get("count"), "tres.count")
+            if count is not None:
+                counts[f"{item['type']}/{name}" if name else item["type"]] = count
+    return counts
+
+
+def _step_usage(step: object) -> JobUsage | None:
+    """One step's usage: ``time.total`` (``{seconds, microseconds}``, the microseconds not
+    normalised) and the TRESUsageIn lists, which sacct's JSON calls ``tres.requested.total``,
+    ``.max`` and ``.average`` (memory in bytes, GPU utilisation in percent)."""
+    if not isinstance(step, dict):
+        return None
+    total = step.get("time", {}).get("total") if isinstance(step.get("time"), dict) else None
+    cpu = None
+    if isinstance(total, dict) and total.get("seconds") is not None:
+        seconds = _number(total.get("seconds"), "time.total.seconds") or 0
+        micro = _number(total.get("microseconds"), "time.total.microseconds") or 0
+        cpu = Decimal(seconds) + Decimal(micro) / 1_000_000
+    tres = step.get("tres")
+    usage_in = tres.get("requested") if isinstance(tres, dict) else None
+    usage_in = usage_in if isinstance(usage_in, dict) else {}
+    summed = _tres_counts(usage_in.get("total"))
+    peaks = _tres_counts(usage_in.get("max"))
+    means = _tres_counts(usage_in.get("average"))
+    memory = summed.get("mem")
+    gpu_memory = peaks.get("gres/gpumem")
+    gpu = means.get("gres/gpuutil")
+    if cpu is None and memory is None and gpu is None and gpu_memory is None:
+        return None
+    return JobUsage(
+        cpu_seconds=cpu,
+        memory_peak_mb=None if memory is None else Decimal(memory) / _BYTES_PER_MIB,
+        gpu_utilisation=None if gpu is None else Decimal(gpu),
+        gpu_memory_peak_mb=None if gpu_memory is None else Decimal(gpu_memory) / _BYTES_PER_MIB,
+    )
+
+
+_BYTES_PER_MIB = 1024 * 1024
+
+
 def _timelimit(value: object) -> str:
     # TimelimitRaw: INFINITE is UNLIMITED, NO_VAL is Partition_Limit (both null before
     # v0.0.39, where the text parser reads all three as no limit).
@@ -765,9 +830,10 @@ def _parse_jobs(
                 line_number += 1
                 yield parse(line_number, line)
             if not with_steps:
-                for _ in range(step_count):
+                job_id_raw, usages = step_usages(job, step_count)
+                for usage in usages:
                     line_number += 1
-                    yield SacctStep(line_number)
+                    yield SacctStep(line_number, "step", job_id_raw, usage)
         try:
             job = next(jobs)
         except StopIteration:

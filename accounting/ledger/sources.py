@@ -46,7 +46,7 @@ from portal.queue import task_enqueue
 SACCT_FORMAT = (
     "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Start,End,"
     "Elapsed,ElapsedRaw,NNodes,NCPUS,NodeList,ReqTRES,AllocTRES,ReqMem,ConsumedEnergyRaw,"
-    "TimelimitRaw"
+    "TimelimitRaw,TotalCPU,MaxRSS,TRESUsageInTot,TRESUsageInMax,TRESUsageInAve"
 )
 
 

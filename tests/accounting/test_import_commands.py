@@ -106,7 +106,8 @@ def test_run_sacct_runs_the_configured_command_with_the_window(tmp_path):
     )
     assert summary["lines"] == 225
     called = log.read_text()
-    assert "--allusers --parsable2 --allocations --duplicates" in called
+    assert "--allusers --parsable2 --duplicates" in called
+    assert "TotalCPU,MaxRSS,TRESUsageInTot,TRESUsageInMax,TRESUsageInAve" in called
     assert "--starttime=2026-11-22T00:00:00 --endtime=2026-11-23T00:00:00" in called
     assert "TZ=UTC" in called
 

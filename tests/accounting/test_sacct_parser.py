@@ -422,6 +422,7 @@ def test_allocation_row_has_all_typed_fields() -> None:
         req_mem_mb=Decimal(1914),
         consumed_energy_joules=0,
         timelimit_minutes=15,
+        usage=None,  # the sample has no usage columns
     )
 
 

@@ -1,0 +1,197 @@
+"""Importing what jobs used: TotalCPU from the allocation's line, memory peaks from its steps,
+the right-sized charge, and the efficiency roll-ups, through the importer's real entry point."""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.db.models import Sum
+
+from accounting.clusters.efficiency import job_efficiency
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.pipeline import jobs_import
+from accounting.ledger.rollups import bucket_of
+from accounting.ledger.sacct import parse_total_cpu
+from accounting.ledger.usage import held_of, usage_of
+from accounting.models import Cluster, EfficiencyBucket, EfficiencyDaily, Job
+from allocations.models import Project
+from benchmarks.sacct_generator import sacct_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def testbed() -> Cluster:
+    cluster_apply(definition=cluster_definition_load(SPEC))
+    for code in ("pawsey0001", "pawsey0002", "pawsey0003", "pawsey0004"):
+        Project.objects.get_or_create(code=code)
+    return Cluster.objects.get(name="slurm-testbed")
+
+
+def _lines(**options) -> list[str]:
+    return list(sacct_lines(lines=600, seed=11, usage=True, **options))
+
+
+def _import(cluster: Cluster, lines: list[str], **options):
+    return jobs_import(cluster=cluster, lines=iter(lines), source="usage", **options)[1]
+
+
+def _ledger():
+    return sorted(
+        Job.objects.values_list(
+            "job_id_raw", "cpu_seconds_used", "memory_peak_mb", "right_sized_service_units",
+            "service_units",
+        )
+    )  # fmt: skip
+
+
+def _rollups():
+    daily = sorted(
+        EfficiencyDaily.objects.values_list(
+            "project_id", "username", "day", "jobs", "service_units", "right_sized_service_units",
+            "core_hours_used", "memory_mb_hours_used",
+        )
+    )  # fmt: skip
+    buckets = sorted(EfficiencyBucket.objects.values_list("month", "metric", "bucket", "jobs"))
+    return daily, buckets
+
+
+def _steps_by_job(lines: list[str]) -> dict[str, list[list[str]]]:
+    header = lines[0].rstrip("\n").split("|")
+    steps: dict[str, list[list[str]]] = {}
+    for line in lines[1:]:
+        fields = line.rstrip("\n").split("|")
+        job_id_raw = fields[header.index("JobIDRaw")]
+        if "." in job_id_raw:
+            steps.setdefault(job_id_raw.partition(".")[0], []).append(fields)
+    return steps
+
+
+def test_each_job_gets_its_cpu_time_and_the_largest_memory_peak_of_its_steps(testbed):
+    lines = _lines()
+
+    summary = _import(testbed, lines)
+
+    assert summary.quarantined == 0
+    header = lines[0].rstrip("\n").split("|")
+    mem = header.index("TRESUsageInTot")
+    steps = _steps_by_job(lines)
+    jobs = Job.objects.exclude(charge_state=Job.ChargeState.PENDING)
+    assert jobs.count() > 50
+    for job in jobs:
+        assert job.cpu_seconds_used is not None
+        peaks = [
+            Decimal(fields[mem].split("mem=")[1].split("K")[0]) / 1024
+            for fields in steps.get(job.job_id_raw, [])
+        ]
+        if peaks:
+            assert job.memory_peak_mb == max(peaks).quantize(Decimal("0.001"))
+        assert 0 <= job.right_sized_service_units <= job.service_units
+
+
+def test_the_roll_ups_are_the_sums_of_the_measured_jobs_and_every_one_is_in_one_bucket(testbed):
+    _import(testbed, _lines())
+
+    measured = Job.objects.filter(right_sized_service_units__isnull=False)
+    totals = EfficiencyDaily.objects.aggregate(
+        jobs=Sum("jobs"), su=Sum("service_units"), right=Sum("right_sized_service_units")
+    )
+    assert totals["jobs"] == measured.count() > 0
+    assert totals["su"] == measured.aggregate(s=Sum("service_units"))["s"]
+    assert totals["right"] == measured.aggregate(s=Sum("right_sized_service_units"))["s"]
+    expected = Counter()
+    for job in measured:
+        ratios = job_efficiency(held_of(job.__dict__), usage_of(job.__dict__))
+        for metric in ("cpu", "memory", "gpu", "walltime"):
+            ratio = getattr(ratios, metric)
+            if ratio is not None:
+                expected[(metric, bucket_of(ratio))] += 1
+    found = Counter()
+    for metric, bucket, jobs in EfficiencyBucket.objects.values_list("metric", "bucket", "jobs"):
+        found[(metric, bucket)] += jobs
+    assert found == expected
+
+
+def test_small_batches_never_part_a_job_from_its_steps_and_a_second_import_changes_nothing(
+    testbed,
+):
+    lines = _lines()
+    _import(testbed, lines)
+    reference = _ledger(), _rollups()
+    Job.objects.all().delete()
+    EfficiencyDaily.objects.all().delete()
+    EfficiencyBucket.objects.all().delete()
+
+    _import(testbed, lines, batch_size=7)
+    again = _import(testbed, lines, batch_size=7)
+
+    assert (_ledger(), _rollups()) == reference
+    assert again.charged == again.updated == 0
+
+
+def test_a_running_job_gets_its_usage_when_it_is_read_again_finished(testbed):
+    lines = _lines()
+    first = next(
+        i
+        for i, line in enumerate(lines[1:], 1)
+        if "|COMPLETED|" in line and "." not in line.split("|")[1]
+    )
+    job_id_raw = lines[first].split("|")[1]
+    job_lines = [lines[0]] + [
+        line for line in lines[1:] if line.split("|")[1].partition(".")[0] == job_id_raw
+    ]
+    # The same job while it ran: no steps yet, no end, no TotalCPU.
+    running = job_lines[1].split("|")
+    header = lines[0].rstrip("\n").split("|")
+    running[header.index("State")] = "RUNNING"
+    running[header.index("End")] = "Unknown"
+    running[header.index("TotalCPU")] = ""
+    _import(testbed, [lines[0], "|".join(running)])
+    assert Job.objects.get(job_id_raw=job_id_raw).cpu_seconds_used is None
+    assert not EfficiencyDaily.objects.exists()
+
+    summary = _import(testbed, job_lines)
+
+    job = Job.objects.get(job_id_raw=job_id_raw)
+    assert summary.charged == 1
+    assert job.cpu_seconds_used is not None
+    assert job.memory_peak_mb is not None
+    assert EfficiencyDaily.objects.get().jobs == 1
+
+
+def test_without_usage_columns_jobs_say_nothing_was_measured_and_no_roll_up_is_written(testbed):
+    lines = list(sacct_lines(lines=300, seed=11))
+
+    _import(testbed, lines)
+
+    assert Job.objects.filter(cpu_seconds_used__isnull=False).count() == 0
+    assert Job.objects.filter(right_sized_service_units__isnull=False).count() == 0
+    assert not EfficiencyDaily.objects.exists()
+    assert not EfficiencyBucket.objects.exists()
+
+
+def test_a_bad_total_cpu_is_a_warning_and_the_steps_cpu_times_stand_in(testbed):
+    lines = _lines()
+    header = lines[0].rstrip("\n").split("|")
+    index = next(i for i, line in enumerate(lines[1:], 1) if "." not in line.split("|")[1])
+    fields = lines[index].rstrip("\n").split("|")
+    fields[header.index("TotalCPU")] = "soon"
+    lines[index] = "|".join(fields) + "\n"
+
+    summary = _import(testbed, lines)
+
+    job = Job.objects.get(job_id_raw=fields[1])
+    assert summary.quarantined == 0
+    # The steps' CPU times stand in for the allocation's sum, and the job says why.
+    steps = _steps_by_job(lines)[fields[1]]
+    cpu = header.index("TotalCPU")
+    assert job.cpu_seconds_used == sum(parse_total_cpu(step[cpu]) for step in steps)
+    assert job.right_sized_service_units is not None
+    assert any("TotalCPU" in warning for warning in job.warnings)
