@@ -26,6 +26,13 @@ def benches(quick: bool) -> dict[str, list[str]]:
         "overhead": [python, "benchmarks/bench_overhead.py"],
         "coststats": [python, "benchmarks/bench_coststats.py"],
         "utilisation": [python, "benchmarks/bench_utilisation.py"],
+        "efficiency": [python, "benchmarks/bench_efficiency.py", "--lines", str(int(size) // 5)],
+        "efficiency_api": [
+            python,
+            "benchmarks/bench_efficiency_api.py",
+            "--jobs",
+            "100000" if quick else "1000000",
+        ],
         "slurm_sync": [
             python,
             "benchmarks/bench_slurm_sync.py",

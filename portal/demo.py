@@ -119,8 +119,9 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
             _, summary = jobs_import(cluster=cluster, lines=lines, source=f"demo sample {name}")
         report(f"import {name}: {summary.as_dict()}")
 
-    # Months of history in the shape of the sample (benchmarks/sacct_generator.py), generated
-    # once: a second loaddemo finds the jobs already there and skips the generation.
+    # Months of history in the shape of the sample (benchmarks/sacct_generator.py), with what
+    # each job used (the efficiency pages' data), generated once: a second loaddemo finds the
+    # jobs already there and skips the generation.
     if not Job.objects.filter(cluster=cluster, job_name__startswith="bench-").exists():
         from benchmarks.sacct_generator import sacct_lines
 
@@ -131,7 +132,7 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         reserved = [(sampled["start__min"], sampled["end__max"])] if sampled["end__max"] else []
         history = sacct_lines(
             lines=HISTORY_LINES, seed=2026, start=now - timedelta(days=HISTORY_DAYS),
-            mean_gap_seconds=gap, now=now, reserved=reserved,
+            mean_gap_seconds=gap, now=now, reserved=reserved, usage=True,
         )  # fmt: skip
         _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")

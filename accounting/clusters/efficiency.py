@@ -188,6 +188,8 @@ def right_sized_service_units(
     request = right_sized_request(spec, held, usage)
     if request is None:
         return None
+    if request == Request(held.cpus, held.memory_mb, held.gpus):
+        return service_units  # it asked for what it used: no second pricing
     nodes = charging.split_evenly(
         nodes=held.nnodes, cores=request.cores, memory_mb=request.memory_mb, gpus=request.gpus
     )

@@ -6,8 +6,9 @@ refuse the whole batch. Each value is checked here against the limit of its colu
 the model, so a change of a column's size changes the check:
 
 - a value of a *required* column out of range quarantines the line, naming the sacct column;
-- an *optional* one (JobName, QOS, ExitCode, TimelimitRaw, ConsumedEnergyRaw, billing) is
-  shortened or left out, with a warning on the job: it never costs the job its charge.
+- an *optional* one (JobName, QOS, ExitCode, TimelimitRaw, ConsumedEnergyRaw, billing, and
+  what the job used) is shortened or left out, with a warning on the job: it never costs the
+  job its charge.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ INPUT_LIMITS = (
     ColumnLimit("gpus", "AllocTRES"),
     ColumnLimit("billing", "AllocTRES", optional=True),
     ColumnLimit("consumed_energy_joules", "ConsumedEnergyRaw", optional=True),
+    ColumnLimit("cpu_seconds_used", "TotalCPU", optional=True),
+    ColumnLimit("memory_peak_mb", "TRESUsageInTot", optional=True),
+    ColumnLimit("gpu_utilisation", "TRESUsageInAve", optional=True),
+    ColumnLimit("gpu_memory_peak_mb", "TRESUsageInMax", optional=True),
 )
 # What the engine computed from ElapsedRaw and AllocTRES: too large means those are absurd.
 CHARGE_LIMITS = tuple(

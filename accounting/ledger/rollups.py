@@ -127,11 +127,12 @@ def _efficiency_add(
     ]
     current = deltas.efficiency.setdefault(key, [0, *[_ZERO] * 4, 0, _ZERO, _ZERO, 0, _ZERO,
                                                  _ZERO, 0, _ZERO, _ZERO])  # fmt: skip
+    quantum = charging.SU_QUANTUM
     for index, amount in enumerate(amounts):
         # Each job's share is rounded once, to the column's places: the sums are then the
         # same however the jobs fall into batches, and a share taken back cancels exactly.
-        if isinstance(amount, Decimal):
-            amount = amount.quantize(charging.SU_QUANTUM)
+        if amount and index not in _EXACT:
+            amount = amount.quantize(quantum)
         current[index] += sign * amount
     project_id, partition_id, username, day = key
     month = day.replace(day=1)
@@ -142,6 +143,10 @@ def _efficiency_add(
         if ratio is not None:
             bucket = (project_id, partition_id, username, month, metric, bucket_of(ratio))
             deltas.buckets[bucket] = deltas.buckets.get(bucket, 0) + sign
+
+
+# The sums whose shares are already exact at 6 places (counts, and SU as the engine rounds them).
+_EXACT = frozenset({0, 1, 2, 5, 8, 11})
 
 
 def bucket_of(ratio: Decimal) -> int:

@@ -964,9 +964,11 @@ def _shorten(reason: str) -> str:
 def parse_total_cpu(text: str) -> Decimal:
     """Seconds of a Slurm CPU time (``TotalCPU``: ``MM:SS.mmm``, ``HH:MM:SS``,
     ``D-HH:MM:SS``), milliseconds kept. Raises ValueError."""
-    seconds = Decimal(parse_elapsed(text))
-    fraction = text.rpartition(":")[2].partition(".")[2]
-    return seconds + Decimal(f"0.{fraction}") if fraction else seconds
+    clock, dot, fraction = text.partition(".")
+    if dot and not is_ascii_digits(fraction):
+        raise ValueError(f"CPU time {text!r} has a bad fraction of a second")
+    whole = parse_elapsed(clock)
+    return Decimal(f"{whole}.{fraction}") if fraction else Decimal(whole)
 
 
 def _usage_memory_mb(text: str) -> Decimal:
@@ -977,11 +979,18 @@ def _usage_memory_mb(text: str) -> Decimal:
     return parse_memory_mb(text)
 
 
-def _usage_tres(text: str, name: str) -> dict[str, str]:
-    try:
-        return parse_tres(text) if text else {}
-    except ValueError as exc:
-        raise _FieldError(name, str(exc)) from None
+def _tres_item(text: str, key: str) -> str:
+    """The value of ``key`` in a TRES string (``cpu=00:00:08,...,mem=1263436K,...``), "" when
+    it has none. Only the items the portal reads are looked for: steps are most of a dump."""
+    if text.startswith(key):
+        at = 0
+    else:
+        at = text.find("," + key)
+        if at < 0:
+            return ""
+        at += 1
+    value, _, _ = text[at + len(key) :].partition(",")
+    return value
 
 
 def _usage_reader(
@@ -1008,26 +1017,24 @@ def usage_from_columns(
         cpu_seconds = parse_total_cpu(total_cpu) if total_cpu else None
     except ValueError as exc:
         raise _FieldError("TotalCPU", str(exc)) from None
-    tot = _usage_tres(usage_tot, "TRESUsageInTot")
-    peak = _usage_tres(usage_max, "TRESUsageInMax")
-    mean = _usage_tres(usage_ave, "TRESUsageInAve")
-    memory_text, memory_column = (
-        (tot["mem"], "TRESUsageInTot") if "mem" in tot else (max_rss, "MaxRSS")
-    )
-    gpu_memory_text = peak.get("gres/gpumem", "")
-    gpu_text = mean.get("gres/gpuutil", "")
+    memory_text, memory_column = _tres_item(usage_tot, "mem="), "TRESUsageInTot"
+    if not memory_text:
+        memory_text, memory_column = max_rss, "MaxRSS"
     try:
         memory = _usage_memory_mb(memory_text) if memory_text else None
     except ValueError as exc:
         raise _FieldError(memory_column, str(exc)) from None
-    try:
-        gpu_memory = _usage_memory_mb(gpu_memory_text) if gpu_memory_text else None
-    except ValueError as exc:
-        raise _FieldError("TRESUsageInMax", str(exc)) from None
-    try:
-        gpu = parse_decimal(gpu_text, "GPU utilisation") if gpu_text else None
-    except ValueError as exc:
-        raise _FieldError("TRESUsageInAve", str(exc)) from None
+    gpu_memory = gpu = None
+    if usage_max and "gres/gpumem=" in usage_max:
+        try:
+            gpu_memory = _usage_memory_mb(_tres_item(usage_max, "gres/gpumem="))
+        except ValueError as exc:
+            raise _FieldError("TRESUsageInMax", str(exc)) from None
+    if usage_ave and "gres/gpuutil=" in usage_ave:
+        try:
+            gpu = parse_decimal(_tres_item(usage_ave, "gres/gpuutil="), "GPU utilisation")
+        except ValueError as exc:
+            raise _FieldError("TRESUsageInAve", str(exc)) from None
     return JobUsage(
         cpu_seconds=cpu_seconds,
         memory_peak_mb=memory,

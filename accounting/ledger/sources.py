@@ -34,7 +34,13 @@ from accounting.ledger.pipeline import (
     run_succeeded,
 )
 from accounting.ledger.range_process import range_import
-from accounting.ledger.sacct import MAX_LINE_CHARS, SacctHeaderError, bounded_lines, parse_sacct
+from accounting.ledger.sacct import (
+    MAX_LINE_CHARS,
+    SacctHeaderError,
+    bounded_lines,
+    header_delimiter,
+    parse_sacct,
+)
 from accounting.ledger.sacct_json import detect_format
 from accounting.locks import cluster_row_lock
 from accounting.models import (
@@ -424,7 +430,8 @@ def sacct_stream_import(
 
 def _file_ranges(path: Path, parts: int) -> tuple[str, list[tuple[int, int, int]]]:
     """The header line of a text dump and up to ``parts`` byte ranges of its data lines, cut at
-    line ends, each with the file's line number of its first line."""
+    line ends, each with the file's line number of its first line. A cut never falls between a
+    job and the step lines after it: what the steps used belongs to the job's row."""
     with path.open("rb") as stream:
         number = 0
         while True:
@@ -436,10 +443,19 @@ def _file_ranges(path: Path, parts: int) -> tuple[str, list[tuple[int, int, int]
                 break
         header = raw.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
         start, size = stream.tell(), path.stat().st_size
+        delimiter = header_delimiter(header).encode()
+        names = [name.strip().lower() for name in header.split(delimiter.decode())]
+        job_id_raw = names.index("jobidraw") if "jobidraw" in names else None
         cuts = [start]
         for part in range(1, parts):
             stream.seek(max(start + (size - start) * part // parts, cuts[-1]))
             stream.readline()  # on to the start of the next line
+            while job_id_raw is not None:  # and past the steps of the job before it
+                mark = stream.tell()
+                fields = stream.readline(MAX_LINE_CHARS + 1).split(delimiter, job_id_raw + 1)
+                if len(fields) <= job_id_raw or b"." not in fields[job_id_raw]:
+                    stream.seek(mark)
+                    break
             cuts.append(min(stream.tell(), size))
         cuts.append(size)
         ranges = []

@@ -83,6 +83,18 @@ def test_ranges_cover_every_data_line_once_with_their_line_numbers(dump: Path) -
     assert covered == list(enumerate(lines, start=1))[1:]
 
 
+def test_a_range_never_starts_with_a_step_so_a_job_keeps_its_steps_usage(tmp_path: Path) -> None:
+    mixed = write_sacct_file(tmp_path / "mixed.psv", lines=3_000, seed=5, usage=True)
+
+    _, ranges = _file_ranges(mixed, 7)
+
+    assert len(ranges) == 7
+    with mixed.open("rb") as stream:
+        for begin, _, _ in ranges:
+            stream.seek(begin)
+            assert b"." not in stream.readline().split(b"|")[1]
+
+
 def test_two_processes_book_what_one_books(testbed: Cluster, dump: Path) -> None:
     single = _import(dump)
     expected = _ledger()

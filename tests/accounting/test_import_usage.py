@@ -195,3 +195,22 @@ def test_a_bad_total_cpu_is_a_warning_and_the_steps_cpu_times_stand_in(testbed):
     assert job.cpu_seconds_used == sum(parse_total_cpu(step[cpu]) for step in steps)
     assert job.right_sized_service_units is not None
     assert any("TotalCPU" in warning for warning in job.warnings)
+
+
+def test_a_usage_value_beyond_its_column_is_left_out_with_a_warning(testbed):
+    lines = _lines()
+    header = lines[0].rstrip("\n").split("|")
+    index = next(i for i, line in enumerate(lines[1:], 1) if "." not in line.split("|")[1])
+    job_id_raw = lines[index].split("|")[1]
+    step = next(i for i, line in enumerate(lines) if line.split("|")[1] == f"{job_id_raw}.batch")
+    fields = lines[step].rstrip("\n").split("|")
+    tot = header.index("TRESUsageInTot")
+    fields[tot] = fields[tot].replace("mem=", "mem=99999999999999999999")
+    lines[step] = "|".join(fields) + "\n"
+
+    summary = _import(testbed, lines)
+
+    job = Job.objects.get(job_id_raw=job_id_raw)
+    assert summary.quarantined == 0
+    assert job.memory_peak_mb is None
+    assert any("TRESUsageInTot" in warning and "left out" in warning for warning in job.warnings)
