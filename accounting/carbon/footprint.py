@@ -162,6 +162,13 @@ def local_day_bounds(day: date, zone: tzinfo) -> tuple[datetime, datetime]:
     return start, end
 
 
+def months_window(last_day: date, months: int = 12) -> tuple[date, date]:
+    """The days [start, end) of the ``months`` calendar months up to the one of ``last_day``."""
+    first = last_day.year * 12 + last_day.month - months
+    following = last_day.year * 12 + last_day.month
+    return date(first // 12, first % 12 + 1, 1), date(following // 12, following % 12 + 1, 1)
+
+
 @dataclass(frozen=True)
 class MonthFootprint:
     """One month of a project on one cluster."""
@@ -170,6 +177,13 @@ class MonthFootprint:
     energy: EnergySums
     co2e_g: Decimal | None  # None when a day with energy has no intensity
     days_without_intensity: int
+
+    @property
+    def mean_g_per_kwh(self) -> Decimal | None:
+        """The month's intensity weighted by its energy: CO2e over energy."""
+        if self.co2e_g is None or self.energy.best_wh <= 0:
+            return None
+        return (self.co2e_g * _WH_PER_KWH / self.energy.best_wh).quantize(Decimal("0.1"))
 
 
 def monthly_footprint(

@@ -7,7 +7,17 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.db.models import DecimalField, IntegerField, Q, QuerySet, Subquery, Sum
+from django.db.models import (
+    Count,
+    DecimalField,
+    IntegerField,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
 from django.db.models.functions import Coalesce
 
 from accounting.carbon.footprint import (
@@ -141,3 +151,25 @@ def project_footprint_monthly(*, project: Project, start: date, end: date) -> li
             for month in monthly_footprint(days, of_day)
         ]
     return sorted(result, key=lambda row: (row.footprint.month, row.cluster))
+
+
+@dataclass(frozen=True)
+class SeriesSummary:
+    """What the staff page shows of a cluster's series: its extent and newest steps."""
+
+    count: int
+    first: datetime | None
+    last: datetime | None
+    newest: list[GridIntensity]
+
+
+def grid_intensity_recent(*, cluster: Cluster, limit: int = 20) -> SeriesSummary:
+    """The cluster's series: how many steps, from when to when, and the newest ``limit``."""
+    rows = GridIntensity.objects.filter(cluster=cluster)
+    extent = rows.aggregate(count=Count("pk"), first=Min("starts_at"), last=Max("starts_at"))
+    return SeriesSummary(
+        count=extent["count"],
+        first=extent["first"],
+        last=extent["last"],
+        newest=list(rows.order_by("-starts_at")[:limit]),
+    )

@@ -51,6 +51,7 @@ class ClusterOutputSerializer(ApiModelSerializer):
             "import_overlap_minutes",
             "last_imported_until",
             "refund_node_failures",
+            "grid_intensity_g_per_kwh",
             "created_at",
             "updated_at",
         ]
