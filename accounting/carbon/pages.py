@@ -87,6 +87,9 @@ def project_energy(request: HttpRequest, code: str) -> HttpResponse:
     if request.GET.get("csv") == chart.key:
         return chart.csv_response(project.code)
     not_set = sorted({row.cluster for row in months if not row.intensity_set})
+    keys = ("month", "cluster", "energy", "measured", "estimated", "percent", "co2e", "mean",
+            "jobs")  # fmt: skip
+    table = [dict(zip(keys, row, strict=True)) for row in chart.rows]
     return render(
         request,
         "accounting/project_energy.html",
@@ -94,6 +97,7 @@ def project_energy(request: HttpRequest, code: str) -> HttpResponse:
             "project": project,
             "role": role_in_project(user=request.user, project=project),
             "chart": chart,
+            "table": table,
             "start": start,
             "last_day": end.fromordinal(end.toordinal() - 1),
             "totals": _totals(months),

@@ -47,7 +47,8 @@ def test_the_project_energy_page_tables_the_months_and_says_when_no_intensity_is
     assert page.status_code == 200
     text = page.content.decode()
     assert 'id="intensity-not-set"' in text
-    assert "not set" in page.context["chart"].table_html
+    assert '<span class="muted">not set</span>' in text
+    assert all(row["co2e"] == "not set" for row in page.context["table"])
 
 
 def test_the_project_energy_csv_sums_the_rollups_in_kwh_and_co2e_in_kg(site):
