@@ -23,6 +23,7 @@ from accounting.clusters.specs import PartitionDefinition, SpecFileError, cluste
 from accounting.models import (
     Cluster,
     CostModelVersion,
+    GridIntensity,
     ImportRun,
     Job,
     Partition,
@@ -42,7 +43,9 @@ class PartitionInline(admin.TabularInline):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "timezone", "imports_enabled", "last_imported_until")
+    list_display = (
+        "name", "timezone", "imports_enabled", "last_imported_until", "grid_intensity_g_per_kwh",
+    )  # fmt: skip
     search_fields = ("name",)
     readonly_fields = ("last_imported_until",)
     inlines = [PartitionInline]
@@ -307,3 +310,14 @@ class CostModelVersionAdmin(ReadOnlyAdmin):
         "created_at", "created_by",
     )  # fmt: skip
     readonly_fields = fields
+
+
+@admin.register(GridIntensity)
+class GridIntensityAdmin(admin.ModelAdmin):
+    """A cluster's grid intensity series; staff load whole files on the cluster's grid
+    intensity page (or with ``grid_intensity_load``) and correct a step here."""
+
+    list_display = ("cluster", "starts_at", "g_per_kwh")
+    list_filter = ("cluster",)
+    date_hierarchy = "starts_at"
+    ordering = ("cluster", "-starts_at")

@@ -79,11 +79,25 @@ class Cluster(models.Model):
         default=False,
         help_text="Run the pools' Slurm commands (sacctmgr) on this host; off: only list them",
     )
+    grid_intensity_g_per_kwh = models.DecimalField(
+        null=True,
+        blank=True,
+        max_digits=9,
+        decimal_places=3,
+        help_text="Grams of CO2e per kWh of the grid that powers the cluster, when no uploaded"
+        " time series covers the time; empty: not set (no CO2e is shown)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(grid_intensity_g_per_kwh__gte=0),
+                name="cluster_grid_intensity_not_negative",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -96,6 +110,30 @@ class Cluster(models.Model):
     def slurm_name(self) -> str:
         """The name Slurm knows this cluster by (``ClusterName`` in slurm.conf)."""
         return self.slurm_cluster_name or self.name
+
+
+class GridIntensity(models.Model):
+    """A step of a cluster's grid carbon intensity: ``g_per_kwh`` from ``starts_at`` until the
+    next step (docs/energy-and-carbon.md). Uploaded as CSV by staff."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="grid_intensity")
+    starts_at = models.DateTimeField()
+    g_per_kwh = models.DecimalField(max_digits=9, decimal_places=3)
+
+    class Meta:
+        ordering = ["cluster", "starts_at"]
+        verbose_name_plural = "grid intensities"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "starts_at"], name="grid_intensity_unique_start"
+            ),
+            models.CheckConstraint(
+                condition=Q(g_per_kwh__gte=0), name="grid_intensity_not_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} {self.starts_at.isoformat()} {self.g_per_kwh} g/kWh"
 
 
 class Partition(models.Model):
@@ -456,6 +494,15 @@ class UsageDaily(models.Model):
         default=Decimal(0), db_default=Decimal(0), max_digits=24, decimal_places=6
     )
     jobs = models.IntegerField(default=0)
+    # Energy Slurm measured (ConsumedEnergyRaw / 3600) of the jobs that have a measurement, and
+    # the engine's estimate of those same jobs: best energy = measured + energy_wh - this.
+    energy_measured_wh = models.DecimalField(
+        default=Decimal(0), db_default=Decimal(0), max_digits=24, decimal_places=6
+    )
+    energy_measured_estimate_wh = models.DecimalField(
+        default=Decimal(0), db_default=Decimal(0), max_digits=24, decimal_places=6
+    )
+    energy_measured_jobs = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["day"]

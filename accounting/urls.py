@@ -1,5 +1,6 @@
 from django.urls import path
 
+from accounting.carbon import pages as carbon_pages
 from accounting.clusters import pages as cluster_pages
 from accounting.costs import pages as cost_pages
 from accounting.ledger import pages as ledger_pages
@@ -18,10 +19,16 @@ urlpatterns = [
     path("overhead/", overhead_pages.overhead_page, name="overhead"),
     # Researchers' pages
     path("projects/<str:code>/jobs/", ledger_pages.project_jobs, name="project-jobs"),
+    path("projects/<str:code>/energy/", carbon_pages.project_energy, name="project-energy"),
     path("jobs/<int:pk>/", ledger_pages.job_detail, name="job-detail"),
     path("quote/", cluster_pages.quote, name="quote"),
     path("cost-ratio/", cluster_pages.cost_ratio_explorer, name="cost-ratio"),
     path("cost-ratio/live/", cluster_pages.cost_ratio_live, name="cost-ratio-live"),
     path("clusters/<slug:name>/cost-models/", cost_pages.cost_models, name="cost-models"),
     path("costs/", cost_pages.cost_distribution, name="cost-distribution"),
+    path(
+        "clusters/<slug:name>/grid-intensity/",
+        carbon_pages.grid_intensity,
+        name="grid-intensity",
+    ),
 ]

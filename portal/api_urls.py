@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
+from accounting.carbon import api as carbon_api
 from accounting.clusters import api as clusters_api
 from accounting.costs import api as cost_api
 from accounting.ledger import api as ledger_api
@@ -84,6 +85,11 @@ urlpatterns = [
         rf"^projects/(?P<code>{CODE_PATTERN})/balance/$",
         allocations_api.ProjectBalanceView.as_view(),
         name="project-balance",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/carbon/$",
+        carbon_api.ProjectCarbonView.as_view(),
+        name="project-carbon",
     ),
     path("quote/", clusters_api.QuoteView.as_view(), name="quote"),
     path("cost-ratio/", clusters_api.CostRatioView.as_view(), name="cost-ratio"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,11 +13,21 @@ from django.contrib.auth import get_user_model
 from django.db.models import Max, Min, Sum
 from django.utils import timezone
 
+from accounting.carbon.footprint import IntensityStep
+from accounting.carbon.services import grid_intensity_load
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.costs.services import cost_model_version_create
 from accounting.ledger.pipeline import jobs_import
-from accounting.models import Cluster, CostModelVersion, Job, OverheadRun, Partition, UsageDaily
+from accounting.models import (
+    Cluster,
+    CostModelVersion,
+    GridIntensity,
+    Job,
+    OverheadRun,
+    Partition,
+    UsageDaily,
+)
 from accounting.utilisation.overhead import overhead_run_compute
 from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
@@ -114,6 +124,7 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         )
 
     cluster = Cluster.objects.get(name=DEMO_CLUSTER)
+    _grid_intensity(cluster, report)
     for name in ("sacct_all_duplicates.psv", "sacct_all_allstates.psv"):
         with (sample / name).open() as lines:
             _, summary = jobs_import(cluster=cluster, lines=lines, source=f"demo sample {name}")
@@ -151,6 +162,28 @@ def _cost_model(cluster: Cluster, path: Path, report: Callable[[str], None]) -> 
         change_note="loaddemo",
     )  # fmt: skip
     report(f"cost model of {cluster.name}: v{version.number} ({version.currency})")
+
+
+# An invented grid for the demo's CO2e: a constant, and over the history a day with solar
+# (07:00-17:00 local) and a night without. Real figures come from the grid's operator.
+DEMO_GRID = {"constant": Decimal(480), "day": Decimal(310), "night": Decimal(540)}
+
+
+def _grid_intensity(cluster: Cluster, report: Callable[[str], None]) -> None:
+    """The demo cluster's grid intensity, once: a constant and a day/night series."""
+    if GridIntensity.objects.filter(cluster=cluster).exists():
+        return
+    Cluster.objects.filter(pk=cluster.pk).update(grid_intensity_g_per_kwh=DEMO_GRID["constant"])
+    zone = cluster.zoneinfo
+    first = timezone.now().astimezone(zone).date() - timedelta(days=HISTORY_DAYS + 1)
+    steps = []
+    for offset in range(HISTORY_DAYS + 3):
+        day = first + timedelta(days=offset)
+        for hour, kind in ((7, "day"), (17, "night")):
+            starts_at = datetime.combine(day, time(hour), tzinfo=zone)
+            steps.append(IntensityStep(starts_at=starts_at, g_per_kwh=DEMO_GRID[kind]))
+    result = grid_intensity_load(cluster=cluster, steps=steps)
+    report(f"grid intensity of {cluster.name}: {result}")
 
 
 # How much of its current budget period each demo project has used: the dashboard then shows

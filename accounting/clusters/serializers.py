@@ -51,6 +51,7 @@ class ClusterOutputSerializer(ApiModelSerializer):
             "import_overlap_minutes",
             "last_imported_until",
             "refund_node_failures",
+            "grid_intensity_g_per_kwh",
             "created_at",
             "updated_at",
         ]
@@ -140,6 +141,12 @@ class ClusterApplyInputSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     timezone = serializers.CharField(max_length=64, default="UTC")
     partitions = PartitionSpecSerializer(many=True, allow_empty=False)
+    grid_intensity_g_per_kwh = serializers.DecimalField(
+        required=False, max_digits=9, decimal_places=3, min_value=Decimal(0),
+        max_value=Decimal(100_000),
+        help_text="g CO2e per kWh of the cluster's grid where no uploaded series covers the time;"
+        " absent: left as it is (docs/energy-and-carbon.md)",
+    )  # fmt: skip
     effective_from = UtcDateTimeField(
         required=False, help_text="new versions start then (default: now)"
     )
@@ -153,7 +160,7 @@ class ClusterApplyInputSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         document = {
             key: _plain(attrs[key])
-            for key in ("name", "description", "timezone", "partitions")
+            for key in ("name", "description", "timezone", "partitions", "grid_intensity_g_per_kwh")
             if key in attrs
         }
         try:

@@ -176,6 +176,11 @@ def cluster_apply(
             setattr(cluster, name, getattr(definition, name))
         cluster.save(update_fields=[*described, "updated_at"])
         result.cluster_updated = True
+    intensity = definition.grid_intensity_g_per_kwh
+    if intensity is not None and cluster.grid_intensity_g_per_kwh != intensity:
+        cluster.grid_intensity_g_per_kwh = intensity
+        cluster.save(update_fields=["grid_intensity_g_per_kwh", "updated_at"])
+        result.cluster_updated = True
     when = effective_from or next_hour(cluster=cluster, after=timezone.now())
 
     for item in definition.partitions:

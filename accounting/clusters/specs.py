@@ -11,6 +11,8 @@ Format (one file per cluster)::
                      "cpu_tdp_watts": 280, "cpu_peak": {"n_stream": 1, "n_unit": 16,
                      "frequency_hz": 2.45e9}}, ...]}
 
+Optional per cluster: ``slurm_cluster_name``, ``grid_intensity_g_per_kwh`` (g CO2e per kWh, the
+constant under any uploaded series; left as it is when the file does not give it).
 Optional per partition: ``description``, ``gpu_tdp_watts``, ``gpu_streaming_multiprocessors``,
 ``cpu_peak_flops`` / ``gpu_peak_flops`` (vendor peak per device), ``gpu_peak`` (``n_cuda``,
 ``n_tensor``, ``matrix_order``, ``frequency_hz``), ``node_local`` (capacity per node of further
@@ -79,9 +81,15 @@ class ClusterDefinition:
     partitions: tuple[PartitionDefinition, ...] = field(default_factory=tuple)
     # Slurm's ClusterName when it is not the portal's name ("" = the same).
     slurm_cluster_name: str = ""
+    # Grams of CO2e per kWh of the cluster's grid; None: the file leaves it to the admin.
+    grid_intensity_g_per_kwh: Decimal | None = None
 
 
-_CLUSTER_KEYS = {"name", "description", "timezone", "partitions", "slurm_cluster_name"}
+_CLUSTER_KEYS = {
+    "name", "description", "timezone", "partitions", "slurm_cluster_name",
+    "grid_intensity_g_per_kwh",
+}  # fmt: skip
+_MAX_G_PER_KWH = Decimal(100_000)
 _PARTITION_KEYS = {
     "name",
     "description",
@@ -258,12 +266,21 @@ def cluster_definition_parse(data: Any, *, source: str = "<spec>") -> ClusterDef
             raise SpecFileError(f"{source}: partition {partition.name!r} is defined twice")
         seen.add(partition.name)
     slurm_cluster_name = reader.text("slurm_cluster_name", name)
+    intensity = reader.decimal("grid_intensity_g_per_kwh", positive=False)
+    if intensity is not None and (
+        intensity > _MAX_G_PER_KWH or intensity != intensity.quantize(Decimal("0.001"))
+    ):
+        raise reader.error(
+            "grid_intensity_g_per_kwh",
+            f"must be at most {_MAX_G_PER_KWH:,} g/kWh with 3 decimal places, got {intensity}",
+        )
     return ClusterDefinition(
         name=name,
         timezone=timezone,
         description=reader.text("description", ""),
         partitions=partitions,
         slurm_cluster_name="" if slurm_cluster_name == name else slurm_cluster_name,
+        grid_intensity_g_per_kwh=intensity,
     )
 
 

@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounting.carbon.selectors import job_footprint_get
 from accounting.clusters import charging
 from accounting.clusters.quotes import weight_explanation
 from accounting.costs.costmodels import JobCost
@@ -290,9 +291,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "hours": hours,
         "total_share": total_share,
         "cheaper": _cheaper_request(job, version) if version else None,
-        "consumed_wh": (
-            Decimal(job.consumed_energy_joules) / 3600 if job.consumed_energy_joules else None
-        ),
+        "footprint": job_footprint_get(job=job),
         "money": _money(job),
         "fair_share": job_fair_share_get(job=job),
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import connection
 
+from accounting.carbon import footprint
 from accounting.clusters import charging
 from accounting.clusters.efficiency import job_efficiency
 from accounting.ledger.usage import held_of, usage_of
@@ -30,12 +31,14 @@ _ZERO = Decimal(0)
 
 
 def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...], list[Any]]:
-    """What a finished job adds to its day's roll-up: key and (SU, core-h, GPU-h, Wh, cost,
-    jobs)."""
+    """What a finished job adds to its day's roll-up: key and the amounts of ``_DAILY_SUMS``
+    (SU, core-h, GPU-h, Wh, cost, jobs, then measured Wh, the estimate of the measured job and
+    whether it was measured)."""
     end = values["end"]
     day = end.astimezone(zone).date()
     hours = Decimal(values["elapsed_seconds"]) / _HOURS
     key = (values["project_id"], values["partition_id"], values["username"], day)
+    measured = footprint.measured_energy_wh(values["consumed_energy_joules"])
     return key, [
         values["service_units"],
         (values["cpus"] * hours).quantize(charging.SU_QUANTUM),
@@ -43,6 +46,9 @@ def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...]
         values["energy_wh"],
         values["cost"] or _ZERO,
         1,
+        measured or _ZERO,
+        values["energy_wh"] if measured is not None else _ZERO,
+        1 if measured is not None else 0,
     ]
 
 
@@ -80,7 +86,9 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
     usage of its day, and the hours any job held its allocation (running ones so far)."""
     if is_booked(values):
         key, amounts = _contribution(values, zone)
-        current = deltas.daily.setdefault(key, [_ZERO, _ZERO, _ZERO, _ZERO, _ZERO, 0])
+        current = deltas.daily.setdefault(
+            key, [_ZERO if kind == "numeric" else 0 for kind in _DAILY_TYPES]
+        )
         for index, amount in enumerate(amounts):
             current[index] += sign * amount
         if values["right_sized_service_units"] is not None:
@@ -195,7 +203,11 @@ def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
     )
 
 
-_DAILY_SUMS = ("service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs")
+_DAILY_SUMS = (
+    "service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs",
+    "energy_measured_wh", "energy_measured_estimate_wh", "energy_measured_jobs",
+)  # fmt: skip
+_DAILY_TYPES = tuple("bigint" if name.endswith("jobs") else "numeric" for name in _DAILY_SUMS)
 
 
 def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
@@ -204,7 +216,7 @@ def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     if not rows:
         return
     columns = ("project_id", "partition_id", "username", "day", *_DAILY_SUMS)
-    types = ("bigint", "bigint", "text", "date", *["numeric"] * 5, "bigint")
+    types = ("bigint", "bigint", "text", "date", *_DAILY_TYPES)
     _upsert_adding(UsageDaily._meta.db_table, columns, types, key=4, rows=rows)
 
 

@@ -268,6 +268,7 @@ def job_get(*, pk: int, projects: QuerySet[Project]) -> Job | None:
     return (
         Job.objects.select_related(
             "project",
+            "cluster",
             "partition__cluster",
             "partition_version__partition__cluster",
             "cost_model_version",

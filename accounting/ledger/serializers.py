@@ -10,6 +10,7 @@ from django.utils.datastructures import MultiValueDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from accounting.carbon.selectors import JobFootprint, job_footprint_get
 from accounting.clusters.charging import SU_QUANTUM
 from accounting.clusters.quotes import weight_explanation
 from accounting.clusters.selectors import NotFound, cluster_get
@@ -128,6 +129,8 @@ class JobDetailOutputSerializer(JobOutputSerializer):
     weight_explanation = serializers.SerializerMethodField()
     cost_breakdown = serializers.SerializerMethodField()
     fair_share = serializers.SerializerMethodField()
+    energy = serializers.SerializerMethodField()
+    co2e_g = serializers.SerializerMethodField()
 
     class Meta(JobOutputSerializer.Meta):
         fields = [
@@ -138,7 +141,49 @@ class JobDetailOutputSerializer(JobOutputSerializer):
             "weight_explanation",
             "cost_breakdown",
             "fair_share",
+            "energy",
+            "co2e_g",
         ]
+
+    def _footprint(self, job: Job) -> JobFootprint:
+        # Both fields come from one read of the intensity.
+        cached = getattr(self, "_footprint_of", None)
+        if cached is None or cached[0] != job.pk:
+            cached = (job.pk, job_footprint_get(job=job))
+            self._footprint_of = cached
+        return cached[1]
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "properties": {
+                "wh": {"type": "string", "format": "decimal", "description": "watt-hours"},
+                "source": {
+                    "type": "string",
+                    "enum": ["measured", "estimated"],
+                    "description": "measured: Slurm's ConsumedEnergyRaw; estimated: the charging"
+                    " engine's estimate from the hardware's TDP (eq 29), where Slurm measured"
+                    " nothing",
+                },
+            },
+            "required": ["wh", "source"],
+        }
+    )
+    def get_energy(self, job: Job) -> dict[str, str]:
+        """The job's best energy: measured where Slurm has it, else the engine's estimate."""
+        energy = self._footprint(job).energy
+        return {"wh": f"{energy.wh.quantize(SU_QUANTUM)}", "source": energy.source}
+
+    @extend_schema_field(
+        serializers.DecimalField(
+            max_digits=24, decimal_places=3, allow_null=True,
+            help_text="grams of CO2e: energy.wh times the cluster's grid intensity at the job's "
+            "end / 1000 (docs/energy-and-carbon.md); null when no intensity is set",
+        )
+    )  # fmt: skip
+    def get_co2e_g(self, job: Job) -> str | None:
+        grams = self._footprint(job).co2e_g
+        return None if grams is None else f"{grams:.3f}"
 
     def get_weight_explanation(self, job: Job) -> str | None:
         """Why the job's weight is what it is (from the rate version it was charged with)."""

@@ -161,3 +161,18 @@ def test_uploading_content_imported_before_answers_409_with_the_earlier_run(
     assert "already imported" in second.json()["message"]
     assert third.status_code == 202
     assert third.json()["checksum"] == first.json()["checksum"]
+
+
+def test_a_cluster_spec_may_set_the_grid_intensity_and_leaving_it_out_keeps_it(world):
+    staff = world.client("staff")
+    created = staff.post(
+        "/api/v1/clusters/", {**SETONIX, "grid_intensity_g_per_kwh": "512.5"}, format="json"
+    )
+    assert created.json()["cluster"]["grid_intensity_g_per_kwh"] == "512.500"
+    again = staff.post("/api/v1/clusters/", SETONIX, format="json")
+    assert again.json()["cluster"]["grid_intensity_g_per_kwh"] == "512.500"
+    refused = staff.post(
+        "/api/v1/clusters/", {**SETONIX, "grid_intensity_g_per_kwh": "-1"}, format="json"
+    )
+    assert refused.status_code == 400
+    assert "grid_intensity_g_per_kwh" in refused.json()["errors"]

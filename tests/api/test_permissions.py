@@ -205,6 +205,10 @@ CASES = [
          P3_READ),
     Case("balance: write", "post", _url("/api/v1/projects/pawsey0003/balance/"), NOT_ALLOWED,
          body=lambda w: {}),
+    Case("carbon: read", "get", _url("/api/v1/projects/pawsey0003/carbon/?start=2026-01-01"),
+         P3_READ),
+    Case("carbon: write", "post", _url("/api/v1/projects/pawsey0003/carbon/"), NOT_ALLOWED,
+         body=lambda w: {}),
     # --- allocations and rounds ---
     Case("allocations: read", "get", _url("/api/v1/allocations/"), ALL_200),
     Case("allocations: grant", "post", _url("/api/v1/allocations/"), STAFF_WRITE,

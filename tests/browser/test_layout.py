@@ -60,7 +60,8 @@ def test_on_a_phone_a_researchers_tables_fit_the_screen(live_server, scenario, s
     for path in ("/", f"/allocations/projects/{project.code}/", "/allocations/rounds/",
                  f"/allocations/requests/{scenario.requests[project.code].pk}/",
                  f"/accounting/jobs/{gpu_job.order_by('-gpus', 'pk').first().pk}/",
-                 f"/accounting/jobs/{cpu_job.order_by('pk').first().pk}/"):  # fmt: skip
+                 f"/accounting/jobs/{cpu_job.order_by('pk').first().pk}/",
+                 f"/accounting/projects/{project.code}/energy/"):  # fmt: skip
         page.goto(live_server.url + path)
         for table in page.locator("table.data").all():
             if table.is_visible():

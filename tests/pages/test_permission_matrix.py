@@ -144,6 +144,9 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/accounting/projects/{_code(s)}/jobs/", read=PROJECT
     ),
     "accounting:job-detail": Entry(lambda s: f"/accounting/jobs/{s.job.pk}/", read=PROJECT),
+    "accounting:project-energy": Entry(
+        lambda s: f"/accounting/projects/{_code(s)}/energy/", read=PROJECT
+    ),
     "accounting:quote": Entry(lambda s: "/accounting/quote/", read=SIGNED_IN),
     "accounting:cost-ratio": Entry(lambda s: "/accounting/cost-ratio/", read=SIGNED_IN),
     "accounting:cost-ratio-live": Entry(lambda s: "/accounting/cost-ratio/live/", read=SIGNED_IN),
@@ -151,6 +154,11 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/accounting/clusters/{s.cluster.name}/cost-models/", read=STAFF, write=STAFF
     ),
     "accounting:cost-distribution": Entry(lambda s: "/accounting/costs/", read=STAFF),
+    "accounting:grid-intensity": Entry(
+        lambda s: f"/accounting/clusters/{s.cluster.name}/grid-intensity/",
+        read=STAFF,
+        write=STAFF,
+    ),
     # --- Allocation pages ---------------------------------------------------------------
     "allocations:enforcement-list": Entry(lambda s: "/allocations/enforcement/", read=STAFF),
     "allocations:enforcement-decide": Entry(
@@ -294,6 +302,7 @@ MATRIX: dict[str, Entry] = {
     "api:project-list": Entry(lambda s: "/api/v1/projects/", read=SIGNED_IN, write=STAFF),
     "api:project-detail": Entry(lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT),
     "api:project-balance": Entry(lambda s: f"/api/v1/projects/{_code(s)}/balance/", read=PROJECT),
+    "api:project-carbon": Entry(lambda s: f"/api/v1/projects/{_code(s)}/carbon/", read=PROJECT),
     "api:project-member-list": Entry(
         lambda s: f"/api/v1/projects/{_code(s)}/members/", read=PROJECT, write=PI
     ),

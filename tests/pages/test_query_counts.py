@@ -27,7 +27,11 @@ BOUNDS = {
     "project usage csv": ("pi", 28),
     "jobs": ("pi", 9),
     "jobs csv": ("pi", 5),
-    "job detail": ("pi", 4),
+    "job detail": ("pi", 5),  # with the grid intensity at the job's end
+    # roll-ups, clusters, a cluster's series: never the jobs
+    "project energy": ("pi", 6),
+    "project energy csv": ("pi", 6),
+    "grid intensity": ("staff", 6),
     "quote": ("pi", 4),
     "explorer": ("pi", 4),
     "explorer live": ("pi", 4),
@@ -72,6 +76,7 @@ def test_more_jobs_do_not_mean_more_queries(site):
         reverse("allocations:project-detail", args=["pawsey0003"]),
         reverse("accounting:project-jobs", args=["pawsey0003"]),
         reverse("accounting:project-jobs", args=["pawsey0003"]) + "?sort=-su&page=2",
+        reverse("accounting:project-energy", args=["pawsey0003"]),
     ]
     before = [_queries(client, url) for url in urls]
     jobs_import(cluster=site.cluster, lines=recent_history(lines=1000, seed=99), source="more")

@@ -1,0 +1,220 @@
+"""Energy and CO2e of jobs and of months of a project (docs/energy-and-carbon.md).
+
+Pure module: no Django. Energy is what Slurm measured (``ConsumedEnergyRaw``) where it has a
+measurement, else the charging engine's estimate (eq 29), and every figure says which. CO2e is
+energy times the grid's carbon intensity (grams of CO2e per kWh) of the cluster:
+
+- the intensity at a time is the newest step of the cluster's series that started at or before
+  it, else the cluster's constant, else there is none (and no CO2e is given);
+- a job's CO2e takes the intensity at the job's end;
+- a day's CO2e takes the day's energy from the daily roll-ups and the series' time-weighted
+  mean over the cluster's local day: the roll-ups keep no hours, so a job that ran in the
+  night is counted at the day's mean.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from decimal import Decimal
+from typing import Literal
+
+ENERGY_QUANTUM = Decimal("0.000001")  # the roll-ups' Wh columns hold six places
+GRAMS_QUANTUM = Decimal("0.001")
+INTENSITY_QUANTUM = Decimal("0.000001")
+_JOULES_PER_WH = Decimal(3600)
+_WH_PER_KWH = Decimal(1000)
+_ZERO = Decimal(0)
+
+EnergySource = Literal["measured", "estimated"]
+
+
+def measured_energy_wh(consumed_energy_joules: int | None) -> Decimal | None:
+    """Slurm's measured energy in Wh, or None when it measured nothing (no energy plugin
+    reports 0 or leaves the column empty)."""
+    if not consumed_energy_joules or consumed_energy_joules <= 0:
+        return None
+    return (Decimal(consumed_energy_joules) / _JOULES_PER_WH).quantize(ENERGY_QUANTUM)
+
+
+@dataclass(frozen=True)
+class Energy:
+    """A job's best energy and where it comes from."""
+
+    wh: Decimal
+    source: EnergySource
+
+
+def job_energy(*, consumed_energy_joules: int | None, estimate_wh: Decimal) -> Energy:
+    """Measured when Slurm has it, else the engine's estimate, labelled as such."""
+    measured = measured_energy_wh(consumed_energy_joules)
+    if measured is not None:
+        return Energy(wh=measured, source="measured")
+    return Energy(wh=estimate_wh, source="estimated")
+
+
+@dataclass(frozen=True)
+class EnergySums:
+    """The energy of a set of jobs as the daily roll-ups keep it: the engine's estimate of all
+    of them, and of those Slurm measured, the measurement and the estimate."""
+
+    estimate_wh: Decimal = _ZERO
+    measured_wh: Decimal = _ZERO
+    measured_estimate_wh: Decimal = _ZERO
+    jobs: int = 0
+    measured_jobs: int = 0
+
+    @property
+    def estimated_wh(self) -> Decimal:
+        """The part that stays an estimate: the jobs Slurm did not measure."""
+        return self.estimate_wh - self.measured_estimate_wh
+
+    @property
+    def best_wh(self) -> Decimal:
+        """Measured where measured, estimated elsewhere."""
+        return self.measured_wh + self.estimated_wh
+
+    @property
+    def measured_percent(self) -> Decimal | None:
+        """How much of the best energy was measured, in percent (None for no energy)."""
+        if self.best_wh <= 0:
+            return None
+        return (self.measured_wh * 100 / self.best_wh).quantize(Decimal("0.1"))
+
+    def __add__(self, other: EnergySums) -> EnergySums:
+        return EnergySums(
+            estimate_wh=self.estimate_wh + other.estimate_wh,
+            measured_wh=self.measured_wh + other.measured_wh,
+            measured_estimate_wh=self.measured_estimate_wh + other.measured_estimate_wh,
+            jobs=self.jobs + other.jobs,
+            measured_jobs=self.measured_jobs + other.measured_jobs,
+        )
+
+
+def co2e_grams(*, energy_wh: Decimal, g_per_kwh: Decimal | None) -> Decimal | None:
+    """Grams of CO2e of ``energy_wh`` at ``g_per_kwh``; None when the intensity is not set."""
+    if g_per_kwh is None:
+        return None
+    return (energy_wh * g_per_kwh / _WH_PER_KWH).quantize(GRAMS_QUANTUM)
+
+
+@dataclass(frozen=True)
+class IntensityStep:
+    """``g_per_kwh`` from ``starts_at`` until the next step of the series."""
+
+    starts_at: datetime
+    g_per_kwh: Decimal
+
+
+class Intensity:
+    """A cluster's grid intensity: its series (any order) over its constant."""
+
+    def __init__(self, *, steps: Iterable[IntensityStep], constant: Decimal | None) -> None:
+        self.steps = sorted(steps, key=lambda step: step.starts_at)
+        self.starts = [step.starts_at for step in self.steps]
+        self.constant = constant
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.steps) or self.constant is not None
+
+    def at(self, when: datetime) -> Decimal | None:
+        """The newest step at or before ``when``, else the constant, else None."""
+        index = bisect_right(self.starts, when)
+        return self.steps[index - 1].g_per_kwh if index else self.constant
+
+    def mean(self, start: datetime, end: datetime) -> Decimal | None:
+        """The time-weighted mean over [start, end). A part with no intensity (before the
+        series' first step, with no constant) is left out; None when no part has one."""
+        weighted = _ZERO
+        seconds = 0
+        # In UTC: the difference of two times of one zone ignores a change of its offset.
+        start, end = start.astimezone(UTC), end.astimezone(UTC)
+        for piece_start, piece_end, value in self._pieces(start, end):
+            if value is None:
+                continue
+            length = int((piece_end - piece_start).total_seconds())
+            weighted += value * length
+            seconds += length
+        if seconds == 0:
+            return None
+        return (weighted / seconds).quantize(INTENSITY_QUANTUM)
+
+    def _pieces(
+        self, start: datetime, end: datetime
+    ) -> Iterable[tuple[datetime, datetime, Decimal | None]]:
+        index = bisect_right(self.starts, start)
+        value = self.steps[index - 1].g_per_kwh if index else self.constant
+        cursor = start
+        while index < len(self.steps) and self.starts[index] < end:
+            yield cursor, self.starts[index], value
+            cursor, value = self.starts[index], self.steps[index].g_per_kwh
+            index += 1
+        yield cursor, end, value
+
+
+def local_day_bounds(day: date, zone: tzinfo) -> tuple[datetime, datetime]:
+    """The cluster's local day as [midnight, next midnight): 23 or 25 hours across DST."""
+    start = datetime.combine(day, time.min, tzinfo=zone)
+    end = datetime.combine(day + timedelta(days=1), time.min, tzinfo=zone)
+    return start, end
+
+
+def months_window(last_day: date, months: int = 12) -> tuple[date, date]:
+    """The days [start, end) of the ``months`` calendar months up to the one of ``last_day``."""
+    first = last_day.year * 12 + last_day.month - months
+    following = last_day.year * 12 + last_day.month
+    return date(first // 12, first % 12 + 1, 1), date(following // 12, following % 12 + 1, 1)
+
+
+@dataclass(frozen=True)
+class MonthFootprint:
+    """One month of a project on one cluster."""
+
+    month: date  # its first day
+    energy: EnergySums
+    co2e_g: Decimal | None  # None when a day with energy has no intensity
+    days_without_intensity: int
+
+    @property
+    def mean_g_per_kwh(self) -> Decimal | None:
+        """The month's intensity weighted by its energy: CO2e over energy."""
+        if self.co2e_g is None or self.energy.best_wh <= 0:
+            return None
+        return (self.co2e_g * _WH_PER_KWH / self.energy.best_wh).quantize(Decimal("0.1"))
+
+
+def monthly_footprint(
+    days: Iterable[tuple[date, EnergySums]], intensity_of_day: Mapping[date, Decimal | None]
+) -> list[MonthFootprint]:
+    """Sum days into months: energy, and CO2e as the sum over days of the day's best energy
+    times the day's intensity. A month with a day of energy but no intensity has no CO2e (it
+    would understate), and says how many such days it has."""
+    months: dict[date, tuple[EnergySums, Decimal, int]] = {}
+    for day, energy in days:
+        month = day.replace(day=1)
+        total, grams, missing = months.get(month, (EnergySums(), _ZERO, 0))
+        intensity = intensity_of_day.get(day)
+        if intensity is None:
+            missing += 1 if energy.best_wh != 0 else 0
+        else:
+            grams += energy.best_wh * intensity / _WH_PER_KWH
+        months[month] = (total + energy, grams, missing)
+    return [
+        MonthFootprint(
+            month=month,
+            energy=total,
+            co2e_g=None if missing else grams.quantize(GRAMS_QUANTUM),
+            days_without_intensity=missing,
+        )
+        for month, (total, grams, missing) in sorted(months.items())
+    ]
+
+
+def daily_intensities(
+    days: Sequence[date], *, intensity: Intensity, zone: tzinfo
+) -> dict[date, Decimal | None]:
+    """Each day's time-weighted mean intensity over the cluster's local day."""
+    return {day: intensity.mean(*local_day_bounds(day, zone)) for day in days}

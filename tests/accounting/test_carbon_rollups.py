@@ -1,0 +1,151 @@
+"""The daily roll-ups keep measured energy beside the engine's estimate (docs/energy-and-carbon.md):
+measured Wh, the estimate of the measured jobs and their count, kept by the import like every
+other sum (add, take back and add again, reimport) and backfilled by the migration."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.pipeline import jobs_import
+from accounting.models import Cluster, Job, UsageDaily
+from allocations.models import Project
+from benchmarks.sacct_generator import sacct_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+ENERGY_FIELD = 20  # ConsumedEnergyRaw in the generator's layout
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def testbed():
+    cluster_apply(definition=cluster_definition_load(SPEC))
+    for code in ("pawsey0001", "pawsey0002", "pawsey0003", "pawsey0004"):
+        Project.objects.create(code=code, title=code)
+    return Cluster.objects.get(name="slurm-testbed")
+
+
+def _history(*, lines=800, seed=5, energy=lambda number: 1000 + 37 * number):
+    """Generated sacct lines; every other job line has the energy ``energy(number)`` (None:
+    left as the generator made it, empty)."""
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    produced = sacct_lines(
+        lines=lines, seed=seed, start=now - timedelta(days=20), mean_gap_seconds=600, now=now
+    )
+    for number, line in enumerate(produced):
+        fields = line.rstrip("\n").split("|")
+        joules = energy(number)
+        if (
+            joules is not None
+            and number % 2
+            and len(fields) > ENERGY_FIELD
+            and "." not in fields[1]
+        ):
+            fields[ENERGY_FIELD] = str(joules)
+        yield "|".join(fields) + "\n"
+
+
+def _import(cluster, lines):
+    return jobs_import(cluster=cluster, lines=lines, source="generated")[1]
+
+
+def _expected_from_jobs(cluster):
+    """The measured sums per roll-up key, recomputed from the jobs one by one."""
+    zone = cluster.zoneinfo
+    sums = defaultdict(lambda: [Decimal(0), Decimal(0), 0])
+    for job in Job.objects.exclude(charge_state=Job.ChargeState.PENDING).exclude(end=None):
+        key = (job.project_id, job.partition_id, job.username, job.end.astimezone(zone).date())
+        sums[key]  # every booked job's key has a row, measured or not
+        if job.consumed_energy_joules:
+            wh = (Decimal(job.consumed_energy_joules) / 3600).quantize(Decimal("0.000001"))
+            sums[key][0] += wh
+            sums[key][1] += job.energy_wh
+            sums[key][2] += 1
+    return {key: tuple(value) for key, value in sums.items()}
+
+
+def _rollups():
+    return {
+        (row.project_id, row.partition_id, row.username, row.day): (
+            row.energy_measured_wh,
+            row.energy_measured_estimate_wh,
+            row.energy_measured_jobs,
+        )
+        for row in UsageDaily.objects.all()
+    }
+
+
+def test_a_job_with_consumed_energy_lands_in_the_measured_sums_and_one_without_does_not(testbed):
+    _import(testbed, _history())
+    measured = Job.objects.filter(consumed_energy_joules__gt=0)
+    unmeasured = Job.objects.exclude(consumed_energy_joules__gt=0).exclude(
+        charge_state=Job.ChargeState.PENDING
+    )
+    assert measured.exists()
+    assert unmeasured.exists()
+    assert _rollups() == _expected_from_jobs(testbed)
+    totals = UsageDaily.objects.values_list("energy_measured_jobs", "jobs")
+    assert (
+        sum(row[0] for row in totals)
+        == measured.exclude(charge_state=Job.ChargeState.PENDING).count()
+    )
+    assert sum(row[1] for row in totals) > sum(row[0] for row in totals)
+
+
+def test_a_job_alone_with_a_measurement_is_counted_with_its_estimate(testbed):
+    _import(testbed, _history(lines=400))
+    job = (
+        Job.objects.filter(consumed_energy_joules__gt=0)
+        .exclude(charge_state=Job.ChargeState.PENDING)
+        .first()
+    )
+    row = UsageDaily.objects.get(
+        project=job.project,
+        partition=job.partition,
+        username=job.username,
+        day=job.end.astimezone(testbed.zoneinfo).date(),
+    )
+    assert row.energy_measured_jobs >= 1
+    assert row.energy_measured_wh >= Decimal(job.consumed_energy_joules) / 3600 - Decimal(
+        "0.000001"
+    )
+    assert row.energy_measured_estimate_wh <= row.energy_wh
+
+
+def test_reimporting_the_same_lines_keeps_the_measured_sums(testbed):
+    _import(testbed, _history())
+    first = _rollups()
+    again = _import(testbed, _history())
+    assert again.updated == 0
+    assert _rollups() == first
+
+
+def test_a_line_that_loses_its_measurement_takes_it_back_from_the_sums(testbed):
+    _import(testbed, _history())
+    assert any(value[2] for value in _rollups().values())
+    changed = _import(testbed, _history(energy=lambda number: 0))
+    assert changed.updated > 0
+    assert all(value == (Decimal(0), Decimal(0), 0) for value in _rollups().values())
+    _import(testbed, _history(energy=lambda number: 5000 + number))
+    assert _rollups() == _expected_from_jobs(testbed)
+
+
+def test_the_migration_backfills_the_measured_sums_of_existing_rollups(testbed):
+    _import(testbed, _history())
+    expected = _rollups()
+    UsageDaily.objects.update(
+        energy_measured_wh=0, energy_measured_estimate_wh=0, energy_measured_jobs=0
+    )
+    migration = import_module("accounting.migrations.0016_energy_and_carbon")
+    migration.measured_energy_backfill(apps, None)
+    assert _rollups() == expected
