@@ -1,0 +1,315 @@
+"""Read-side of job efficiency: summaries, months, groups, distributions and the users who
+leave the most SU on the table, from the roll-ups only (``EfficiencyDaily``,
+``EfficiencyBucket``, and ``UsageDaily`` for the jobs without usage data), never a scan of jobs.
+
+The efficiency of any group of jobs is a ratio of sums (CPU = core-hours used / core-hours
+held, and so on: docs/efficiency.md), so that a month, a user or a whole centre is weighted by
+what its jobs held, not by how many jobs it ran. Jobs without usage data are in no efficiency
+roll-up and so in no ratio; :attr:`EfficiencyTotals.unmeasured_jobs` counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+from django.db.models import DecimalField, F, IntegerField, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncMonth
+
+from accounting.clusters.efficiency import RATIO_QUANTUM
+from accounting.models import EfficiencyBucket, EfficiencyDaily, UsageDaily
+from allocations.models import Project
+
+_ZERO: Final = Decimal(0)
+_ONE: Final = Decimal(1)
+_SUM_FIELD: Final = DecimalField(max_digits=28, decimal_places=6)
+METRICS: Final = ("cpu", "memory", "gpu", "walltime")
+BUCKETS: Final = 10  # tenths: bucket 0 is under 10 %, bucket 9 is 90 % to 100 %
+
+EfficiencyGroup = Literal["user", "partition", "project"]
+_GROUP_KEYS: Final[dict[str, str]] = {
+    "user": "username",
+    "partition": "partition__name",
+    "project": "project__code",
+}
+
+
+@dataclass(frozen=True)
+class EfficiencyFilters:
+    """What the roll-ups are narrowed to; None leaves a column unfiltered. ``start`` and
+    ``end`` are days (the cluster's local day the jobs ended), ``end`` exclusive."""
+
+    project: str | None = None  # a project code
+    username: str | None = None
+    partition: str | None = None  # a partition name
+    start: date | None = None
+    end: date | None = None
+
+
+@dataclass(frozen=True)
+class EfficiencyTotals:
+    """Sums of the efficiency roll-ups of a group of jobs, and the ratios made of them.
+
+    ``jobs`` counts every charged job of the group, measured or not (from ``UsageDaily``);
+    every other figure is of the ``measured_jobs`` only."""
+
+    jobs: int = 0
+    measured_jobs: int = 0
+    service_units: Decimal = _ZERO
+    right_sized_service_units: Decimal = _ZERO
+    core_hours_held: Decimal = _ZERO
+    core_hours_used: Decimal = _ZERO
+    memory_jobs: int = 0
+    memory_mb_hours_held: Decimal = _ZERO
+    memory_mb_hours_used: Decimal = _ZERO
+    gpu_jobs: int = 0
+    gpu_hours_held: Decimal = _ZERO
+    gpu_hours_used: Decimal = _ZERO
+    walltime_jobs: int = 0
+    hours_run: Decimal = _ZERO
+    hours_asked: Decimal = _ZERO
+
+    @property
+    def unmeasured_jobs(self) -> int:
+        """Charged jobs without usage data: left out of every ratio."""
+        return max(self.jobs - self.measured_jobs, 0)
+
+    @property
+    def su_left_on_the_table(self) -> Decimal:
+        """What the measured jobs cost beyond what right-sized requests would have."""
+        return self.service_units - self.right_sized_service_units
+
+    @property
+    def cpu(self) -> Decimal | None:
+        return _ratio(self.core_hours_used, self.core_hours_held)
+
+    @property
+    def memory(self) -> Decimal | None:
+        return _ratio(self.memory_mb_hours_used, self.memory_mb_hours_held)
+
+    @property
+    def gpu(self) -> Decimal | None:
+        return _ratio(self.gpu_hours_used, self.gpu_hours_held)
+
+    @property
+    def walltime(self) -> Decimal | None:
+        return _ratio(self.hours_run, self.hours_asked)
+
+
+# The summed columns of EfficiencyDaily: every field of the totals but ``jobs``, which comes
+# from UsageDaily, and ``measured_jobs``, which is EfficiencyDaily's ``jobs``.
+_SUMS: Final = tuple(
+    field.name for field in fields(EfficiencyTotals) if field.name not in {"jobs", "measured_jobs"}
+)
+_COUNTS: Final = frozenset({"memory_jobs", "gpu_jobs", "walltime_jobs"})
+
+
+def _ratio(used: Decimal, held: Decimal) -> Decimal | None:
+    """used / held, capped at 1 as each job's ratio is; None when nothing was held (nothing
+    measured)."""
+    if held <= 0:
+        return None
+    return min(used / held, _ONE).quantize(RATIO_QUANTUM)
+
+
+@dataclass(frozen=True)
+class EfficiencyRow:
+    """The totals of one month or one user, partition or project."""
+
+    key: str | date
+    totals: EfficiencyTotals
+
+
+def _narrowed(rows: QuerySet[Any], projects: QuerySet[Project], filters: EfficiencyFilters) -> Any:
+    rows = rows.filter(project__in=projects)
+    if filters.project:
+        rows = rows.filter(project__code=filters.project)
+    if filters.username:
+        rows = rows.filter(username=filters.username)
+    if filters.partition:
+        rows = rows.filter(partition__name=filters.partition)
+    if filters.start:
+        rows = rows.filter(day__gte=filters.start)
+    if filters.end:
+        rows = rows.filter(day__lt=filters.end)
+    return rows
+
+
+def _sum_expressions() -> dict[str, Any]:
+    sums: dict[str, Any] = {
+        name: (
+            Coalesce(Sum(name), Value(0), output_field=IntegerField())
+            if name in _COUNTS
+            else Coalesce(Sum(name), Value(_ZERO), output_field=_SUM_FIELD)
+        )
+        for name in _SUMS
+    }
+    sums["measured_jobs"] = Coalesce(Sum("jobs"), Value(0), output_field=IntegerField())
+    return sums
+
+
+def _totals(row: dict[str, Any], jobs: int) -> EfficiencyTotals:
+    values = {name: row[name] for name in (*_SUMS, "measured_jobs")}
+    for name, value in values.items():
+        values[name] = int(value) if name in _COUNTS or name == "measured_jobs" else Decimal(value)
+    return EfficiencyTotals(jobs=jobs, **values)
+
+
+def efficiency_summary(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters
+) -> EfficiencyTotals:
+    """The totals of ``projects``' jobs that match ``filters``. Two aggregates."""
+    measured = _narrowed(EfficiencyDaily.objects.all(), projects, filters).aggregate(
+        **_sum_expressions()
+    )
+    jobs = _narrowed(UsageDaily.objects.all(), projects, filters).aggregate(
+        jobs=Coalesce(Sum("jobs"), Value(0))
+    )["jobs"]
+    return _totals(measured, int(jobs))
+
+
+def _month(value: date | datetime) -> date:
+    return value.date() if isinstance(value, datetime) else value
+
+
+def efficiency_by_month(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters
+) -> list[EfficiencyRow]:
+    """The totals per calendar month (its first day as ``key``), oldest first; a month with
+    charged jobs but none measured is there with zero sums."""
+    measured = (
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .annotate(month=TruncMonth("day"))
+        .values("month")
+        .annotate(**_sum_expressions())
+        .order_by("month")
+    )
+    jobs = (
+        _narrowed(UsageDaily.objects.all(), projects, filters)
+        .annotate(month=TruncMonth("day"))
+        .values("month")
+        .annotate(total=Sum("jobs"))
+        .order_by("month")
+    )
+    return _joined(measured, jobs, "month", transform=_month)
+
+
+def efficiency_by(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters, group: EfficiencyGroup
+) -> list[EfficiencyRow]:
+    """The totals per user, partition or project, the most SU left on the table first."""
+    key = _GROUP_KEYS[group]
+    measured = (
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .values(group_key=F(key))
+        .annotate(**_sum_expressions())
+        .order_by("group_key")
+    )
+    jobs = (
+        _narrowed(UsageDaily.objects.all(), projects, filters)
+        .values(group_key=F(key))
+        .annotate(total=Sum("jobs"))
+        .order_by("group_key")
+    )
+    rows = _joined(measured, jobs, "group_key")
+    return sorted(rows, key=lambda row: (-row.totals.su_left_on_the_table, str(row.key)))
+
+
+def _joined(
+    measured: Any, jobs: Any, key: str, transform: Any = lambda value: value
+) -> list[EfficiencyRow]:
+    counts = {transform(row[key]): int(row["total"] or 0) for row in jobs}
+    sums = {transform(row[key]): row for row in measured}
+    empty = dict.fromkeys((*_SUMS, "measured_jobs"), 0)
+    return [
+        EfficiencyRow(key=name, totals=_totals(sums.get(name, empty), counts.get(name, 0)))
+        for name in sorted(set(counts) | set(sums))
+    ]
+
+
+def efficiency_distributions(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters
+) -> dict[str, list[int]]:
+    """Measured jobs per tenth of each metric (``cpu``, ``memory``, ``gpu``, ``walltime``: ten
+    counts each, under 10 % first). The buckets are kept per month, so a month is counted
+    whole when any of its days falls in [start, end): a period that starts or ends mid-month
+    counts that month's jobs outside it too."""
+    rows = EfficiencyBucket.objects.filter(project__in=projects)
+    if filters.project:
+        rows = rows.filter(project__code=filters.project)
+    if filters.username:
+        rows = rows.filter(username=filters.username)
+    if filters.partition:
+        rows = rows.filter(partition__name=filters.partition)
+    if filters.start:
+        rows = rows.filter(month__gte=filters.start.replace(day=1))
+    if filters.end:
+        rows = rows.filter(month__lt=filters.end)
+    counts = {metric: [0] * BUCKETS for metric in METRICS}
+    for row in rows.values("metric", "bucket").annotate(total=Sum("jobs")).order_by():
+        if row["metric"] in counts and 0 <= row["bucket"] < BUCKETS:
+            counts[row["metric"]][row["bucket"]] += int(row["total"] or 0)
+    return counts
+
+
+@dataclass(frozen=True)
+class TopUser:
+    """A user whose jobs left SU on the table, with the projects they ran them in."""
+
+    username: str
+    totals: EfficiencyTotals
+    projects: list[str]
+
+
+def efficiency_top_users(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters, limit: int = 20
+) -> list[TopUser]:
+    """The ``limit`` users whose measured jobs left the most SU on the table, the most first
+    (ties by name). Three queries, whatever the number of users."""
+    left = F("sum_service_units") - F("sum_right_sized")
+    ranked = list(
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .values("username")
+        .annotate(
+            sum_service_units=Sum("service_units"),
+            sum_right_sized=Sum("right_sized_service_units"),
+        )
+        .annotate(left=left)
+        .filter(left__gt=0)
+        .order_by("-left", "username")
+        .values_list("username", flat=True)[:limit]
+    )
+    if not ranked:
+        return []
+    measured = (
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .filter(username__in=ranked)
+        .values("username", "project__code")
+        .annotate(**_sum_expressions())
+        .order_by("username", "project__code")
+    )
+    jobs = (
+        _narrowed(UsageDaily.objects.all(), projects, filters)
+        .filter(username__in=ranked)
+        .values("username")
+        .annotate(total=Sum("jobs"))
+        .order_by()
+    )
+    counts = {row["username"]: int(row["total"] or 0) for row in jobs}
+    per_user: dict[str, list[dict[str, Any]]] = {}
+    for row in measured:
+        per_user.setdefault(row["username"], []).append(row)
+    top = []
+    for username in ranked:
+        rows = per_user.get(username, [])
+        summed = {name: sum((row[name] for row in rows), 0) for name in (*_SUMS, "measured_jobs")}
+        top.append(
+            TopUser(
+                username=username,
+                totals=_totals(summed, counts.get(username, 0)),
+                projects=[row["project__code"] for row in rows],
+            )
+        )
+    return top
