@@ -275,6 +275,7 @@ MATRIX: dict[str, Entry] = {
     "api:job-list": Entry(lambda s: f"/api/v1/jobs/?project={_code(s)}", read=SIGNED_IN),
     "api:job-detail": Entry(lambda s: f"/api/v1/jobs/{s.job.pk}/", read=PROJECT),
     "api:usage-list": Entry(lambda s: "/api/v1/usage/", read=SIGNED_IN),
+    "api:efficiency": Entry(lambda s: "/api/v1/efficiency/", read=SIGNED_IN),
     "api:import-list": Entry(lambda s: "/api/v1/imports/", read=STAFF, write=STAFF),
     "api:import-detail": Entry(lambda s: f"/api/v1/imports/{_first(ImportRun)}/", read=STAFF),
     "api:import-quarantined-lines": Entry(
