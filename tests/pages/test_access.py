@@ -38,6 +38,14 @@ PAGES: dict[str, tuple[Callable[[Site], str], tuple[int, ...]]] = {
         lambda s: reverse("accounting:job-detail", args=[s.job.pk]),
         (LOGIN, 200, 404, 200, 404, 200),
     ),
+    "project efficiency": (
+        lambda s: reverse("accounting:project-efficiency", args=["pawsey0003"]),
+        (LOGIN, 200, 404, 200, 404, 200),
+    ),
+    "project efficiency csv": (
+        lambda s: reverse("accounting:project-efficiency", args=["pawsey0003"]) + "?csv=users",
+        (LOGIN, 200, 404, 200, 404, 200),
+    ),
     "quote": (lambda s: reverse("accounting:quote"), (LOGIN, 200, 200, 200, 200, 200)),
     "explorer": (lambda s: reverse("accounting:cost-ratio"), (LOGIN, 200, 200, 200, 200, 200)),
     "explorer live": (
@@ -73,6 +81,10 @@ PAGES: dict[str, tuple[Callable[[Site], str], tuple[int, ...]]] = {
         (LOGIN, 404, 404, 404, 200, 200),
     ),
     "imports": (lambda s: reverse("accounting:import-list"), (LOGIN, 404, 404, 404, 404, 200)),
+    "efficiency top": (
+        lambda s: reverse("accounting:efficiency-top"),
+        (LOGIN, 404, 404, 404, 404, 200),
+    ),
     "quarantine": (
         lambda s: reverse("accounting:quarantine-list"),
         (LOGIN, 404, 404, 404, 404, 200),

@@ -62,3 +62,67 @@ def test_a_job_without_usage_data_says_so(site):
     page = _job_page(site, job)
     assert page.context["efficiency"] is None
     assert 'id="no-usage"' in page.content.decode()
+
+
+def _project_page(site, query=""):
+    url = reverse("accounting:project-efficiency", args=["pawsey0003"])
+    return client_for(site.users["pi"]).get(url + query)
+
+
+def test_the_project_page_shows_the_periods_totals_charts_and_tables(site):
+    page = _project_page(site, "?start=2000-01-01")
+    assert page.status_code == 200
+    summary = page.context["summary"]
+    assert summary.measured_jobs > 0
+    assert summary.jobs == summary.measured_jobs + summary.unmeasured_jobs
+    assert [chart.key for chart in page.context["charts"]] == ["months", "distributions"]
+    users = page.context["users"]
+    assert sum(row.totals.jobs for row in users) == summary.jobs
+    left = [row.totals.su_left_on_the_table for row in users]
+    assert left == sorted(left, reverse=True)
+    content = page.content.decode()
+    assert 'id="by-user"' in content
+    assert 'id="by-partition"' in content
+
+
+def test_the_project_page_never_reads_the_jobs(site):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert _project_page(site, "?start=2000-01-01").status_code == 200
+    assert not any("accounting_job" in query["sql"] for query in queries)
+
+
+def test_the_project_tables_download_as_csv(site):
+    response = _project_page(site, "?start=2000-01-01&csv=users")
+    assert response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode().splitlines()
+    assert lines[0].startswith("user,jobs,measured_jobs,unmeasured_jobs,service_units")
+    assert len(lines) == 1 + len(_project_page(site, "?start=2000-01-01").context["users"])
+    chart_csv = _project_page(site, "?start=2000-01-01&csv=distributions").content.decode()
+    assert chart_csv.splitlines()[0] == ("efficiency,CPU jobs,memory jobs,GPU jobs,walltime jobs")
+
+
+def test_a_period_that_ends_before_it_starts_is_explained(site):
+    page = _project_page(site, "?start=2026-02-01&end=2026-01-01")
+    assert "must not be after" in page.content.decode()
+
+
+def test_staff_see_the_users_who_leave_the_most_su_on_the_table(site):
+    url = reverse("accounting:efficiency-top") + "?start=2000-01-01"
+    page = client_for(site.users["staff"]).get(url)
+    top = page.context["top"]
+    assert 0 < len(top) <= 20
+    left = [user.totals.su_left_on_the_table for user in top]
+    assert left == sorted(left, reverse=True)
+    assert "/accounting/projects/" in page.content.decode()
+
+
+def test_the_staff_page_opens_on_the_last_full_month():
+    from datetime import date
+
+    from accounting.ledger.efficiency_pages import last_full_month
+
+    assert last_full_month(date(2026, 3, 15)) == (date(2026, 2, 1), date(2026, 2, 28))
+    assert last_full_month(date(2026, 1, 1)) == (date(2025, 12, 1), date(2025, 12, 31))

@@ -144,6 +144,10 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/accounting/projects/{_code(s)}/jobs/", read=PROJECT
     ),
     "accounting:job-detail": Entry(lambda s: f"/accounting/jobs/{s.job.pk}/", read=PROJECT),
+    "accounting:project-efficiency": Entry(
+        lambda s: f"/accounting/projects/{_code(s)}/efficiency/", read=PROJECT
+    ),
+    "accounting:efficiency-top": Entry(lambda s: "/accounting/efficiency/", read=STAFF),
     "accounting:quote": Entry(lambda s: "/accounting/quote/", read=SIGNED_IN),
     "accounting:cost-ratio": Entry(lambda s: "/accounting/cost-ratio/", read=SIGNED_IN),
     "accounting:cost-ratio-live": Entry(lambda s: "/accounting/cost-ratio/live/", read=SIGNED_IN),

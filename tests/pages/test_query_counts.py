@@ -28,6 +28,10 @@ BOUNDS = {
     "jobs": ("pi", 9),
     "jobs csv": ("pi", 5),
     "job detail": ("pi", 4),
+    # Roll-ups only: summary, months, users and partitions (two reads each), distributions.
+    "project efficiency": ("pi", 14),
+    "project efficiency csv": ("pi", 14),
+    "efficiency top": ("staff", 8),  # ranking, their sums, their jobs, the centre's totals
     "quote": ("pi", 4),
     "explorer": ("pi", 4),
     "explorer live": ("pi", 4),
