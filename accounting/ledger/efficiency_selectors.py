@@ -19,7 +19,7 @@ from django.db.models import DecimalField, F, IntegerField, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncMonth
 
 from accounting.clusters.efficiency import RATIO_QUANTUM
-from accounting.models import EfficiencyBucket, EfficiencyDaily, UsageDaily
+from accounting.models import EfficiencyBucket, EfficiencyDaily, Job, UsageDaily
 from allocations.models import Project
 
 _ZERO: Final = Decimal(0)
@@ -313,3 +313,19 @@ def efficiency_top_users(
             )
         )
     return top
+
+
+def efficiency_top_jobs(
+    *, project: Project, start: datetime, end: datetime, limit: int = 3
+) -> list[Job]:
+    """The project's measured jobs that ended in [start, end) and left the most SU on the
+    table, the most first. Reads the project's jobs of the period (through the (project, end)
+    index): for the monthly summary, never for a page."""
+    return list(
+        Job.objects.filter(
+            project=project, end__gte=start, end__lt=end, right_sized_service_units__isnull=False
+        )
+        .annotate(left=F("service_units") - F("right_sized_service_units"))
+        .filter(left__gt=0, charge_state=Job.ChargeState.CHARGED)
+        .order_by("-left", "pk")[:limit]
+    )
