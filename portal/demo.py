@@ -132,6 +132,7 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         history = sacct_lines(
             lines=HISTORY_LINES, seed=2026, start=now - timedelta(days=HISTORY_DAYS),
             mean_gap_seconds=gap, now=now, reserved=reserved,
+            usage=True,  # what each job used: the efficiency pages and mail have data
         )  # fmt: skip
         _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")
