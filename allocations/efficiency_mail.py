@@ -12,7 +12,6 @@ from decimal import Decimal
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
 from django.urls import reverse
 
 from accounting.ledger.efficiency_selectors import (
@@ -22,8 +21,9 @@ from accounting.ledger.efficiency_selectors import (
     efficiency_by,
     efficiency_summary,
     efficiency_top_jobs,
+    projects_charged_in,
 )
-from accounting.models import Job, UsageDaily
+from accounting.models import Job
 from allocations.models import EfficiencySummaryNotice, Membership, Project
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 
@@ -44,7 +44,6 @@ class ProjectMonth:
     """One project's month, as the summary tells it."""
 
     project: Project
-    charged_su: Decimal  # every charged job's, measured or not
     totals: EfficiencyTotals
     top_users: list[EfficiencyRow]
     top_jobs: list[Job]
@@ -56,13 +55,9 @@ def project_month_get(*, project: Project, month: date) -> ProjectMonth:
     end = month_after(month)
     filters = EfficiencyFilters(project=project.code, start=month, end=end)
     only = Project.objects.filter(pk=project.pk)
-    charged = UsageDaily.objects.filter(project=project, day__gte=month, day__lt=end).aggregate(
-        total=Sum("service_units")
-    )["total"] or Decimal(0)
     users = efficiency_by(projects=only, filters=filters, group="user")
     return ProjectMonth(
         project=project,
-        charged_su=Decimal(charged),
         totals=efficiency_summary(projects=only, filters=filters),
         top_users=[row for row in users if row.totals.su_left_on_the_table > 0][:TOP],
         top_jobs=efficiency_top_jobs(
@@ -92,7 +87,7 @@ def summary_text(*, months: list[ProjectMonth], month: date) -> str:
         lines += [
             "",
             f"{item.project.code}{f' · {item.project.title}' if item.project.title else ''}",
-            f"  SU charged: {item.charged_su:,.2f} ({t.jobs:,} jobs)",
+            f"  SU charged: {t.charged_service_units:,.2f} ({t.jobs:,} jobs)",
             f"  SU left on the table: {t.su_left_on_the_table:,.2f} of {t.service_units:,.2f} SU "
             f"charged for the {t.measured_jobs:,} jobs with usage data",
             f"  CPU efficiency: {_percent(t.cpu)}; memory efficiency: {_percent(t.memory)}",
@@ -145,12 +140,7 @@ def efficiency_summaries_send(*, month: date) -> int:
     charged jobs in it; returns how many were mailed. Idempotent: a PI already mailed for the
     month is skipped, so a second run sends nothing."""
     month = month.replace(day=1)
-    ran = UsageDaily.objects.filter(day__gte=month, day__lt=month_after(month), jobs__gt=0)
-    projects = list(
-        Project.objects.filter(pk__in=ran.values("project_id"))
-        .select_related("pi")
-        .order_by("code")
-    )
+    projects = list(projects_charged_in(start=month, end=month_after(month)))
     done = set(
         EfficiencySummaryNotice.objects.filter(month=month).values_list("user_id", flat=True)
     )

@@ -33,8 +33,8 @@ from portal import charts
 TOP_USERS = 20
 PROJECT_MONTHS = 6  # the project page opens on this month and the five before it
 CSV_COLUMNS = (
-    "jobs", "measured_jobs", "unmeasured_jobs", "service_units", "right_sized_service_units",
-    "su_left_on_the_table", "cpu", "memory", "gpu", "walltime",
+    "jobs", "charged_service_units", "measured_jobs", "unmeasured_jobs", "service_units",
+    "right_sized_service_units", "su_left_on_the_table", "cpu", "memory", "gpu", "walltime",
 )  # fmt: skip
 
 

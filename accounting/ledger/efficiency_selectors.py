@@ -52,10 +52,11 @@ class EfficiencyFilters:
 class EfficiencyTotals:
     """Sums of the efficiency roll-ups of a group of jobs, and the ratios made of them.
 
-    ``jobs`` counts every charged job of the group, measured or not (from ``UsageDaily``);
-    every other figure is of the ``measured_jobs`` only."""
+    ``jobs`` and ``charged_service_units`` count every charged job of the group, measured or
+    not (from ``UsageDaily``); every other figure is of the ``measured_jobs`` only."""
 
     jobs: int = 0
+    charged_service_units: Decimal = _ZERO
     measured_jobs: int = 0
     service_units: Decimal = _ZERO
     right_sized_service_units: Decimal = _ZERO
@@ -98,10 +99,13 @@ class EfficiencyTotals:
         return _ratio(self.hours_run, self.hours_asked)
 
 
-# The summed columns of EfficiencyDaily: every field of the totals but ``jobs``, which comes
-# from UsageDaily, and ``measured_jobs``, which is EfficiencyDaily's ``jobs``.
+# The summed columns of EfficiencyDaily: every field of the totals but those of UsageDaily and
+# ``measured_jobs``, which is EfficiencyDaily's ``jobs``.
+_FROM_USAGE: Final = frozenset({"jobs", "charged_service_units"})
 _SUMS: Final = tuple(
-    field.name for field in fields(EfficiencyTotals) if field.name not in {"jobs", "measured_jobs"}
+    field.name
+    for field in fields(EfficiencyTotals)
+    if field.name not in _FROM_USAGE | {"measured_jobs"}
 )
 _COUNTS: Final = frozenset({"memory_jobs", "gpu_jobs", "walltime_jobs"})
 
@@ -150,11 +154,23 @@ def _sum_expressions() -> dict[str, Any]:
     return sums
 
 
-def _totals(row: dict[str, Any], jobs: int) -> EfficiencyTotals:
+def _usage_sums() -> dict[str, Any]:
+    return {
+        "total": Coalesce(Sum("jobs"), Value(0), output_field=IntegerField()),
+        "charged": Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SUM_FIELD),
+    }
+
+
+def _totals(row: dict[str, Any], usage: dict[str, Any] | None) -> EfficiencyTotals:
+    """Totals from a row of EfficiencyDaily sums and the UsageDaily sums of the same group."""
     values = {name: row[name] for name in (*_SUMS, "measured_jobs")}
     for name, value in values.items():
         values[name] = int(value) if name in _COUNTS or name == "measured_jobs" else Decimal(value)
-    return EfficiencyTotals(jobs=jobs, **values)
+    return EfficiencyTotals(
+        jobs=int((usage or {}).get("total") or 0),
+        charged_service_units=Decimal((usage or {}).get("charged") or 0),
+        **values,
+    )
 
 
 def efficiency_summary(
@@ -164,10 +180,8 @@ def efficiency_summary(
     measured = _narrowed(EfficiencyDaily.objects.all(), projects, filters).aggregate(
         **_sum_expressions()
     )
-    jobs = _narrowed(UsageDaily.objects.all(), projects, filters).aggregate(
-        jobs=Coalesce(Sum("jobs"), Value(0))
-    )["jobs"]
-    return _totals(measured, int(jobs))
+    usage = _narrowed(UsageDaily.objects.all(), projects, filters).aggregate(**_usage_sums())
+    return _totals(measured, usage)
 
 
 def _month(value: date | datetime) -> date:
@@ -190,7 +204,7 @@ def efficiency_by_month(
         _narrowed(UsageDaily.objects.all(), projects, filters)
         .annotate(month=TruncMonth("day"))
         .values("month")
-        .annotate(total=Sum("jobs"))
+        .annotate(**_usage_sums())
         .order_by("month")
     )
     return _joined(measured, jobs, "month", transform=_month)
@@ -210,7 +224,7 @@ def efficiency_by(
     jobs = (
         _narrowed(UsageDaily.objects.all(), projects, filters)
         .values(group_key=F(key))
-        .annotate(total=Sum("jobs"))
+        .annotate(**_usage_sums())
         .order_by("group_key")
     )
     rows = _joined(measured, jobs, "group_key")
@@ -220,12 +234,12 @@ def efficiency_by(
 def _joined(
     measured: Any, jobs: Any, key: str, transform: Any = lambda value: value
 ) -> list[EfficiencyRow]:
-    counts = {transform(row[key]): int(row["total"] or 0) for row in jobs}
+    usage = {transform(row[key]): row for row in jobs}
     sums = {transform(row[key]): row for row in measured}
     empty = dict.fromkeys((*_SUMS, "measured_jobs"), 0)
     return [
-        EfficiencyRow(key=name, totals=_totals(sums.get(name, empty), counts.get(name, 0)))
-        for name in sorted(set(counts) | set(sums))
+        EfficiencyRow(key=name, totals=_totals(sums.get(name, empty), usage.get(name)))
+        for name in sorted(set(usage) | set(sums))
     ]
 
 
@@ -294,10 +308,10 @@ def efficiency_top_users(
         _narrowed(UsageDaily.objects.all(), projects, filters)
         .filter(username__in=ranked)
         .values("username")
-        .annotate(total=Sum("jobs"))
+        .annotate(**_usage_sums())
         .order_by()
     )
-    counts = {row["username"]: int(row["total"] or 0) for row in jobs}
+    usage = {row["username"]: row for row in jobs}
     per_user: dict[str, list[dict[str, Any]]] = {}
     for row in measured:
         per_user.setdefault(row["username"], []).append(row)
@@ -308,7 +322,7 @@ def efficiency_top_users(
         top.append(
             TopUser(
                 username=username,
-                totals=_totals(summed, counts.get(username, 0)),
+                totals=_totals(summed, usage.get(username)),
                 projects=[row["project__code"] for row in rows],
             )
         )
@@ -328,4 +342,14 @@ def efficiency_top_jobs(
         .annotate(left=F("service_units") - F("right_sized_service_units"))
         .filter(left__gt=0, charge_state=Job.ChargeState.CHARGED)
         .order_by("-left", "pk")[:limit]
+    )
+
+
+def projects_charged_in(*, start: date, end: date) -> QuerySet[Project]:
+    """The projects with charged jobs that ended in [start, end) (days), by code."""
+    ran = UsageDaily.objects.filter(day__gte=start, day__lt=end, jobs__gt=0)
+    return (
+        Project.objects.filter(pk__in=ran.values("project_id"))
+        .select_related("pi")
+        .order_by("code")
     )

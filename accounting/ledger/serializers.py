@@ -425,6 +425,7 @@ class EfficiencyTotalsSerializer(EfficiencyRatiosSerializer):
     jobs = serializers.IntegerField(help_text="charged jobs, with usage data or not")
     measured_jobs = serializers.IntegerField(help_text="jobs with usage data: the ratios' jobs")
     unmeasured_jobs = serializers.IntegerField(help_text="jobs without usage data: in no ratio")
+    charged_service_units = su_field(help_text="SU charged for every job, measured or not")
     service_units = su_field(help_text="SU charged for the measured jobs")
     right_sized_service_units = su_field(help_text="SU of right-sized requests for them")
     su_left_on_the_table = su_field(help_text="service_units - right_sized_service_units")

@@ -76,6 +76,7 @@ def centre():
 def test_summary_is_a_ratio_of_sums_and_counts_unmeasured_jobs_apart(centre):
     totals = efficiency_summary(projects=Project.objects.all(), filters=EfficiencyFilters())
     assert totals.jobs == 9
+    assert totals.charged_service_units == Decimal(664)  # every job's: 100 + 64 + 500
     assert totals.measured_jobs == 3
     assert totals.unmeasured_jobs == 6
     assert totals.cpu == Decimal("0.2870")  # (25 + 6) / (100 + 8)

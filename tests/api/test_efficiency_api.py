@@ -61,6 +61,7 @@ def test_a_member_gets_the_ratios_of_sums_of_their_projects_only(measured):
     assert summary["cpu"] == "0.2969"  # (15 + 4) / (60 + 4)
     assert summary["memory"] is None  # no memory measured
     assert summary["service_units"] == "100.000000"
+    assert summary["charged_service_units"] == "100.000000"
     assert summary["su_left_on_the_table"] == "60.000000"  # 100 - 40
     assert [month["month"] for month in body["months"]] == ["2026-06-01"]
     assert body["months"][0]["cpu"] == summary["cpu"]

@@ -98,7 +98,7 @@ def test_the_project_tables_download_as_csv(site):
     response = _project_page(site, "?start=2000-01-01&csv=users")
     assert response["Content-Type"].startswith("text/csv")
     lines = response.content.decode().splitlines()
-    assert lines[0].startswith("user,jobs,measured_jobs,unmeasured_jobs,service_units")
+    assert lines[0].startswith("user,jobs,charged_service_units,measured_jobs,unmeasured_jobs")
     assert len(lines) == 1 + len(_project_page(site, "?start=2000-01-01").context["users"])
     chart_csv = _project_page(site, "?start=2000-01-01&csv=distributions").content.decode()
     assert chart_csv.splitlines()[0] == ("efficiency,CPU jobs,memory jobs,GPU jobs,walltime jobs")
