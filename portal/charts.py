@@ -949,7 +949,7 @@ def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]
         title,
         340,
         barmode="group",
-        xaxis={"title": {"text": "efficiency (share of what was held that was used)"}},
+        xaxis={"title": {"text": "efficiency: used ÷ held"}},
         yaxis={"title": {"text": "jobs"}, "tickformat": ",d"},
         bargap=0.15,
     )

@@ -44,13 +44,17 @@ def month_start(day: date, months_back: int = 0) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
-def _period(form: EfficiencyPeriodForm, default: tuple[date, date]) -> tuple[date, date]:
-    """[start, end] from the form (both inclusive), or ``default`` for what is not given."""
+def _period(
+    request: HttpRequest, default: tuple[date, date]
+) -> tuple[EfficiencyPeriodForm, date, date]:
+    """The period form and [start, end] from it (both inclusive), ``default`` for what is not
+    given; an unbound form shows the default."""
     start, end = default
+    form = EfficiencyPeriodForm(request.GET or None, initial={"start": start, "end": end})
     if form.is_bound and form.is_valid():
         start = form.cleaned_data.get("start") or start
         end = form.cleaned_data.get("end") or end
-    return start, max(start, end)
+    return form, start, max(start, end)
 
 
 def _csv(filename: str, key_column: str, rows: Sequence[EfficiencyRow]) -> HttpResponse:
@@ -86,8 +90,7 @@ def project_efficiency(request: HttpRequest, code: str) -> HttpResponse:
     if project is None:
         raise Http404
     today = timezone.localdate()
-    form = EfficiencyPeriodForm(request.GET or None)
-    start, last_day = _period(form, (month_start(today, PROJECT_MONTHS - 1), today))
+    form, start, last_day = _period(request, (month_start(today, PROJECT_MONTHS - 1), today))
     filters = EfficiencyFilters(project=project.code, start=start, end=last_day + timedelta(days=1))
     projects = projects_visible(user=request.user)
     summary = efficiency_summary(projects=projects, filters=filters)
@@ -131,8 +134,7 @@ def last_full_month(today: date) -> tuple[date, date]:
 @staff_only
 def efficiency_top(request: HttpRequest) -> HttpResponse:
     """Staff: the users whose jobs left the most SU on the table across the centre."""
-    form = EfficiencyPeriodForm(request.GET or None)
-    start, last_day = _period(form, last_full_month(timezone.localdate()))
+    form, start, last_day = _period(request, last_full_month(timezone.localdate()))
     filters = EfficiencyFilters(start=start, end=last_day + timedelta(days=1))
     projects = projects_visible(user=request.user)
     top = efficiency_top_users(projects=projects, filters=filters, limit=TOP_USERS)
