@@ -3,6 +3,7 @@ from django.urls import path
 from accounting.carbon import pages as carbon_pages
 from accounting.clusters import pages as cluster_pages
 from accounting.costs import pages as cost_pages
+from accounting.ledger import efficiency_pages
 from accounting.ledger import pages as ledger_pages
 from accounting.utilisation import overhead_pages
 from accounting.utilisation import pages as utilisation_pages
@@ -17,9 +18,15 @@ urlpatterns = [
     path("quarantine/retry/", ledger_pages.quarantine_retry, name="quarantine-retry"),
     path("utilisation/", utilisation_pages.utilisation, name="utilisation"),
     path("overhead/", overhead_pages.overhead_page, name="overhead"),
+    path("efficiency/", efficiency_pages.efficiency_top, name="efficiency-top"),
     # Researchers' pages
     path("projects/<str:code>/jobs/", ledger_pages.project_jobs, name="project-jobs"),
     path("projects/<str:code>/energy/", carbon_pages.project_energy, name="project-energy"),
+    path(
+        "projects/<str:code>/efficiency/",
+        efficiency_pages.project_efficiency,
+        name="project-efficiency",
+    ),
     path("jobs/<int:pk>/", ledger_pages.job_detail, name="job-detail"),
     path("quote/", cluster_pages.quote, name="quote"),
     path("cost-ratio/", cluster_pages.cost_ratio_explorer, name="cost-ratio"),

@@ -577,6 +577,29 @@ class ThresholdNotice(models.Model):
         return f"{self.threshold}% of {self.budget_period}"
 
 
+class EfficiencySummaryNotice(models.Model):
+    """A PI was sent the monthly efficiency summary of their projects for ``month``: recorded
+    once, so a second run of the month's task mails no one twice."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="efficiency_summaries"
+    )
+    month = models.DateField(help_text="first day of the month summarised")
+    projects = models.TextField(blank=True, help_text="the project codes summarised")
+    notified_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-month", "user_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "month"], name="efficiency_summary_once_per_month"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"efficiency summary of {self.month:%Y-%m} for {self.user}"
+
+
 class EnforcementAction(AuditedInProject, models.Model):
     """A Slurm command the portal proposes (and, when the cluster allows it, runs)."""
 

@@ -25,6 +25,28 @@ def thresholds_check_task() -> dict[str, int | str]:
     }
 
 
+@shared_task(name="allocations.tasks.efficiency_summaries", soft_time_limit=600, time_limit=900)
+def efficiency_summaries_task(month: str | None = None) -> dict[str, int | str]:
+    """Mail each PI last month's efficiency summary of their projects (``month``: an ISO day
+    in the month to summarise instead). Beat runs it on the 1st of each month; a PI is mailed
+    once per month however often it runs, and runs never overlap."""
+    from datetime import UTC, date, datetime
+
+    from allocations.efficiency_mail import efficiency_summaries_send, month_before
+
+    summarised = (
+        date.fromisoformat(month).replace(day=1)
+        if month
+        else month_before(datetime.now(UTC).date())
+    )
+    try:
+        with named_lock("efficiency summaries"):
+            sent = efficiency_summaries_send(month=summarised)
+    except ImportLockBusy:
+        return {"skipped": "efficiency summaries are already being sent"}
+    return {"month": summarised.isoformat(), "mailed": sent}
+
+
 @shared_task(name="allocations.tasks.priority_proposals", soft_time_limit=300, time_limit=600)
 def priority_proposals_task() -> dict[str, dict[str, int] | str]:
     """Propose the Slurm commands of dynamic priorities that changed, on every cluster with a

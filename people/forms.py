@@ -26,8 +26,9 @@ class TokenCreateForm(forms.Form):
 class MailSettingsForm(forms.ModelForm):
     class Meta:
         model = MailSettings
-        fields = ["allocation_events", "budget_alerts"]
+        fields = ["allocation_events", "budget_alerts", "efficiency_summary"]
         labels = {
             "allocation_events": "Allocation requests and decisions",
             "budget_alerts": "Budget alerts",
+            "efficiency_summary": "Monthly efficiency summary (PIs)",
         }

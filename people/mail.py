@@ -17,6 +17,7 @@ from people.models import MailSettings
 class MailKind(Enum):
     ALLOCATION_EVENTS = "allocation_events"
     BUDGET_ALERTS = "budget_alerts"
+    EFFICIENCY_SUMMARY = "efficiency_summary"
 
 
 def mail_settings_get(*, user: User) -> MailSettings:

@@ -63,6 +63,11 @@ class MailSettings(models.Model):
     budget_alerts = models.BooleanField(
         default=True, help_text="my projects crossing their budget thresholds (75, 90, 100 %)"
     )
+    efficiency_summary = models.BooleanField(
+        default=True,
+        help_text="on the 1st of each month, the projects I lead: SU charged, SU left on the "
+        "table, CPU and memory efficiency, the users and jobs to look at",
+    )
 
     def __str__(self) -> str:
         return f"mail settings of {self.user}"

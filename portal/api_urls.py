@@ -53,6 +53,7 @@ ROOT_LINKS = (
     ("cost-distribution", "api:cost-distribution"),
     ("priorities", "api:priorities"),
     ("overhead", "api:overhead"),
+    ("efficiency", "api:efficiency"),
 )
 
 urlpatterns = [
@@ -102,6 +103,7 @@ urlpatterns = [
         name="priority-policy",
     ),
     path("overhead/", overhead_api.OverheadView.as_view(), name="overhead"),
+    path("efficiency/", ledger_api.EfficiencyView.as_view(), name="efficiency"),
     path("", include(router.urls)),
     # Anything else under /api/v1/ is a JSON 404, like every other API error.
     re_path(r"^.*$", api.not_found, name="not-found"),

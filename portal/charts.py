@@ -932,3 +932,98 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
 
 def _iso(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+# --- Efficiency -------------------------------------------------------------------------------
+
+
+def efficiency_months(
+    *, key: str, months: Sequence[tuple[date, Decimal, Decimal, Decimal | None, Decimal | None]]
+) -> Chart:
+    """SU charged for the measured jobs of each month beside what right-sized requests would
+    have cost; the gap is the SU left on the table. Rows: (month, charged, right-sized, CPU
+    efficiency, memory efficiency) with the ratios 0-1 or None."""
+    title = "SU charged and right-sized, per month"
+    x = [month for month, *_ in months]
+    fig = _figure(
+        title,
+        340,
+        barmode="group",
+        xaxis={"title": {"text": "month"}, "type": "date", "tickformat": "%Y-%m"},
+        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        bargap=0.2,
+    )
+    for index, (name, column) in enumerate((("charged", 1), ("right-sized", 2))):
+        fig.add(
+            {
+                "type": "bar", "name": f"SU {name}", "x": x,
+                "y": [_su(row[column]) for row in months],  # type: ignore[arg-type]
+                "marker": {"color": PALETTE[index]},
+                "hovertemplate": f"%{{x|%Y-%m}}<br>{name}: %{{y:,.1f}} SU<extra></extra>",
+            }
+        )  # fmt: skip
+    if not months:
+        fig.annotate(
+            text="No measured jobs in this period", showarrow=False, font={"color": MUTED},
+            xref="paper", yref="paper", x=0.5, y=0.5,
+        )  # fmt: skip
+    rows = [
+        (
+            month.strftime("%Y-%m"), _su(charged), _su(right_sized), _su(charged - right_sized),
+            _percent(cpu), _percent(memory),
+        )
+        for month, charged, right_sized, cpu, memory in months
+    ]  # fmt: skip
+    return Chart(
+        key=key, title=title, figure_json=_embeddable(fig),
+        columns=("month", "SU charged", "SU right-sized", "SU left on the table",
+                 "CPU efficiency %", "memory efficiency %"),
+        rows=rows, height=340,
+    )  # fmt: skip
+
+
+def _percent(ratio: Decimal | None) -> float | str:
+    return "" if ratio is None else round(float(ratio) * 100, 1)
+
+
+EFFICIENCY_METRICS = {"cpu": "CPU", "memory": "memory", "gpu": "GPU", "walltime": "walltime"}
+
+
+def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]) -> Chart:
+    """Measured jobs per tenth of each efficiency (under 10 %, 10-20 %, ... 90-100 %)."""
+    title = "Jobs by efficiency"
+    tenths = [f"{10 * tenth}-{10 * tenth + 10} %" for tenth in range(10)]
+    fig = _figure(
+        title,
+        340,
+        barmode="group",
+        xaxis={"title": {"text": "efficiency: used ÷ held"}},
+        yaxis={"title": {"text": "jobs"}, "tickformat": ",d"},
+        bargap=0.15,
+    )
+    for index, (metric, label) in enumerate(EFFICIENCY_METRICS.items()):
+        counts = list(distributions.get(metric, [0] * 10))
+        if not any(counts):
+            continue
+        fig.add(
+            {
+                "type": "bar", "name": label, "x": tenths, "y": counts,
+                "marker": {"color": PALETTE[index]},
+                "hovertemplate": f"{label} %{{x}}: %{{y:,d}} jobs<extra></extra>",
+            }
+        )  # fmt: skip
+    if not fig["data"]:
+        fig.annotate(
+            text="No measured jobs in this period", showarrow=False, font={"color": MUTED},
+            xref="paper", yref="paper", x=0.5, y=0.5,
+        )  # fmt: skip
+    rows = [
+        (tenths[tenth], *(distributions.get(metric, [0] * 10)[tenth]
+                          for metric in EFFICIENCY_METRICS))
+        for tenth in range(10)
+    ]  # fmt: skip
+    return Chart(
+        key=key, title=title, figure_json=_embeddable(fig),
+        columns=("efficiency", *(f"{label} jobs" for label in EFFICIENCY_METRICS.values())),
+        rows=rows, height=340,
+    )  # fmt: skip

@@ -143,7 +143,8 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         reserved = [(sampled["start__min"], sampled["end__max"])] if sampled["end__max"] else []
         history = sacct_lines(
             lines=HISTORY_LINES, seed=2026, start=now - timedelta(days=HISTORY_DAYS),
-            mean_gap_seconds=gap, now=now, reserved=reserved, usage=True,
+            mean_gap_seconds=gap, now=now, reserved=reserved,
+            usage=True,  # what each job used: the efficiency pages and mail have data
         )  # fmt: skip
         _, summary = jobs_import(cluster=cluster, lines=history, source="demo history (generated)")
         report(f"import generated history: {summary.as_dict()}")

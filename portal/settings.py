@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from portal.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
@@ -349,6 +350,11 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "balances-thresholds": {"task": "allocations.tasks.thresholds_check", "schedule": 15 * 60},
     "priority-proposals": {"task": "allocations.tasks.priority_proposals", "schedule": 60 * 60},
+    # Last month's efficiency summary to each PI, on the 1st (the task mails each PI once).
+    "efficiency-summaries": {
+        "task": "allocations.tasks.efficiency_summaries",
+        "schedule": crontab(minute="0", hour="6", day_of_month="1"),
+    },
     # The portal against each cluster's Slurm associations (docs/slurm.md).
     "slurm-sync-check": {"task": "allocations.tasks.slurm_sync_check", "schedule": 60 * 60},
     # Yesterday's true overhead of each cluster, once a day (the task skips days already done).

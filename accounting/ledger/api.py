@@ -15,18 +15,28 @@ from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from accounting.access import jobs_visible
 from accounting.clusters.serializers import (
     MessageOutputSerializer,
 )
+from accounting.ledger.efficiency_selectors import (
+    EfficiencyFilters,
+    efficiency_by_month,
+    efficiency_distributions,
+    efficiency_summary,
+)
 from accounting.ledger.selectors import usage_get
 from accounting.ledger.serializers import (
+    EfficiencyOutputSerializer,
+    EfficiencyQuerySerializer,
     ImportRunOutputSerializer,
     ImportUploadInputSerializer,
-    JobDetailOutputSerializer,
+    JobEfficiencyOutputSerializer,
     JobOutputSerializer,
     QuarantinedLineOutputSerializer,
     QuarantineRetryInputSerializer,
@@ -143,13 +153,15 @@ class JobViewSet(ApiViewSet):
         page = self.paginate_queryset(cast("Sequence[dict[str, Any]]", rows))
         return self.get_paginated_response([_JOB_ROWS.render_row(row) for row in page or []])
 
-    @extend_schema(responses=JobDetailOutputSerializer)
+    @extend_schema(responses=JobEfficiencyOutputSerializer)
     def retrieve(self, request: Request, pk: str) -> Response:
-        """One job with its charge breakdown and why the weight is what it is."""
+        """One job with its charge breakdown, why the weight is what it is, and its efficiency
+        (ratios of used to held, null where Slurm measured nothing) with the SU of a
+        right-sized request."""
         jobs = self.get_queryset().select_related(
             "partition_version__partition", "cost_model_version"
         )
-        return Response(JobDetailOutputSerializer(get_object_or_404(jobs, pk=pk)).data)
+        return Response(JobEfficiencyOutputSerializer(get_object_or_404(jobs, pk=pk)).data)
 
 
 @extend_schema(tags=["usage"])
@@ -177,6 +189,40 @@ class UsageViewSet(ApiViewSet):
         return self.get_paginated_response(
             UsageRowSerializer([usage.row(row) for row in page or []], many=True).data
         )
+
+
+class EfficiencyView(APIView):
+    """Job efficiency of the caller's projects (any project for staff), from the roll-ups."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        tags=["usage"], parameters=[EfficiencyQuerySerializer],
+        responses=EfficiencyOutputSerializer,
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        """The summary (ratios of sums, SU left on the table, jobs with and without usage
+        data), the same per month, and the distributions (jobs per tenth of each ratio) of the
+        jobs that ended in [start, end) (days; ``end`` exclusive) of the projects the caller may
+        see, narrowed by project, user and partition as ``/usage/`` is. Jobs without usage data
+        are in no ratio. Distributions count whole months that overlap the period."""
+        query = EfficiencyQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        options = query.validated_data
+        filters = EfficiencyFilters(
+            project=options.get("project"), username=options.get("user"),
+            partition=options.get("partition"), start=options.get("start"),
+            end=options.get("end"),
+        )  # fmt: skip
+        projects = projects_visible(user=request.user)
+        summary = efficiency_summary(projects=projects, filters=filters)
+        months = efficiency_by_month(projects=projects, filters=filters)
+        body = {
+            "summary": summary,
+            "months": months,
+            "distributions": efficiency_distributions(projects=projects, filters=filters),
+        }
+        return Response(EfficiencyOutputSerializer(body).data)
 
 
 @extend_schema(tags=["imports"])

@@ -110,3 +110,17 @@ class JobFilterForm(forms.Form):
         if start and end and start > end:
             raise forms.ValidationError("“Ended from” must not be after “ended to”.")
         return data
+
+
+class EfficiencyPeriodForm(forms.Form):
+    """The efficiency pages' period: days the jobs ended, both ends included."""
+
+    start = forms.DateField(required=False, label="From", widget=IsoDateInput())
+    end = forms.DateField(required=False, label="To (inclusive)", widget=IsoDateInput())
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("start"), data.get("end")
+        if start and end and start > end:
+            raise forms.ValidationError("“From” must not be after “to”.")
+        return data

@@ -23,6 +23,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounting.carbon.selectors import job_footprint_get
 from accounting.clusters import charging
+from accounting.clusters.efficiency import (
+    Efficiency,
+    job_efficiency,
+    right_sized_request,
+    waste_named,
+)
 from accounting.clusters.quotes import weight_explanation
 from accounting.costs.costmodels import JobCost
 from accounting.costs.services import cost_model_of, job_cost_get
@@ -38,6 +44,7 @@ from accounting.ledger.selectors import (
     quarantine_open,
 )
 from accounting.ledger.sources import AlreadyImported, import_upload_start
+from accounting.ledger.usage import held_of, usage_of
 from accounting.models import Cluster, CostModelVersion, ImportRun, Job, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
@@ -216,6 +223,69 @@ def _cheaper_request(job: Job, version: PartitionVersion) -> CheaperRequest | No
     )
 
 
+@dataclass(frozen=True)
+class JobEfficiencyView:
+    """What a job used of what it held, and what a right-sized request would have cost."""
+
+    ratios: Efficiency
+    right_sized_service_units: Decimal | None
+    left_on_the_table: Decimal | None
+    waste: str  # the dominant waste in words ("asked for 64 cores, used 3.9"); "": none
+    advice: list[str]  # the request to make next time, as sbatch options
+
+    @property
+    def percents(self) -> list[tuple[str, Decimal | None, str]]:
+        """(name, percent or None when not measured, what it compares) for the page."""
+        return [
+            ("CPU", percent_of(self.ratios.cpu), "CPU time / (elapsed x cores held)"),
+            ("Memory", percent_of(self.ratios.memory), "peak memory / memory held"),
+            ("GPU", percent_of(self.ratios.gpu), "mean utilisation of the GPUs held"),
+            ("Walltime", percent_of(self.ratios.walltime), "elapsed / time limit"),
+        ]
+
+
+def percent_of(ratio: Decimal | None) -> Decimal | None:
+    """A ratio as a percentage to one place; None stays None (not measured)."""
+    return None if ratio is None else (ratio * 100).quantize(Decimal("0.1"))
+
+
+def _job_efficiency(job: Job, version: PartitionVersion | None) -> JobEfficiencyView | None:
+    """None for a job without usage data: the page then says so."""
+    held, usage = held_of(job.__dict__), usage_of(job.__dict__)
+    if not usage.measured:
+        return None
+    ratios = job_efficiency(held, usage)
+    right_sized = job.right_sized_service_units
+    waste, advice = "", []
+    if version is not None and held.nnodes:
+        request = right_sized_request(version.spec, held, usage)
+        waste = waste_named(version.spec, held, usage, request)
+        if request is not None:
+            nodes = held.nnodes
+            if request.cores < held.cpus:
+                advice.append(
+                    f"ask for {request.cores // nodes} core{'s' if request.cores > nodes else ''}"
+                    f" per node (--ntasks-per-node x --cpus-per-task = {request.cores // nodes})"
+                )
+            if request.memory_mb < held.memory_mb:
+                per_node = request.memory_mb / nodes
+                advice.append(
+                    f"ask for {per_node:,.0f} MiB of memory per node (--mem={per_node:.0f}M)"
+                )
+            if request.gpus < held.gpus:
+                advice.append(
+                    f"ask for {request.gpus // nodes} GPU{'s' if request.gpus > nodes else ''}"
+                    f" per node (--gpus-per-node={request.gpus // nodes})"
+                )
+    left = None
+    if right_sized is not None and job.charge_state == Job.ChargeState.CHARGED:
+        left = job.service_units - right_sized
+    return JobEfficiencyView(
+        ratios=ratios, right_sized_service_units=right_sized, left_on_the_table=left,
+        waste=waste, advice=advice,
+    )  # fmt: skip
+
+
 def _fraction_groups(job: Job) -> list[dict[str, Any]]:
     groups, first = [], 1
     for entry in job.node_fractions or []:
@@ -280,6 +350,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if chart is not None and request.GET.get("csv") == chart.key:
         return chart.csv_response(f"job-{job.job_id}")
     hours = Decimal(job.elapsed_seconds) / 3600
+    efficiency = _job_efficiency(job, version)
     total_share = sum((group["share"] * group["count"] for group in groups), Decimal(0))
     context = {
         "job": job,
@@ -290,7 +361,9 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "chart": chart,
         "hours": hours,
         "total_share": total_share,
-        "cheaper": _cheaper_request(job, version) if version else None,
+        # Measured usage right-sizes every resource; the hint guesses from the request alone.
+        "cheaper": _cheaper_request(job, version) if version and efficiency is None else None,
+        "efficiency": efficiency,
         "footprint": job_footprint_get(job=job),
         "money": _money(job),
         "fair_share": job_fair_share_get(job=job),

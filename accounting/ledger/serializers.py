@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from accounting.carbon.selectors import JobFootprint, job_footprint_get
 from accounting.clusters.charging import SU_QUANTUM
+from accounting.clusters.efficiency import job_efficiency
 from accounting.clusters.quotes import weight_explanation
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.clusters.serializers import su_field
@@ -19,6 +20,7 @@ from accounting.costs.costmodels import job_cost_as_dict
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger.forms import SacctUploadForm
 from accounting.ledger.pipeline import BUCKETS
+from accounting.ledger.usage import held_of, usage_of
 from accounting.models import (
     Cluster,
     ImportRun,
@@ -406,3 +408,111 @@ class QuarantineRetryInputSerializer(serializers.Serializer):
             return cluster_get(name=value)
         except NotFound as error:
             raise serializers.ValidationError(str(error)) from None
+
+
+# --- Efficiency (docs/efficiency.md) ---------------------------------------------------------
+
+
+def ratio_field(**kwargs: Any) -> serializers.DecimalField:
+    """A ratio of used to held, 0 to 1, as a decimal string; null: not measured."""
+    return serializers.DecimalField(
+        max_digits=5, decimal_places=4, min_value=Decimal(0), max_value=Decimal(1),
+        allow_null=True, **kwargs,
+    )  # fmt: skip
+
+
+class EfficiencyRatiosSerializer(serializers.Serializer):
+    """What share of what it held a job, or a group of jobs, used; null: not measured."""
+
+    cpu = ratio_field(help_text="CPU time / (elapsed x cores held)")
+    memory = ratio_field(help_text="peak memory / memory held")
+    gpu = ratio_field(help_text="mean GPU utilisation; null without GPUs or a measurement")
+    walltime = ratio_field(help_text="elapsed / time limit")
+
+
+class JobEfficiencyOutputSerializer(JobDetailOutputSerializer):
+    """A job with its charge breakdown and, from what Slurm measured, its efficiency."""
+
+    efficiency = serializers.SerializerMethodField()
+    right_sized_service_units = su_field(
+        read_only=True, allow_null=True,
+        help_text="SU of a request sized to what the job used (docs/efficiency.md); "
+        "null without usage data",
+    )  # fmt: skip
+
+    class Meta(JobDetailOutputSerializer.Meta):
+        fields = [*JobDetailOutputSerializer.Meta.fields, "efficiency", "right_sized_service_units"]
+
+    @extend_schema_field(EfficiencyRatiosSerializer)
+    def get_efficiency(self, job: Job) -> dict[str, Any]:
+        """Ratios of used to held; every one null for a job without usage data."""
+        ratios = job_efficiency(held_of(job.__dict__), usage_of(job.__dict__))
+        return dict(EfficiencyRatiosSerializer(ratios).data)
+
+
+class EfficiencyQuerySerializer(QuerySerializer):
+    project = serializers.CharField(required=False, max_length=64, help_text="project code")
+    user = serializers.CharField(required=False, max_length=64, help_text="Slurm user")
+    partition = serializers.CharField(required=False, max_length=64, help_text="partition name")
+    start = serializers.DateField(required=False, help_text="first day (inclusive)")
+    end = serializers.DateField(required=False, help_text="day after the last day (exclusive)")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end = attrs.get("start"), attrs.get("end")
+        if start and end and end <= start:
+            raise serializers.ValidationError({"end": ["must be after start"]})
+        return attrs
+
+
+class EfficiencyTotalsSerializer(EfficiencyRatiosSerializer):
+    """Sums of the efficiency roll-ups of a group of jobs and the ratios made of them."""
+
+    jobs = serializers.IntegerField(help_text="charged jobs, with usage data or not")
+    measured_jobs = serializers.IntegerField(help_text="jobs with usage data: the ratios' jobs")
+    unmeasured_jobs = serializers.IntegerField(help_text="jobs without usage data: in no ratio")
+    charged_service_units = su_field(help_text="SU charged for every job, measured or not")
+    service_units = su_field(help_text="SU charged for the measured jobs")
+    right_sized_service_units = su_field(help_text="SU of right-sized requests for them")
+    su_left_on_the_table = su_field(help_text="service_units - right_sized_service_units")
+    core_hours_held = su_field()
+    core_hours_used = su_field()
+    memory_mb_hours_held = serializers.DecimalField(
+        max_digits=28, decimal_places=6, help_text="of the jobs whose memory peak was measured"
+    )
+    memory_mb_hours_used = serializers.DecimalField(max_digits=28, decimal_places=6)
+    gpu_hours_held = su_field(help_text="of the jobs whose GPU utilisation was measured")
+    gpu_hours_used = su_field()
+    hours_run = su_field(help_text="of the jobs with a time limit")
+    hours_asked = su_field()
+
+
+class EfficiencyMonthSerializer(EfficiencyTotalsSerializer):
+    """One month's totals (an :class:`EfficiencyRow` keyed by the month's first day)."""
+
+    month = serializers.DateField(help_text="first day of the month")
+
+    def to_representation(self, instance: Any) -> Any:
+        totals = EfficiencyTotalsSerializer(instance.totals).data
+        return {"month": serializers.DateField().to_representation(instance.key), **totals}
+
+
+def _distribution() -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.IntegerField(min_value=0), min_length=10, max_length=10,
+        help_text="measured jobs per tenth: under 10 %, 10-20 %, ..., 90-100 %",
+    )  # fmt: skip
+
+
+class EfficiencyDistributionsSerializer(serializers.Serializer):
+    cpu = _distribution()
+    memory = _distribution()
+    gpu = _distribution()
+    walltime = _distribution()
+
+
+class EfficiencyOutputSerializer(serializers.Serializer):
+    summary = EfficiencyTotalsSerializer()
+    months = EfficiencyMonthSerializer(many=True)
+    distributions = EfficiencyDistributionsSerializer(
+        help_text="whole months that overlap [start, end): the buckets are kept per month"
+    )

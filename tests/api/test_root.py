@@ -18,7 +18,8 @@ def test_the_root_links_every_list_of_the_router_and_the_documents(world):  # no
     for name in ("clusters", "partitions", "jobs", "usage", "imports", "projects",
                  "allocations", "rounds", "requests", "reviews", "adjustments",
                  "quarantined-lines", "profiling-coefficients", "quote", "cost-ratio",
-                 "utilisation", "cost-distribution", "priorities", "overhead"):  # fmt: skip
+                 "utilisation", "cost-distribution", "priorities", "overhead",
+                 "efficiency"):  # fmt: skip
         assert resources[name].startswith("http://testserver/api/v1/"), name
     assert body["schema"] == "http://testserver" + reverse("api-schema")
     assert body["docs"] == "http://testserver" + reverse("api-docs")

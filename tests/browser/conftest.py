@@ -155,6 +155,7 @@ def build_scenario(*, history_lines: int = 6000, seed: int = 2026) -> Scenario:
     history = sacct_lines(
         lines=history_lines, seed=seed, start=now - timedelta(days=HISTORY_DAYS),
         mean_gap_seconds=int(HISTORY_DAYS * 86400 / (history_lines / 4.2)), now=now,
+        usage=True,  # what the jobs used: the efficiency pages have something to show
     )  # fmt: skip
     jobs_import(cluster=cluster, lines=history, source="generated history")
 

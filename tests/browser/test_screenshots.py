@@ -52,6 +52,11 @@ def test_screenshots_of_the_main_pages(live_server, transactional_db, sign_in, t
             ("project", "/allocations/projects/pawsey0001/", ("desktop", "phone")),
             ("jobs", "/accounting/projects/pawsey0001/jobs/?sort=-su", ("desktop",)),
             ("job-detail", f"/accounting/jobs/{scenario.job_id}/", ("desktop", "phone")),
+            (
+                "project-efficiency",
+                "/accounting/projects/pawsey0001/efficiency/",
+                ("desktop", "phone"),
+            ),
             ("quote", f"/accounting/quote/?{quote}", ("desktop",)),
             ("cost-ratio-explorer", f"/accounting/cost-ratio/?{explorer}", ("desktop", "phone")),
         ],
@@ -60,6 +65,7 @@ def test_screenshots_of_the_main_pages(live_server, transactional_db, sign_in, t
             ("imports", "/accounting/imports/", ("desktop",)),
             ("utilisation", f"/accounting/utilisation/?cluster={cluster}&step=day", ("desktop",)),
             ("cost-distribution", f"/accounting/costs/?cluster={cluster}", ("desktop",)),
+            ("efficiency", "/accounting/efficiency/?start=2000-01-01", ("desktop",)),
         ],
     }
     sizes = {"desktop": (1280, 800), "phone": (390, 844)}
@@ -75,4 +81,4 @@ def test_screenshots_of_the_main_pages(live_server, transactional_db, sign_in, t
                 _shoot(page, base + url, path)
                 taken.append(path.name)
             assert page.errors == [], f"console errors as {username} on {size}: {page.errors}"
-    assert len(taken) == 14
+    assert len(taken) == 17

@@ -46,6 +46,14 @@ PAGES: dict[str, tuple[Callable[[Site], str], tuple[int, ...]]] = {
         lambda s: reverse("accounting:project-energy", args=["pawsey0003"]) + "?csv=energy",
         (LOGIN, 200, 404, 200, 404, 200),
     ),
+    "project efficiency": (
+        lambda s: reverse("accounting:project-efficiency", args=["pawsey0003"]),
+        (LOGIN, 200, 404, 200, 404, 200),
+    ),
+    "project efficiency csv": (
+        lambda s: reverse("accounting:project-efficiency", args=["pawsey0003"]) + "?csv=users",
+        (LOGIN, 200, 404, 200, 404, 200),
+    ),
     "quote": (lambda s: reverse("accounting:quote"), (LOGIN, 200, 200, 200, 200, 200)),
     "explorer": (lambda s: reverse("accounting:cost-ratio"), (LOGIN, 200, 200, 200, 200, 200)),
     "explorer live": (
@@ -83,6 +91,10 @@ PAGES: dict[str, tuple[Callable[[Site], str], tuple[int, ...]]] = {
     "imports": (lambda s: reverse("accounting:import-list"), (LOGIN, 404, 404, 404, 404, 200)),
     "grid intensity": (
         lambda s: reverse("accounting:grid-intensity", args=[s.cluster.name]),
+        (LOGIN, 404, 404, 404, 404, 200),
+    ),
+    "efficiency top": (
+        lambda s: reverse("accounting:efficiency-top"),
         (LOGIN, 404, 404, 404, 404, 200),
     ),
     "quarantine": (

@@ -25,6 +25,7 @@ def _pages(site) -> list[tuple[str, str]]:
         ("pi", reverse("allocations:project-detail", args=[PROJECT]) + "?step=day"),
         ("pi", reverse("accounting:job-detail", args=[site.job.pk])),
         ("pi", reverse("accounting:project-energy", args=[PROJECT])),
+        ("pi", reverse("accounting:project-efficiency", args=[PROJECT]) + "?start=2000-01-01"),
         ("pi", reverse("accounting:quote") + f"?partition={work.pk}&nodes=1&hours=1"),
         ("pi", reverse("accounting:cost-ratio")),
         ("chair", reverse("allocations:round-detail", args=[site.round.pk])),

@@ -147,6 +147,10 @@ MATRIX: dict[str, Entry] = {
     "accounting:project-energy": Entry(
         lambda s: f"/accounting/projects/{_code(s)}/energy/", read=PROJECT
     ),
+    "accounting:project-efficiency": Entry(
+        lambda s: f"/accounting/projects/{_code(s)}/efficiency/", read=PROJECT
+    ),
+    "accounting:efficiency-top": Entry(lambda s: "/accounting/efficiency/", read=STAFF),
     "accounting:quote": Entry(lambda s: "/accounting/quote/", read=SIGNED_IN),
     "accounting:cost-ratio": Entry(lambda s: "/accounting/cost-ratio/", read=SIGNED_IN),
     "accounting:cost-ratio-live": Entry(lambda s: "/accounting/cost-ratio/live/", read=SIGNED_IN),
@@ -283,6 +287,7 @@ MATRIX: dict[str, Entry] = {
     "api:job-list": Entry(lambda s: f"/api/v1/jobs/?project={_code(s)}", read=SIGNED_IN),
     "api:job-detail": Entry(lambda s: f"/api/v1/jobs/{s.job.pk}/", read=PROJECT),
     "api:usage-list": Entry(lambda s: "/api/v1/usage/", read=SIGNED_IN),
+    "api:efficiency": Entry(lambda s: "/api/v1/efficiency/", read=SIGNED_IN),
     "api:import-list": Entry(lambda s: "/api/v1/imports/", read=STAFF, write=STAFF),
     "api:import-detail": Entry(lambda s: f"/api/v1/imports/{_first(ImportRun)}/", read=STAFF),
     "api:import-quarantined-lines": Entry(

@@ -1,0 +1,355 @@
+"""Read-side of job efficiency: summaries, months, groups, distributions and the users who
+leave the most SU on the table, from the roll-ups only (``EfficiencyDaily``,
+``EfficiencyBucket``, and ``UsageDaily`` for the jobs without usage data), never a scan of jobs.
+
+The efficiency of any group of jobs is a ratio of sums (CPU = core-hours used / core-hours
+held, and so on: docs/efficiency.md), so that a month, a user or a whole centre is weighted by
+what its jobs held, not by how many jobs it ran. Jobs without usage data are in no efficiency
+roll-up and so in no ratio; :attr:`EfficiencyTotals.unmeasured_jobs` counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+from django.db.models import DecimalField, F, IntegerField, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncMonth
+
+from accounting.clusters.efficiency import RATIO_QUANTUM
+from accounting.models import EfficiencyBucket, EfficiencyDaily, Job, UsageDaily
+from allocations.models import Project
+
+_ZERO: Final = Decimal(0)
+_ONE: Final = Decimal(1)
+_SUM_FIELD: Final = DecimalField(max_digits=28, decimal_places=6)
+METRICS: Final = ("cpu", "memory", "gpu", "walltime")
+BUCKETS: Final = 10  # tenths: bucket 0 is under 10 %, bucket 9 is 90 % to 100 %
+
+EfficiencyGroup = Literal["user", "partition", "project"]
+_GROUP_KEYS: Final[dict[str, str]] = {
+    "user": "username",
+    "partition": "partition__name",
+    "project": "project__code",
+}
+
+
+@dataclass(frozen=True)
+class EfficiencyFilters:
+    """What the roll-ups are narrowed to; None leaves a column unfiltered. ``start`` and
+    ``end`` are days (the cluster's local day the jobs ended), ``end`` exclusive."""
+
+    project: str | None = None  # a project code
+    username: str | None = None
+    partition: str | None = None  # a partition name
+    start: date | None = None
+    end: date | None = None
+
+
+@dataclass(frozen=True)
+class EfficiencyTotals:
+    """Sums of the efficiency roll-ups of a group of jobs, and the ratios made of them.
+
+    ``jobs`` and ``charged_service_units`` count every charged job of the group, measured or
+    not (from ``UsageDaily``); every other figure is of the ``measured_jobs`` only."""
+
+    jobs: int = 0
+    charged_service_units: Decimal = _ZERO
+    measured_jobs: int = 0
+    service_units: Decimal = _ZERO
+    right_sized_service_units: Decimal = _ZERO
+    core_hours_held: Decimal = _ZERO
+    core_hours_used: Decimal = _ZERO
+    memory_jobs: int = 0
+    memory_mb_hours_held: Decimal = _ZERO
+    memory_mb_hours_used: Decimal = _ZERO
+    gpu_jobs: int = 0
+    gpu_hours_held: Decimal = _ZERO
+    gpu_hours_used: Decimal = _ZERO
+    walltime_jobs: int = 0
+    hours_run: Decimal = _ZERO
+    hours_asked: Decimal = _ZERO
+
+    @property
+    def unmeasured_jobs(self) -> int:
+        """Charged jobs without usage data: left out of every ratio."""
+        return max(self.jobs - self.measured_jobs, 0)
+
+    @property
+    def su_left_on_the_table(self) -> Decimal:
+        """What the measured jobs cost beyond what right-sized requests would have."""
+        return self.service_units - self.right_sized_service_units
+
+    @property
+    def cpu(self) -> Decimal | None:
+        return _ratio(self.core_hours_used, self.core_hours_held)
+
+    @property
+    def memory(self) -> Decimal | None:
+        return _ratio(self.memory_mb_hours_used, self.memory_mb_hours_held)
+
+    @property
+    def gpu(self) -> Decimal | None:
+        return _ratio(self.gpu_hours_used, self.gpu_hours_held)
+
+    @property
+    def walltime(self) -> Decimal | None:
+        return _ratio(self.hours_run, self.hours_asked)
+
+
+# The summed columns of EfficiencyDaily: every field of the totals but those of UsageDaily and
+# ``measured_jobs``, which is EfficiencyDaily's ``jobs``.
+_FROM_USAGE: Final = frozenset({"jobs", "charged_service_units"})
+_SUMS: Final = tuple(
+    field.name
+    for field in fields(EfficiencyTotals)
+    if field.name not in _FROM_USAGE | {"measured_jobs"}
+)
+_COUNTS: Final = frozenset({"memory_jobs", "gpu_jobs", "walltime_jobs"})
+
+
+def _ratio(used: Decimal, held: Decimal) -> Decimal | None:
+    """used / held, capped at 1 as each job's ratio is; None when nothing was held (nothing
+    measured)."""
+    if held <= 0:
+        return None
+    return min(used / held, _ONE).quantize(RATIO_QUANTUM)
+
+
+@dataclass(frozen=True)
+class EfficiencyRow:
+    """The totals of one month or one user, partition or project."""
+
+    key: str | date
+    totals: EfficiencyTotals
+
+
+def _narrowed(rows: QuerySet[Any], projects: QuerySet[Project], filters: EfficiencyFilters) -> Any:
+    rows = rows.filter(project__in=projects)
+    if filters.project:
+        rows = rows.filter(project__code=filters.project)
+    if filters.username:
+        rows = rows.filter(username=filters.username)
+    if filters.partition:
+        rows = rows.filter(partition__name=filters.partition)
+    if filters.start:
+        rows = rows.filter(day__gte=filters.start)
+    if filters.end:
+        rows = rows.filter(day__lt=filters.end)
+    return rows
+
+
+def _sum_expressions() -> dict[str, Any]:
+    sums: dict[str, Any] = {
+        name: (
+            Coalesce(Sum(name), Value(0), output_field=IntegerField())
+            if name in _COUNTS
+            else Coalesce(Sum(name), Value(_ZERO), output_field=_SUM_FIELD)
+        )
+        for name in _SUMS
+    }
+    sums["measured_jobs"] = Coalesce(Sum("jobs"), Value(0), output_field=IntegerField())
+    return sums
+
+
+def _usage_sums() -> dict[str, Any]:
+    return {
+        "total": Coalesce(Sum("jobs"), Value(0), output_field=IntegerField()),
+        "charged": Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SUM_FIELD),
+    }
+
+
+def _totals(row: dict[str, Any], usage: dict[str, Any] | None) -> EfficiencyTotals:
+    """Totals from a row of EfficiencyDaily sums and the UsageDaily sums of the same group."""
+    values = {name: row[name] for name in (*_SUMS, "measured_jobs")}
+    for name, value in values.items():
+        values[name] = int(value) if name in _COUNTS or name == "measured_jobs" else Decimal(value)
+    return EfficiencyTotals(
+        jobs=int((usage or {}).get("total") or 0),
+        charged_service_units=Decimal((usage or {}).get("charged") or 0),
+        **values,
+    )
+
+
+def efficiency_summary(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters
+) -> EfficiencyTotals:
+    """The totals of ``projects``' jobs that match ``filters``. Two aggregates."""
+    measured = _narrowed(EfficiencyDaily.objects.all(), projects, filters).aggregate(
+        **_sum_expressions()
+    )
+    usage = _narrowed(UsageDaily.objects.all(), projects, filters).aggregate(**_usage_sums())
+    return _totals(measured, usage)
+
+
+def _month(value: date | datetime) -> date:
+    return value.date() if isinstance(value, datetime) else value
+
+
+def efficiency_by_month(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters
+) -> list[EfficiencyRow]:
+    """The totals per calendar month (its first day as ``key``), oldest first; a month with
+    charged jobs but none measured is there with zero sums."""
+    measured = (
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .annotate(month=TruncMonth("day"))
+        .values("month")
+        .annotate(**_sum_expressions())
+        .order_by("month")
+    )
+    jobs = (
+        _narrowed(UsageDaily.objects.all(), projects, filters)
+        .annotate(month=TruncMonth("day"))
+        .values("month")
+        .annotate(**_usage_sums())
+        .order_by("month")
+    )
+    return _joined(measured, jobs, "month", transform=_month)
+
+
+def efficiency_by(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters, group: EfficiencyGroup
+) -> list[EfficiencyRow]:
+    """The totals per user, partition or project, the most SU left on the table first."""
+    key = _GROUP_KEYS[group]
+    measured = (
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .values(group_key=F(key))
+        .annotate(**_sum_expressions())
+        .order_by("group_key")
+    )
+    jobs = (
+        _narrowed(UsageDaily.objects.all(), projects, filters)
+        .values(group_key=F(key))
+        .annotate(**_usage_sums())
+        .order_by("group_key")
+    )
+    rows = _joined(measured, jobs, "group_key")
+    return sorted(rows, key=lambda row: (-row.totals.su_left_on_the_table, str(row.key)))
+
+
+def _joined(
+    measured: Any, jobs: Any, key: str, transform: Any = lambda value: value
+) -> list[EfficiencyRow]:
+    usage = {transform(row[key]): row for row in jobs}
+    sums = {transform(row[key]): row for row in measured}
+    empty = dict.fromkeys((*_SUMS, "measured_jobs"), 0)
+    return [
+        EfficiencyRow(key=name, totals=_totals(sums.get(name, empty), usage.get(name)))
+        for name in sorted(set(usage) | set(sums))
+    ]
+
+
+def efficiency_distributions(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters
+) -> dict[str, list[int]]:
+    """Measured jobs per tenth of each metric (``cpu``, ``memory``, ``gpu``, ``walltime``: ten
+    counts each, under 10 % first). The buckets are kept per month, so a month is counted
+    whole when any of its days falls in [start, end): a period that starts or ends mid-month
+    counts that month's jobs outside it too."""
+    rows = EfficiencyBucket.objects.filter(project__in=projects)
+    if filters.project:
+        rows = rows.filter(project__code=filters.project)
+    if filters.username:
+        rows = rows.filter(username=filters.username)
+    if filters.partition:
+        rows = rows.filter(partition__name=filters.partition)
+    if filters.start:
+        rows = rows.filter(month__gte=filters.start.replace(day=1))
+    if filters.end:
+        rows = rows.filter(month__lt=filters.end)
+    counts = {metric: [0] * BUCKETS for metric in METRICS}
+    for row in rows.values("metric", "bucket").annotate(total=Sum("jobs")).order_by():
+        if row["metric"] in counts and 0 <= row["bucket"] < BUCKETS:
+            counts[row["metric"]][row["bucket"]] += int(row["total"] or 0)
+    return counts
+
+
+@dataclass(frozen=True)
+class TopUser:
+    """A user whose jobs left SU on the table, with the projects they ran them in."""
+
+    username: str
+    totals: EfficiencyTotals
+    projects: list[str]
+
+
+def efficiency_top_users(
+    *, projects: QuerySet[Project], filters: EfficiencyFilters, limit: int = 20
+) -> list[TopUser]:
+    """The ``limit`` users whose measured jobs left the most SU on the table, the most first
+    (ties by name). Three queries, whatever the number of users."""
+    left = F("sum_service_units") - F("sum_right_sized")
+    ranked = list(
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .values("username")
+        .annotate(
+            sum_service_units=Sum("service_units"),
+            sum_right_sized=Sum("right_sized_service_units"),
+        )
+        .annotate(left=left)
+        .filter(left__gt=0)
+        .order_by("-left", "username")
+        .values_list("username", flat=True)[:limit]
+    )
+    if not ranked:
+        return []
+    measured = (
+        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
+        .filter(username__in=ranked)
+        .values("username", "project__code")
+        .annotate(**_sum_expressions())
+        .order_by("username", "project__code")
+    )
+    jobs = (
+        _narrowed(UsageDaily.objects.all(), projects, filters)
+        .filter(username__in=ranked)
+        .values("username")
+        .annotate(**_usage_sums())
+        .order_by()
+    )
+    usage = {row["username"]: row for row in jobs}
+    per_user: dict[str, list[dict[str, Any]]] = {}
+    for row in measured:
+        per_user.setdefault(row["username"], []).append(row)
+    top = []
+    for username in ranked:
+        rows = per_user.get(username, [])
+        summed = {name: sum((row[name] for row in rows), 0) for name in (*_SUMS, "measured_jobs")}
+        top.append(
+            TopUser(
+                username=username,
+                totals=_totals(summed, usage.get(username)),
+                projects=[row["project__code"] for row in rows],
+            )
+        )
+    return top
+
+
+def efficiency_top_jobs(
+    *, project: Project, start: datetime, end: datetime, limit: int = 3
+) -> list[Job]:
+    """The project's measured jobs that ended in [start, end) and left the most SU on the
+    table, the most first. Reads the project's jobs of the period (through the (project, end)
+    index): for the monthly summary, never for a page."""
+    return list(
+        Job.objects.filter(
+            project=project, end__gte=start, end__lt=end, right_sized_service_units__isnull=False
+        )
+        .annotate(left=F("service_units") - F("right_sized_service_units"))
+        .filter(left__gt=0, charge_state=Job.ChargeState.CHARGED)
+        .order_by("-left", "pk")[:limit]
+    )
+
+
+def projects_charged_in(*, start: date, end: date) -> QuerySet[Project]:
+    """The projects with charged jobs that ended in [start, end) (days), by code."""
+    ran = UsageDaily.objects.filter(day__gte=start, day__lt=end, jobs__gt=0)
+    return (
+        Project.objects.filter(pk__in=ran.values("project_id"))
+        .select_related("pi")
+        .order_by("code")
+    )
