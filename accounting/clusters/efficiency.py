@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
-from typing import Final
+from typing import Final, NamedTuple
 
 from accounting.clusters import charging
 
@@ -34,13 +34,12 @@ _ONE: Final = Decimal(1)
 _HUNDRED: Final = Decimal(100)
 
 
-@dataclass(frozen=True, slots=True)
-class JobUsage:
+class JobUsage(NamedTuple):
     """What a job used, as Slurm recorded it; None where Slurm recorded nothing.
 
     ``cpu_seconds`` is TotalCPU; ``memory_peak_mb`` and ``gpu_memory_peak_mb`` MiB, the largest
     of the job's steps; ``gpu_utilisation`` percent of the GPUs held (0-100), the largest of
-    the steps' means."""
+    the steps' means. (A named tuple: one is made for every step line of an import.)"""
 
     cpu_seconds: Decimal | None = None
     memory_peak_mb: Decimal | None = None

@@ -964,6 +964,11 @@ def _shorten(reason: str) -> str:
 def parse_total_cpu(text: str) -> Decimal:
     """Seconds of a Slurm CPU time (``TotalCPU``: ``MM:SS.mmm``, ``HH:MM:SS``,
     ``D-HH:MM:SS``), milliseconds kept. Raises ValueError."""
+    if len(text) == 9 and text[2] == ":" and text[5] == "." and text.isascii():
+        # The common short form, MM:SS.mmm, read without the general parser.
+        minutes, seconds, fraction = text[:2], text[3:5], text[6:]
+        if minutes.isdigit() and seconds.isdigit() and fraction.isdigit() and seconds < "60":
+            return Decimal(f"{int(minutes) * 60 + int(seconds)}.{fraction}")
     clock, dot, fraction = text.partition(".")
     if dot and not is_ascii_digits(fraction):
         raise ValueError(f"CPU time {text!r} has a bad fraction of a second")
@@ -976,6 +981,8 @@ def _usage_memory_mb(text: str) -> Decimal:
     number of bytes (as Slurm stores TRES usage)."""
     if is_ascii_digits(text):
         return Decimal(int(text)) / (1024 * 1024)
+    if text[-1:] == "K" and is_ascii_digits(text[:-1]):
+        return Decimal(int(text[:-1])) / 1024  # the usual unit of a peak: exact, no rounding
     return parse_memory_mb(text)
 
 
