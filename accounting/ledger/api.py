@@ -28,7 +28,7 @@ from accounting.ledger.efficiency_selectors import (
     EfficiencyFilters,
     efficiency_by_month,
     efficiency_distributions,
-    efficiency_summary,
+    totals_added,
 )
 from accounting.ledger.selectors import usage_get
 from accounting.ledger.serializers import (
@@ -215,10 +215,9 @@ class EfficiencyView(APIView):
             end=options.get("end"),
         )  # fmt: skip
         projects = projects_visible(user=request.user)
-        summary = efficiency_summary(projects=projects, filters=filters)
         months = efficiency_by_month(projects=projects, filters=filters)
         body = {
-            "summary": summary,
+            "summary": totals_added(months),
             "months": months,
             "distributions": efficiency_distributions(projects=projects, filters=filters),
         }

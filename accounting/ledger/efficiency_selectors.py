@@ -10,6 +10,7 @@ roll-up and so in no ratio; :attr:`EfficiencyTotals.unmeasured_jobs` counts them
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import date, datetime
 from decimal import Decimal
@@ -182,6 +183,24 @@ def efficiency_summary(
     )
     usage = _narrowed(UsageDaily.objects.all(), projects, filters).aggregate(**_usage_sums())
     return _totals(measured, usage)
+
+
+def totals_added(rows: Iterable[EfficiencyRow]) -> EfficiencyTotals:
+    """The totals of several groups together: every field is a sum, so the months of a period
+    add up to its summary (one pass over the roll-ups instead of two)."""
+    added: dict[str, Any] = {field.name: 0 for field in fields(EfficiencyTotals)}
+    for row in rows:
+        for name in added:
+            added[name] += getattr(row.totals, name)
+    typed: dict[str, Any] = {
+        name: value if name in _INTS else Decimal(value) for name, value in added.items()
+    }
+    return EfficiencyTotals(**typed)
+
+
+_INTS: Final = frozenset(
+    field.name for field in fields(EfficiencyTotals) if field.type in ("int", int)
+)
 
 
 def _month(value: date | datetime) -> date:

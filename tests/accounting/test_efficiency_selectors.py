@@ -164,3 +164,15 @@ def test_top_users_are_ranked_by_su_left_and_name_their_projects(centre):
     assert top[0].totals.unmeasured_jobs == 1
     assert len(efficiency_top_users(projects=Project.objects.all(),
                                     filters=EfficiencyFilters(), limit=1)) == 1  # fmt: skip
+
+
+def test_the_months_of_a_period_add_up_to_its_summary(centre):
+    """The API's summary is the sum of its months (one pass over the roll-ups)."""
+    from accounting.ledger.efficiency_selectors import totals_added
+
+    projects = Project.objects.all()
+    filters = EfficiencyFilters()
+
+    assert totals_added(efficiency_by_month(projects=projects, filters=filters)) == (
+        efficiency_summary(projects=projects, filters=filters)
+    )
