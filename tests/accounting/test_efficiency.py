@@ -168,3 +168,61 @@ def test_a_job_that_used_all_it_held_is_right_sized_to_its_charge(job):
     assert right_sized_request(spec, held, full) == Request(held.cpus, held.memory_mb, held.gpus)
     assert right_sized_service_units(spec, held, full, service_units=charged) == charged
     assert waste_named(spec, held, full, right_sized_request(spec, held, full)) == ""
+
+
+# --- reading usage from sacct's columns ----------------------------------------------------------
+
+
+def test_a_steps_gpu_use_is_read_where_slurms_gpu_plugin_records_it():
+    """The testbed has no NVML, so its dumps never carry gres/gpuutil: the shapes here are those
+    sacct prints when AcctGatherProfile measures GPUs (a percent, and memory in its units)."""
+    from accounting.ledger.sacct import usage_from_columns
+
+    usage = usage_from_columns(
+        "01:02:03",
+        "2048K",
+        "cpu=01:02:03,energy=0,fs/disk=1,gres/gpumem=3G,gres/gpuutil=140,mem=4096K,vmem=1K",
+        "cpu=00:31:00,gres/gpumem=2G,gres/gpuutil=90,mem=3072K",
+        "cpu=00:31:00,gres/gpumem=1536M,gres/gpuutil=45,mem=2048K",
+    )
+
+    assert usage == JobUsage(
+        cpu_seconds=Decimal(3723),
+        memory_peak_mb=Decimal(4),  # TRESUsageInTot mem, the sum over tasks; not MaxRSS
+        gpu_utilisation=Decimal(45),  # the step's mean
+        gpu_memory_peak_mb=Decimal(2048),  # the largest task's
+    )
+
+
+def test_a_step_without_a_usage_sample_says_nothing_of_memory():
+    """Seen on the testbed (tests/data/efficiency/README.md): MaxRSS empty, TRESUsageInTot just
+    energy=0."""
+    from accounting.ledger.sacct import usage_from_columns
+
+    usage = usage_from_columns("00:00.001", "", "energy=0", "", "energy=0")
+
+    assert usage == JobUsage(cpu_seconds=Decimal("0.001"))
+
+
+def test_a_json_steps_usage_is_read_from_what_sacct_calls_requested():
+    """sacct --json names TRESUsageIn "tres.requested" (raw units: bytes, percent), and a
+    step's time.total has microseconds that are not normalised."""
+    from accounting.ledger.sacct_json import _step_usage
+
+    step = {
+        "time": {"total": {"seconds": 14, "microseconds": 1038175}},
+        "tres": {
+            "requested": {
+                "total": [{"type": "mem", "name": "", "count": 1090125824}],
+                "max": [{"type": "gres", "name": "gpumem", "count": 2 * 1024**3}],
+                "average": [{"type": "gres", "name": "gpuutil", "count": 45}],
+            }
+        },
+    }
+
+    assert _step_usage(step) == JobUsage(
+        cpu_seconds=Decimal("15.038175"),
+        memory_peak_mb=Decimal(1090125824) / 1024**2,
+        gpu_utilisation=Decimal(45),
+        gpu_memory_peak_mb=Decimal(2048),
+    )
