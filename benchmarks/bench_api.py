@@ -36,6 +36,8 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +129,39 @@ def _wait_until_up(url: str, deadline_seconds: float = 60) -> None:
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"gunicorn did not answer {url} within {deadline_seconds:.0f} s")
+
+
+@contextmanager
+def gunicorn_serving(env: dict[str, str]) -> Iterator[str]:
+    """The portal under gunicorn with 2 workers on a free loopback port, for a load benchmark:
+    its base URL once ``/healthz/`` answers; stopped (its whole process group) on leaving."""
+    port = _free_port()
+    base = f"http://{HOST}:{port}"
+    server_env = {
+        **env,
+        "DJANGO_DEBUG": "0",
+        "DJANGO_ALLOWED_HOSTS": HOST,
+        "PORTAL_LOG_LEVEL": "WARNING",
+        # The load is one researcher: the per-user throttle would answer 429s.
+        "PORTAL_API_USER_RATE": "10000000/minute",
+        # ...and the load generator is one address: the anonymous throttle likewise.
+        "PORTAL_API_ANON_RATE": "10000000/minute",
+    }
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi", "--bind",
+         f"{HOST}:{port}", "--workers", "2", "--log-level", "warning"],
+        cwd=ROOT, env=server_env, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_until_up(f"{base}/healthz/")
+        yield base
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
 ANONYMOUS = ""  # no credential: the sign-in page and the API root
@@ -228,7 +263,7 @@ def main() -> int:
     var_dir = tempfile.mkdtemp(prefix="bench-api-")
     env = database_create(DB, months=("2026-01", "2027-01"), PORTAL_VAR_DIR=var_dir)
     manage = [sys.executable, "manage.py"]
-    server: subprocess.Popen[bytes] | None = None
+    stack = ExitStack()
     failed = False
     try:
         subprocess.run(
@@ -250,24 +285,7 @@ def main() -> int:
             row.split()[1] for row in done.stdout.splitlines() if row.startswith("SESSION")
         )
 
-        port = _free_port()
-        base = f"http://{HOST}:{port}"
-        server_env = {
-            **env,
-            "DJANGO_DEBUG": "0",
-            "DJANGO_ALLOWED_HOSTS": HOST,
-            "PORTAL_LOG_LEVEL": "WARNING",
-            # The load is one researcher: the per-user throttle would answer 429s.
-            "PORTAL_API_USER_RATE": "10000000/minute",
-            # ...and the load generator is one address: the anonymous throttle likewise.
-            "PORTAL_API_ANON_RATE": "10000000/minute",
-        }
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi", "--bind",
-             f"{HOST}:{port}", "--workers", "2", "--log-level", "warning"],
-            cwd=ROOT, env=server_env, start_new_session=True,
-        )  # fmt: skip
-        _wait_until_up(f"{base}/healthz/")
+        base = stack.enter_context(gunicorn_serving(env))
         balance = f"{base}/api/v1/projects/{PROJECT}/balance/"
         jobs = f"{base}/api/v1/jobs/?project={PROJECT}"
         _check(balance, token, b'"used_su"')
@@ -322,13 +340,7 @@ def main() -> int:
                 f"(target {wanted}, zero errors): {'met' if met else 'MISSED'}"
             )
     finally:
-        if server is not None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+        stack.close()
         shutil.rmtree(var_dir, ignore_errors=True)
         database_drop(DB)
     return 1 if failed else 0

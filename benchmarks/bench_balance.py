@@ -23,13 +23,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
-from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
+from benchmarks.pg import USAGE_DAILY_FROM_JOBS, database_create, database_drop, psql  # noqa: E402
 
 DB = "portal_bench_balance"
 OUT = ROOT / "benchmarks" / "out"
 PROJECTS = 200
 
-FILL = """
+FILL = "".join(  # the shared roll-up fill in the middle
+    (
+        """
 INSERT INTO allocations_project (code, title, status, field_of_science, created_at)
 SELECT 'bench' || lpad(g::text, 4, '0'), 'bench project', 'active', '', now()
 FROM generate_series(1, {projects}) g;
@@ -51,11 +53,9 @@ JOIN accounting_cluster c ON c.name = 'slurm-testbed'
 JOIN accounting_partitionversion pv ON pv.partition_id = (
   SELECT id FROM accounting_partition WHERE cluster_id = c.id AND name = 'work');
 
-INSERT INTO accounting_usagedaily (project_id, partition_id, username, day, service_units,
-  core_hours, gpu_hours, energy_wh, jobs)
-SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, sum(service_units),
-  sum(cpus * elapsed_seconds / 3600.0), 0, sum(energy_wh), count(*)
-FROM accounting_job GROUP BY 1, 2, 3, 4;
+""",
+        USAGE_DAILY_FROM_JOBS,
+        """
 
 INSERT INTO accounting_utilisationhourly (partition_id, hour_start, core_seconds, gpu_seconds)
 SELECT j.partition_id, h,
@@ -67,7 +67,9 @@ CROSS JOIN LATERAL generate_series(
   date_trunc('hour', j.start), j."end" - interval '1 second', interval '1 hour') AS h
 GROUP BY 1, 2;
 ANALYZE;
-"""
+""",
+    )
+)
 
 TIMING = """
 import statistics, time

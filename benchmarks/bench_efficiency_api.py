@@ -18,27 +18,24 @@ Zero errors are required. The database is dropped at the end.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
 from benchmarks.bench_api import (  # noqa: E402 (the API benchmark's harness)
-    HOST,
     Load,
     _check,
-    _free_port,
     _python_load,
-    _wait_until_up,
     _wrk,
+    gunicorn_serving,
 )
-from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
+from benchmarks.pg import USAGE_DAILY_FROM_JOBS, database_create, database_drop, psql  # noqa: E402
 
 DB = "portal_bench_efficiency_api"
 PROJECT = "bench0001"
@@ -47,7 +44,9 @@ TARGET_P95_MS = 50.0
 # 4-core, one-hour jobs on the work partition, 40 users; job g burns (g % 100) % of its cores
 # and peaks at (g % 97) / 97 of its memory; right-sized: whole cores for that (memory is below
 # the cores' share), at 1 SU per core-hour as on the testbed's work partition.
-FILL = """
+FILL = "".join(  # the shared roll-up fill in the middle
+    (
+        """
 INSERT INTO allocations_project (code, title, status, field_of_science, created_at)
 VALUES ('{project}', 'bench project', 'active', '', now());
 
@@ -70,11 +69,9 @@ JOIN accounting_cluster c ON c.name = 'slurm-testbed'
 JOIN accounting_partitionversion pv ON pv.partition_id = (
   SELECT id FROM accounting_partition WHERE cluster_id = c.id AND name = 'work');
 
-INSERT INTO accounting_usagedaily (project_id, partition_id, username, day, service_units,
-  core_hours, gpu_hours, energy_wh, jobs)
-SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, sum(service_units),
-  sum(cpus * elapsed_seconds / 3600.0), 0, sum(energy_wh), count(*)
-FROM accounting_job GROUP BY 1, 2, 3, 4;
+""",
+        USAGE_DAILY_FROM_JOBS,
+        """
 
 INSERT INTO accounting_efficiencydaily (project_id, partition_id, username, day, jobs,
   service_units, right_sized_service_units, core_hours_held, core_hours_used, memory_jobs,
@@ -96,7 +93,9 @@ CROSS JOIN LATERAL (VALUES
   ('walltime', elapsed_seconds / (timelimit_minutes * 60.0))) AS m(metric, ratio)
 GROUP BY 1, 2, 3, 4, 5, 6;
 ANALYZE;
-"""
+""",
+    )
+)
 
 SETUP = """
 from django.contrib.auth.models import User
@@ -120,7 +119,7 @@ def main() -> int:
         DB, months=("2026-01", "2027-01"), PORTAL_VAR_DIR=tempfile.mkdtemp(prefix="bench-eff-")
     )
     manage = [sys.executable, "manage.py"]
-    server: subprocess.Popen[bytes] | None = None
+    stack = ExitStack()
     failed = False
     try:
         subprocess.run(
@@ -138,16 +137,7 @@ def main() -> int:
             check=True, capture_output=True, text=True,
         )  # fmt: skip
         token = next(row.split()[1] for row in done.stdout.splitlines() if row.startswith("TOKEN"))
-        port = _free_port()
-        base = f"http://{HOST}:{port}"
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi", "--bind",
-             f"{HOST}:{port}", "--workers", "2", "--log-level", "warning"],
-            cwd=ROOT, start_new_session=True,
-            env={**env, "DJANGO_DEBUG": "0", "DJANGO_ALLOWED_HOSTS": HOST,
-                 "PORTAL_LOG_LEVEL": "WARNING", "PORTAL_API_USER_RATE": "10000000/minute"},
-        )  # fmt: skip
-        _wait_until_up(f"{base}/healthz/")
+        base = stack.enter_context(gunicorn_serving(env))
         year = f"{base}/api/v1/efficiency/?project={PROJECT}"
         month = f"{year}&start=2026-06-01&end=2026-07-01"
         _check(year, token, b"right_sized_service_units")
@@ -169,12 +159,7 @@ def main() -> int:
                 f"{'met' if met else 'MISSED'}"
             )
     finally:
-        if server is not None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+        stack.close()
         database_drop(DB)
     return 1 if failed else 0
 

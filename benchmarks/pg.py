@@ -15,6 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 
 
+# The daily roll-ups of a ledger filled in SQL, as the import would have kept them.
+USAGE_DAILY_FROM_JOBS = """
+INSERT INTO accounting_usagedaily (project_id, partition_id, username, day, service_units,
+  core_hours, gpu_hours, energy_wh, jobs)
+SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, sum(service_units),
+  sum(cpus * elapsed_seconds / 3600.0), 0, sum(energy_wh), count(*)
+FROM accounting_job GROUP BY 1, 2, 3, 4;
+"""
+
+
 def psql(database: str, sql: str) -> None:
     """Run ``sql`` on ``database`` of the benchmark server; stop with psql's error if it fails."""
     done = subprocess.run(
