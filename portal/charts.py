@@ -123,6 +123,14 @@ def _embeddable(fig: Figure) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def _say_empty(fig: Figure, text: str) -> None:
+    """Write ``text`` across the middle of a chart that has nothing to draw."""
+    fig.annotate(
+        text=text, showarrow=False, font={"color": MUTED}, xref="paper", yref="paper",
+        x=0.5, y=0.5,
+    )  # fmt: skip
+
+
 def _figure(title: str, height: int, **layout: Any) -> Figure:
     return Figure(data=[], layout={"title": {"text": title}, "height": height, **layout})
 
@@ -346,10 +354,7 @@ def usage_stacked(
             }
         )  # fmt: skip
     if not series:
-        fig.annotate(
-            text="No charged jobs in this window", showarrow=False, font={"color": MUTED},
-            xref="paper", yref="paper", x=0.5, y=0.5,
-        )  # fmt: skip
+        _say_empty(fig, "No charged jobs in this window")
     return Chart(
         key=key,
         title=title,
@@ -394,10 +399,7 @@ def energy_monthly(*, key: str, title: str, rows: Sequence[tuple[Any, ...]]) -> 
             }
         )  # fmt: skip
     if not months:
-        fig.annotate(
-            text="No charged jobs in this window", showarrow=False, font={"color": MUTED},
-            xref="paper", yref="paper", x=0.5, y=0.5,
-        )  # fmt: skip
+        _say_empty(fig, "No charged jobs in this window")
     return Chart(
         key=key,
         title=title,
@@ -690,10 +692,7 @@ def cost_quantile_curve(
         }
     )  # fmt: skip
     if not shown:
-        fig.annotate(
-            text="No jobs in this period", showarrow=False, font={"color": MUTED},
-            xref="paper", yref="paper", x=0.5, y=0.5,
-        )  # fmt: skip
+        _say_empty(fig, "No jobs in this period")
     return Chart(
         key=key,
         title=title,
@@ -963,10 +962,7 @@ def efficiency_months(
             }
         )  # fmt: skip
     if not months:
-        fig.annotate(
-            text="No measured jobs in this period", showarrow=False, font={"color": MUTED},
-            xref="paper", yref="paper", x=0.5, y=0.5,
-        )  # fmt: skip
+        _say_empty(fig, "No measured jobs in this period")
     rows = [
         (
             month.strftime("%Y-%m"), _su(charged), _su(right_sized), _su(charged - right_sized),
@@ -1013,10 +1009,7 @@ def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]
             }
         )  # fmt: skip
     if not fig["data"]:
-        fig.annotate(
-            text="No measured jobs in this period", showarrow=False, font={"color": MUTED},
-            xref="paper", yref="paper", x=0.5, y=0.5,
-        )  # fmt: skip
+        _say_empty(fig, "No measured jobs in this period")
     rows = [
         (tenths[tenth], *(distributions.get(metric, [0] * 10)[tenth]
                           for metric in EFFICIENCY_METRICS))
