@@ -24,6 +24,7 @@ from accounting.ledger.efficiency_selectors import (
     projects_charged_in,
 )
 from accounting.models import Job
+from allocations.budget import add_months
 from allocations.models import EfficiencySummaryNotice, Membership, Project
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 
@@ -31,12 +32,12 @@ TOP = 3  # users and jobs to look at, per project
 
 
 def month_after(month: date) -> date:
-    return (month.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return add_months(month.replace(day=1), 1)
 
 
 def month_before(day: date) -> date:
     """The first day of the month before ``day``'s."""
-    return (day.replace(day=1) - timedelta(days=1)).replace(day=1)
+    return add_months(day.replace(day=1), -1)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
 from typing import Literal
 
+from allocations.budget import add_months
+
 ENERGY_QUANTUM = Decimal("0.000001")  # the roll-ups' Wh columns hold six places
 GRAMS_QUANTUM = Decimal("0.001")
 INTENSITY_QUANTUM = Decimal("0.000001")
@@ -164,9 +166,8 @@ def local_day_bounds(day: date, zone: tzinfo) -> tuple[datetime, datetime]:
 
 def months_window(last_day: date, months: int = 12) -> tuple[date, date]:
     """The days [start, end) of the ``months`` calendar months up to the one of ``last_day``."""
-    first = last_day.year * 12 + last_day.month - months
-    following = last_day.year * 12 + last_day.month
-    return date(first // 12, first % 12 + 1, 1), date(following // 12, following % 12 + 1, 1)
+    month = last_day.replace(day=1)
+    return add_months(month, 1 - months), add_months(month, 1)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ from accounting.ledger.efficiency_selectors import (
     efficiency_distributions,
     efficiency_summary,
     efficiency_top_users,
+    totals_added,
 )
 from accounting.ledger.forms import EfficiencyPeriodForm
 from allocations.access import projects_visible, staff_only
+from allocations.budget import add_months
 from allocations.page_selectors import project_for_user, role_in_project
 from portal import charts
 
@@ -40,8 +42,7 @@ CSV_COLUMNS = (
 
 def month_start(day: date, months_back: int = 0) -> date:
     """The first day of ``day``'s month, ``months_back`` months earlier."""
-    index = day.year * 12 + day.month - 1 - months_back
-    return date(index // 12, index % 12 + 1, 1)
+    return add_months(day.replace(day=1), -months_back)
 
 
 def _period(
@@ -93,8 +94,8 @@ def project_efficiency(request: HttpRequest, code: str) -> HttpResponse:
     form, start, last_day = _period(request, (month_start(today, PROJECT_MONTHS - 1), today))
     filters = EfficiencyFilters(project=project.code, start=start, end=last_day + timedelta(days=1))
     projects = projects_visible(user=request.user)
-    summary = efficiency_summary(projects=projects, filters=filters)
     months = efficiency_by_month(projects=projects, filters=filters)
+    summary = totals_added(months)
     users = efficiency_by(projects=projects, filters=filters, group="user")
     partitions = efficiency_by(projects=projects, filters=filters, group="partition")
     wanted = request.GET.get("csv", "")

@@ -32,9 +32,10 @@ BOUNDS = {
     "project energy": ("pi", 6),
     "project energy csv": ("pi", 6),
     "grid intensity": ("staff", 6),
-    # Roll-ups only: summary, months, users and partitions (two reads each), distributions.
-    "project efficiency": ("pi", 14),
-    "project efficiency csv": ("pi", 14),
+    # Roll-ups only: months (the summary is their sum), users and partitions (two reads each),
+    # distributions.
+    "project efficiency": ("pi", 12),
+    "project efficiency csv": ("pi", 12),
     "efficiency top": ("staff", 8),  # ranking, their sums, their jobs, the centre's totals
     "quote": ("pi", 4),
     "explorer": ("pi", 4),
