@@ -187,6 +187,15 @@ class MonthFootprint:
         return (self.co2e_g * _WH_PER_KWH / self.energy.best_wh).quantize(Decimal("0.1"))
 
 
+def window_co2e_g(months: Sequence[MonthFootprint]) -> Decimal | None:
+    """A window's CO2e, the sum of its months'; None when a month has none (a total that left
+    a month out would understate it)."""
+    grams = [month.co2e_g for month in months]
+    if any(value is None for value in grams):
+        return None
+    return sum((value for value in grams if value is not None), Decimal(0))
+
+
 def monthly_footprint(
     days: Iterable[tuple[date, EnergySums]], intensity_of_day: Mapping[date, Decimal | None]
 ) -> list[MonthFootprint]:

@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounting.carbon.footprint import EnergySums, months_window
+from accounting.carbon.footprint import EnergySums, months_window, window_co2e_g
 from accounting.carbon.forms import GridIntensityUploadForm
 from accounting.carbon.selectors import (
     ClusterMonth,
@@ -59,15 +59,12 @@ def energy_rows(months: Iterable[ClusterMonth]) -> list[tuple[Any, ...]]:
 def _totals(months: Sequence[ClusterMonth]) -> dict[str, Any]:
     """The window's energy, its measured share, and its CO2e when every month has one."""
     energy = sum((row.footprint.energy for row in months), EnergySums())
-    grams = [row.footprint.co2e_g for row in months]
-    known = [value for value in grams if value is not None]
+    grams = window_co2e_g([row.footprint for row in months])
     return {
         "energy_kwh": _kwh(energy.best_wh),
         "measured_kwh": _kwh(energy.measured_wh),
         "measured_percent": energy.measured_percent,
-        "co2e_kg": (sum(known, Decimal(0)) / 1000).quantize(_KWH)
-        if len(known) == len(grams)
-        else None,
+        "co2e_kg": None if grams is None else (grams / 1000).quantize(_KWH),
     }
 
 

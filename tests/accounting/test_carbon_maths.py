@@ -281,3 +281,16 @@ def test_any_written_series_reads_back_the_same(rows):
     assert [(row.starts_at, row.g_per_kwh) for row in parsed] == sorted(
         (origin + timedelta(minutes=minute), Decimal(grams)) for minute, grams in rows
     )
+
+
+def test_a_windows_co2e_is_its_months_and_none_when_a_month_has_none():
+    from accounting.carbon.footprint import EnergySums, MonthFootprint, window_co2e_g
+
+    def month(grams):
+        return MonthFootprint(
+            month=date(2026, 1, 1), energy=EnergySums(), co2e_g=grams, days_without_intensity=0
+        )
+
+    assert window_co2e_g([month(Decimal(5)), month(Decimal("2.5"))]) == Decimal("7.5")
+    assert window_co2e_g([month(Decimal(5)), month(None)]) is None
+    assert window_co2e_g([]) == 0
