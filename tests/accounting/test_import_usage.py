@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 from django.db.models import Sum
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from accounting.clusters.efficiency import job_efficiency
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.pipeline import jobs_import
+from accounting.ledger.pipeline import BUCKETS, jobs_import
 from accounting.ledger.rollups import bucket_of
-from accounting.ledger.sacct import parse_total_cpu
+from accounting.ledger.sacct import USAGE_FIELDS, parse_total_cpu
 from accounting.ledger.usage import held_of, usage_of
 from accounting.models import Cluster, EfficiencyBucket, EfficiencyDaily, Job
 from allocations.models import Project
@@ -214,3 +216,62 @@ def test_a_usage_value_beyond_its_column_is_left_out_with_a_warning(testbed):
     assert summary.quarantined == 0
     assert job.memory_peak_mb is None
     assert any("TRESUsageInTot" in warning and "left out" in warning for warning in job.warnings)
+
+
+# --- fuzz: junk in the usage columns, through the importer's entry point ------------------------
+
+REAL = (Path(__file__).resolve().parents[1] / "data" / "efficiency" / "sacct_usage.psv").read_text()
+USAGE_JUNK = st.sampled_from(
+    [
+        "", "soon", "-1", "1:2:3:4", "99:99.999", "1-99:00:00", "00:03.6x8", "NaN",
+        "99999999999999999999T", "99999999999999999999", "mem=", "mem=abcK", "mem=-5K",
+        "cpu=00:00:01,mem=", "energy=0", "gres/gpuutil=ten", "gres/gpumem=1Q", "x" * 5000,
+        "mem=1K,mem=2K", "\u00b2K",
+    ]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_junk_in_the_usage_columns_never_costs_a_charge_and_keeps_every_invariant(
+    testbed, data: st.DataObject
+):
+    """Whatever the usage columns hold, every line lands in one bucket, the same jobs are
+    charged the same SU, no efficiency leaves 0..1, no right-sized charge exceeds its charge,
+    and the roll-ups stay the sums of the jobs."""
+    Project.objects.get_or_create(code="root")
+    lines = REAL.splitlines()
+    header = lines[0].split("|")
+    usage = [header.index(name) for name in USAGE_FIELDS]
+    jobs_import(cluster=testbed, lines=iter(lines), source="clean")
+    reference = sorted(Job.objects.values_list("job_id_raw", "charge_state", "service_units"))
+    Job.objects.all().delete()
+    EfficiencyDaily.objects.all().delete()
+    EfficiencyBucket.objects.all().delete()
+    for _ in range(data.draw(st.integers(1, 12))):
+        number = data.draw(st.integers(1, len(lines) - 1))
+        fields = lines[number].split("|")
+        fields[data.draw(st.sampled_from(usage))] = data.draw(USAGE_JUNK)
+        lines[number] = "|".join(fields)
+
+    summary = jobs_import(cluster=testbed, lines=iter(lines), source="junk", batch_size=5)[1]
+
+    assert sum(getattr(summary, name) for name in BUCKETS) == summary.lines == len(lines) - 1
+    assert summary.quarantined == 0
+    assert sorted(Job.objects.values_list("job_id_raw", "charge_state", "service_units")) == (
+        reference
+    )
+    for job in Job.objects.all():
+        if job.right_sized_service_units is not None:
+            assert 0 <= job.right_sized_service_units <= job.service_units
+        ratios = job_efficiency(held_of(job.__dict__), usage_of(job.__dict__))
+        for ratio in (ratios.cpu, ratios.memory, ratios.gpu, ratios.walltime):
+            assert ratio is None or 0 <= ratio <= 1
+    measured = Job.objects.filter(right_sized_service_units__isnull=False)
+    totals = EfficiencyDaily.objects.aggregate(jobs=Sum("jobs"), su=Sum("service_units"))
+    assert (totals["jobs"] or 0) == measured.count()
+    assert (totals["su"] or 0) == (measured.aggregate(s=Sum("service_units"))["s"] or 0)
