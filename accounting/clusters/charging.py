@@ -571,6 +571,13 @@ def _node_local_equivalents(
     return equivalents
 
 
+def _check_elapsed(elapsed_seconds: int) -> None:
+    if elapsed_seconds.__class__ is not int:
+        raise ChargeError(f"elapsed_seconds must be an int, got {elapsed_seconds!r}")
+    if elapsed_seconds < 0:
+        raise ChargeError(f"elapsed_seconds must not be negative, got {elapsed_seconds}")
+
+
 def _round_to_quantum(numerator: int, denominator: int) -> Decimal:
     """numerator / denominator rounded half-even to SU_QUANTUM: exact, no double rounding."""
     quanta, remainder = divmod(numerator * _QUANTUM_SCALE, denominator)
@@ -602,10 +609,7 @@ class ChargingModel(ABC):
     ) -> Charge:
         """Price a job that held ``nodes`` of partition ``spec`` for ``elapsed_seconds``."""
         partition = _partition(spec)
-        if elapsed_seconds.__class__ is not int:
-            raise ChargeError(f"elapsed_seconds must be an int, got {elapsed_seconds!r}")
-        if elapsed_seconds < 0:
-            raise ChargeError(f"elapsed_seconds must not be negative, got {elapsed_seconds}")
+        _check_elapsed(elapsed_seconds)
         fractions, share_units, dominant_resource = _measure(partition, nodes)
         numerator, denominator = self._service_units_ratio(
             partition, nodes, share_units, elapsed_seconds
@@ -625,6 +629,18 @@ class ChargingModel(ABC):
             nodes=fractions,
             dominant_resource=dominant_resource,
             energy_wh=energy_wh,
+        )
+
+    def service_units(
+        self, spec: PartitionSpec, nodes: Sequence[NodeUsage], elapsed_seconds: int
+    ) -> Decimal:
+        """:meth:`charge`'s ``service_units`` alone, to the last place, without the breakdown
+        (a second pricing of a job, as for its right-sized request, needs only the SU)."""
+        partition = _partition(spec)
+        _check_elapsed(elapsed_seconds)
+        _, share_units, _ = _measure(partition, nodes)
+        return _round_to_quantum(
+            *self._service_units_ratio(partition, nodes, share_units, elapsed_seconds)
         )
 
     @abstractmethod
@@ -893,11 +909,25 @@ def charge(
     Raises :class:`ChargeError` for usage the partition cannot have given and
     :class:`SpecError` for a spec that cannot be charged against.
     """
+    return _model(model).charge(spec, nodes, elapsed_seconds)
+
+
+def service_units(
+    spec: PartitionSpec,
+    nodes: Sequence[NodeUsage],
+    *,
+    elapsed_seconds: int,
+    model: str | ChargingModel = "energy",
+) -> Decimal:
+    """``charge(...).service_units``, the same to the last place, without the breakdown."""
+    return _model(model).service_units(spec, nodes, elapsed_seconds)
+
+
+def _model(model: str | ChargingModel) -> ChargingModel:
     if not isinstance(model, str):
-        return model.charge(spec, nodes, elapsed_seconds)
+        return model
     try:
-        charging_model = MODELS[model]
+        return MODELS[model]
     except KeyError:
         known = ", ".join(sorted(MODELS))
         raise ChargeError(f"unknown charging model {model!r} (known: {known})") from None
-    return charging_model.charge(spec, nodes, elapsed_seconds)

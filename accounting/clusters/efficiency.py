@@ -22,7 +22,6 @@ is right-sized to what was held, and a job without ``TotalCPU`` has no efficienc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Final, NamedTuple
 
@@ -87,9 +86,10 @@ def _larger(a: Decimal | None, b: Decimal | None) -> Decimal | None:
     return max(a, b)
 
 
-@dataclass(frozen=True, slots=True)
-class Held:
-    """What a job held: its sacct allocation (totals over its nodes) and time."""
+class Held(NamedTuple):
+    """What a job held: its sacct allocation (totals over its nodes) and time. (Named tuples
+    here: one of each is made for every job of an import, and a frozen dataclass costs a
+    ``object.__setattr__`` per field.)"""
 
     nnodes: int
     cpus: int
@@ -99,8 +99,7 @@ class Held:
     timelimit_minutes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Efficiency:
+class Efficiency(NamedTuple):
     """Ratios of used to held, 0 to 1 (rounded to :data:`RATIO_QUANTUM`); None: not measured.
     CPU and memory are capped at 1: Slurm's sampling and system time can count a little more
     than was held, and a job cannot use more than all of it."""
@@ -140,8 +139,7 @@ def job_efficiency(held: Held, usage: JobUsage) -> Efficiency:
     return Efficiency(cpu=cpu, memory=memory, gpu=gpu, walltime=walltime)
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """A job's request in totals over its nodes (as sacct's AllocTRES gives them)."""
 
     cores: int
@@ -192,7 +190,7 @@ def right_sized_service_units(
     nodes = charging.split_evenly(
         nodes=held.nnodes, cores=request.cores, memory_mb=request.memory_mb, gpus=request.gpus
     )
-    priced = charging.charge(spec, nodes, elapsed_seconds=held.elapsed_seconds).service_units
+    priced = charging.service_units(spec, nodes, elapsed_seconds=held.elapsed_seconds)
     return min(priced, service_units)
 
 

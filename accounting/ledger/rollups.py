@@ -15,7 +15,7 @@ from django.db import connection
 
 from accounting.carbon import footprint
 from accounting.clusters import charging
-from accounting.clusters.efficiency import job_efficiency
+from accounting.clusters.efficiency import Efficiency, job_efficiency
 from accounting.ledger.usage import held_of, usage_of
 from accounting.models import (
     EfficiencyBucket,
@@ -146,10 +146,7 @@ def _efficiency_add(
     project_id, partition_id, username, day = key
     month = day.replace(day=1)
     buckets = deltas.buckets
-    for metric, ratio in (
-        ("cpu", ratios.cpu), ("memory", ratios.memory), ("gpu", ratios.gpu),
-        ("walltime", ratios.walltime),
-    ):  # fmt: skip
+    for metric, ratio in zip(Efficiency._fields, ratios, strict=True):
         if ratio is not None:
             bucket = (project_id, partition_id, username, month, metric, bucket_of(ratio))
             buckets[bucket] = buckets.get(bucket, 0) + sign

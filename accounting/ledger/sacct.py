@@ -36,7 +36,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from operator import itemgetter
 from types import MappingProxyType
-from typing import IO, Literal, TypeVar, overload
+from typing import IO, Literal, NamedTuple, TypeVar, overload
 
 import hostlist
 
@@ -479,9 +479,16 @@ class _Layout:
         self.values = itemgetter(*(positions.get(name, len(names)) for name in _COLUMNS))
         self.has_alloc_tres = "AllocTRES" in positions
         self.has_usage = any(name in positions for name in USAGE_FIELDS)
-        # The columns a step's usage is read from (_LineParser.step_usage), by position.
+        # A step's usage columns (_LineParser.step) are split off the end of its line: the
+        # last ``step_tail`` fields, from the first usage column on (in the portal's sacct
+        # command they are the last columns, and the rest of a step line is never read).
+        # ``step_values`` picks them from ``line.rsplit(delimiter, step_tail)``, whose item 0
+        # is the rest of the line; an absent column points past the end, where "" is appended.
+        usage_positions = [positions.get(name) for name in USAGE_FIELDS]
+        first = min((at for at in usage_positions if at is not None), default=len(names))
+        self.step_tail = len(names) - first
         self.step_values = itemgetter(
-            *(positions.get(name, len(names)) for name in ("JobIDRaw", *USAGE_FIELDS))
+            *(self.step_tail + 1 if at is None else at - first + 1 for at in usage_positions)
         )
 
 
@@ -620,14 +627,14 @@ class _LineParser:
             reason, field_name = f"unexpected parser error: {exc!r}", None
         return SacctLineError(line_number, raw, _shorten(reason), field_name, self._job_id(raw))
 
-    def step(self, line_number: int, line: str) -> SacctStep:
-        """A step line's job and usage, read from those columns alone (steps are most lines of
-        a full dump). A bad usage value loses that step's usage, not its job's line."""
-        fields = line.rstrip("\r\n").split(self.layout.delimiter)
+    def step(self, line_number: int, line: str, job_id_raw: str) -> SacctStep:
+        """A step line's usage, read from those columns alone (steps are most lines of a full
+        dump), for the job ``job_id_raw`` (the step's JobIDRaw). A bad usage value loses that
+        step's usage, not its job's line. The line has the header's number of fields."""
+        layout = self.layout
+        fields = line.rstrip("\r\n").rsplit(layout.delimiter, layout.step_tail)
         fields.append("")
-        job_id_raw, total_cpu, max_rss, usage_tot, usage_max, usage_ave = self.layout.step_values(
-            fields
-        )
+        total_cpu, max_rss, usage_tot, usage_max, usage_ave = layout.step_values(fields)
         try:
             usage = usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave)
         except _FieldError:
@@ -979,10 +986,12 @@ def parse_total_cpu(text: str) -> Decimal:
 def _usage_memory_mb(text: str) -> Decimal:
     """A memory amount of a TRESUsage field or MaxRSS: ``320628K`` (sacct's units), or a bare
     number of bytes (as Slurm stores TRES usage)."""
+    if text[-1:] == "K":  # the usual unit of a step's peak: exact, no rounding
+        kibibytes = text[:-1]
+        if kibibytes.isdigit() and kibibytes.isascii():
+            return Decimal(int(kibibytes)) / 1024
     if is_ascii_digits(text):
         return Decimal(int(text)) / (1024 * 1024)
-    if text[-1:] == "K" and is_ascii_digits(text[:-1]):
-        return Decimal(int(text[:-1])) / 1024  # the usual unit of a peak: exact, no rounding
     return parse_memory_mb(text)
 
 
@@ -1042,12 +1051,7 @@ def usage_from_columns(
             gpu = parse_decimal(_tres_item(usage_ave, "gres/gpuutil="), "GPU utilisation")
         except ValueError as exc:
             raise _FieldError("TRESUsageInAve", str(exc)) from None
-    return JobUsage(
-        cpu_seconds=cpu_seconds,
-        memory_peak_mb=memory,
-        gpu_utilisation=gpu,
-        gpu_memory_peak_mb=gpu_memory,
-    )
+    return JobUsage(cpu_seconds, memory, gpu, gpu_memory)  # positional: one per step line
 
 
 def _optional_count(name: str) -> Callable[[str], int | None]:
@@ -1284,10 +1288,10 @@ def _parse_lines(
         yield parse(line_number, line)
 
 
-@dataclass(frozen=True, slots=True)
-class SacctStep:
+class SacctStep(NamedTuple):
     """A job-step line that was recognised but not read in full (``parse_sacct(steps=False)``):
-    only, when the dump has usage columns, its job's JobIDRaw and what the step used."""
+    only, when the dump has usage columns, its job's JobIDRaw and what the step used. (A named
+    tuple: one is made for every step line, most lines of a full dump.)"""
 
     line_number: int
     kind: str = "step"
@@ -1314,6 +1318,9 @@ def _parse_lines_counting_steps(
             and "." in fields[position]
             and line.count(delimiter) == separators
         ):
-            yield parser.step(line_number, line) if layout.has_usage else SacctStep(line_number)
+            if layout.has_usage:
+                yield parser.step(line_number, line, fields[position])
+            else:
+                yield SacctStep(line_number)
         else:
             yield parse(line_number, line)

@@ -11,7 +11,16 @@ from fractions import Fraction
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from accounting.clusters.charging import SU_QUANTUM, NodeUsage, PartitionSpec, charge, energy_weight
+from accounting.clusters.charging import (
+    MODELS,
+    SU_QUANTUM,
+    NodeUsage,
+    PartitionSpec,
+    SpecError,
+    charge,
+    energy_weight,
+    service_units,
+)
 
 NVME = "nvme_gb"
 
@@ -214,3 +223,19 @@ def test_node_local_resource_changes_the_charge_only_when_it_dominates(job):
         assert oracle_su(spec, nodes, seconds) > oracle_su(without_nvme_spec, without_nvme, seconds)
     else:
         assert with_nvme.service_units == base.service_units
+
+
+@given(jobs(), st.sampled_from(sorted(MODELS)))
+def test_service_units_alone_are_the_charges_to_the_last_place_under_every_model(job, model):
+    """The lean pricing (a job's right-sized request is priced with it) is the charge's SU,
+    and refuses what the charge refuses (a spec without the model's figures) with its words."""
+    spec, nodes, seconds = job
+    try:
+        expected = str(charge(spec, nodes, elapsed_seconds=seconds, model=model).service_units)
+    except SpecError as error:
+        expected = f"refused: {error}"
+    try:
+        lean = str(service_units(spec, nodes, elapsed_seconds=seconds, model=model))
+    except SpecError as error:
+        lean = f"refused: {error}"
+    assert lean == expected
