@@ -517,21 +517,12 @@ class UsageDaily(models.Model):
         return f"{self.project} {self.partition} {self.username} {self.day}"
 
 
-class EfficiencyDaily(models.Model):
-    """Roll-up of the efficiency of charged jobs WITH usage data, per project, partition, user
-    and day (as UsageDaily: the cluster's local day the job ended). Sums, so that any period and
-    any grouping is a ratio of sums: CPU efficiency = core_hours_used / core_hours_held, and the
-    SU left on the table = service_units - right_sized_service_units. Jobs without usage data
-    are not here (they are in UsageDaily)."""
+class EfficiencySums(models.Model):
+    """The sums of the efficiency roll-ups (abstract): of charged jobs WITH usage data, so that
+    any period and any grouping is a ratio of sums: CPU efficiency = core_hours_used /
+    core_hours_held, and the SU left on the table = service_units - right_sized_service_units.
+    Jobs without usage data are not in them (they are in UsageDaily)."""
 
-    project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_days"
-    )
-    partition = models.ForeignKey(
-        Partition, on_delete=models.PROTECT, related_name="efficiency_days"
-    )
-    username = models.CharField(max_length=64)
-    day = models.DateField()
     jobs = models.IntegerField(default=0)
     service_units = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
     right_sized_service_units = models.DecimalField(
@@ -553,6 +544,23 @@ class EfficiencyDaily(models.Model):
     hours_asked = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
 
     class Meta:
+        abstract = True
+
+
+class EfficiencyDaily(EfficiencySums):
+    """Roll-up of the efficiency of charged jobs with usage data (:class:`EfficiencySums`), per
+    project, partition, user and day (as UsageDaily: the cluster's local day the job ended)."""
+
+    project = models.ForeignKey(
+        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_days"
+    )
+    partition = models.ForeignKey(
+        Partition, on_delete=models.PROTECT, related_name="efficiency_days"
+    )
+    username = models.CharField(max_length=64)
+    day = models.DateField()
+
+    class Meta:
         ordering = ["day"]
         constraints = [
             models.UniqueConstraint(
@@ -566,6 +574,39 @@ class EfficiencyDaily(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project} {self.partition} {self.username} {self.day}"
+
+
+class EfficiencyMonthly(EfficiencySums):
+    """EfficiencyDaily summed per calendar month, with the month's charged jobs measured or
+    not (``all_jobs``, ``charged_service_units``: UsageDaily's ``jobs`` and ``service_units``),
+    so that a period of whole months (a year: 12 rows per user, not 365) is read from one
+    table. Kept by the import beside the daily rows, in the same transaction; a period that
+    starts or ends within a month reads those days from the daily tables
+    (accounting.ledger.efficiency_selectors)."""
+
+    project = models.ForeignKey(
+        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_months"
+    )
+    partition = models.ForeignKey(
+        Partition, on_delete=models.PROTECT, related_name="efficiency_months"
+    )
+    username = models.CharField(max_length=64)
+    month = models.DateField(help_text="first day of the month")
+    all_jobs = models.IntegerField(default=0)
+    charged_service_units = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+
+    class Meta:
+        ordering = ["month"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "partition", "username", "month"],
+                name="efficiency_monthly_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["project", "month"], name="efficiency_project_month")]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.partition} {self.username} {self.month:%Y-%m}"
 
 
 class EfficiencyBucket(models.Model):

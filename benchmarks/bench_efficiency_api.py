@@ -2,9 +2,10 @@
 
 A throwaway database gets ``--jobs`` ledger rows (default 1,000,000) of ONE project over a year,
 each with what it used (CPU time, memory peak, the right-sized SU), and the roll-ups the import
-keeps for them (UsageDaily, EfficiencyDaily, EfficiencyBucket), made in SQL as bench_balance.py
-makes its fill. A member of the project holds an API token; gunicorn serves the portal with 2
-workers on 127.0.0.1, and bench_api.py's load generator asks, for ``--seconds``:
+keeps for them (UsageDaily, EfficiencyDaily, EfficiencyMonthly, EfficiencyBucket), made in SQL
+as bench_balance.py makes its fill. A member of the project holds an API token; gunicorn serves
+the portal with 2 workers on 127.0.0.1, and bench_api.py's load generator asks, for
+``--seconds``:
 
 - ``GET /api/v1/efficiency/?project=bench0001`` (the whole year): target p95 <= 50 ms;
 - ``GET /api/v1/efficiency/?project=bench0001&start=...&end=...`` (one month);
@@ -38,6 +39,11 @@ from benchmarks.bench_api import (  # noqa: E402 (the API benchmark's harness)
 from benchmarks.pg import USAGE_DAILY_FROM_JOBS, database_create, database_drop, psql  # noqa: E402
 
 DB = "portal_bench_efficiency_api"
+SUMS = (
+    "jobs", "service_units", "right_sized_service_units", "core_hours_held", "core_hours_used",
+    "memory_jobs", "memory_mb_hours_held", "memory_mb_hours_used", "gpu_jobs", "gpu_hours_held",
+    "gpu_hours_used", "walltime_jobs", "hours_run", "hours_asked",
+)  # fmt: skip
 PROJECT = "bench0001"
 TARGET_P95_MS = 50.0
 
@@ -82,6 +88,18 @@ SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, cou
   count(*), sum(memory_mb), sum(memory_peak_mb), 0, 0, 0, count(*), count(*), 2 * count(*)
 FROM accounting_job GROUP BY 1, 2, 3, 4;
 
+INSERT INTO accounting_efficiencymonthly (project_id, partition_id, username, month,
+  all_jobs, charged_service_units, {sums})
+SELECT project_id, partition_id, username, u.month, u.jobs, u.service_units,
+  {coalesced}
+FROM (SELECT project_id, partition_id, username, date_trunc('month', day)::date AS month,
+        sum(jobs) AS jobs, sum(service_units) AS service_units
+      FROM accounting_usagedaily GROUP BY 1, 2, 3, 4) u
+LEFT JOIN (SELECT project_id, partition_id, username, date_trunc('month', day)::date AS month,
+             {summed}
+           FROM accounting_efficiencydaily GROUP BY 1, 2, 3, 4) e
+  USING (project_id, partition_id, username, month);
+
 INSERT INTO accounting_efficiencybucket (project_id, partition_id, username, month, metric,
   bucket, jobs)
 SELECT project_id, partition_id, username, date_trunc('month', "end" AT TIME ZONE 'UTC')::date,
@@ -96,6 +114,13 @@ ANALYZE;
 """,
     )
 )
+
+# EfficiencyMonthly from the daily rows, as the import keeps it (the names of its sums).
+MONTHLY_SQL = {
+    "sums": ", ".join(SUMS),
+    "coalesced": ", ".join(f"coalesce(e.{name}, 0)" for name in SUMS),
+    "summed": ", ".join(f"sum({name}) AS {name}" for name in SUMS),
+}
 
 SETUP = """
 from django.contrib.auth.models import User
@@ -127,7 +152,7 @@ def main() -> int:
             check=True, capture_output=True,
         )  # fmt: skip
         started = time.perf_counter()
-        psql(DB, FILL.format(jobs=args.jobs, project=PROJECT))
+        psql(DB, FILL.format(jobs=args.jobs, project=PROJECT, **MONTHLY_SQL))
         psql(DB, "VACUUM ANALYZE;")
         print(
             f"filled {args.jobs:,} jobs and their roll-ups in {time.perf_counter() - started:.0f} s"

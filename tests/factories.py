@@ -12,7 +12,14 @@ from django.contrib.auth import get_user_model
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.models import Cluster, Partition, PartitionVersion
+from accounting.models import (
+    Cluster,
+    EfficiencyDaily,
+    EfficiencyMonthly,
+    Partition,
+    PartitionVersion,
+    UsageDaily,
+)
 from allocations.models import Membership, PoolPartition, Project, ResourcePool
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "clusters"
@@ -138,3 +145,27 @@ def api_token(user: Any, *, scope: str = "write", name: str = "tests") -> str:
     from people.tokens import token_create
 
     return token_create(user=user, name=name, scope=scope, expires_in_days=30).plaintext
+
+
+def efficiency_rollups_add(project, partition, username, day, *, jobs, measured, **sums):
+    """Roll-up rows of a day written by hand (UsageDaily, EfficiencyDaily when ``measured``
+    jobs had usage data), and their share of the month's EfficiencyMonthly row, as the import
+    keeps them: for read-side tests whose every figure is computed on paper."""
+    UsageDaily.objects.create(
+        project=project, partition=partition, username=username, day=day, jobs=jobs,
+        service_units=sums.get("service_units", Decimal(0)),
+    )  # fmt: skip
+    month, _ = EfficiencyMonthly.objects.get_or_create(
+        project=project, partition=partition, username=username, month=day.replace(day=1)
+    )
+    month.all_jobs += jobs
+    month.charged_service_units += sums.get("service_units", Decimal(0))
+    if measured:
+        EfficiencyDaily.objects.create(
+            project=project, partition=partition, username=username, day=day, jobs=measured,
+            **sums,
+        )  # fmt: skip
+        month.jobs += measured
+        for name, value in sums.items():
+            setattr(month, name, getattr(month, name) + value)
+    month.save()

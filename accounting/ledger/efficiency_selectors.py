@@ -16,16 +16,22 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from django.db.models import DecimalField, F, IntegerField, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce, TruncMonth
+from django.db.models import F, Q, QuerySet, Sum
+from django.db.models.functions import TruncMonth
 
 from accounting.clusters.efficiency import RATIO_QUANTUM
-from accounting.models import EfficiencyBucket, EfficiencyDaily, Job, UsageDaily
+from accounting.models import (
+    EfficiencyBucket,
+    EfficiencyDaily,
+    EfficiencyMonthly,
+    Job,
+    UsageDaily,
+)
+from allocations.budget import add_months
 from allocations.models import Project
 
 _ZERO: Final = Decimal(0)
 _ONE: Final = Decimal(1)
-_SUM_FIELD: Final = DecimalField(max_digits=28, decimal_places=6)
 METRICS: Final = ("cpu", "memory", "gpu", "walltime")
 BUCKETS: Final = 10  # tenths: bucket 0 is under 10 %, bucket 9 is 90 % to 100 %
 
@@ -128,6 +134,11 @@ class EfficiencyRow:
 
 
 def _narrowed(rows: QuerySet[Any], projects: QuerySet[Project], filters: EfficiencyFilters) -> Any:
+    return _days(_who(rows, projects, filters), filters.start, filters.end)
+
+
+def _who(rows: QuerySet[Any], projects: QuerySet[Project], filters: EfficiencyFilters) -> Any:
+    """Roll-up rows of ``projects`` narrowed by project, user and partition."""
     rows = rows.filter(project__in=projects)
     if filters.project:
         rows = rows.filter(project__code=filters.project)
@@ -135,36 +146,116 @@ def _narrowed(rows: QuerySet[Any], projects: QuerySet[Project], filters: Efficie
         rows = rows.filter(username=filters.username)
     if filters.partition:
         rows = rows.filter(partition__name=filters.partition)
-    if filters.start:
-        rows = rows.filter(day__gte=filters.start)
-    if filters.end:
-        rows = rows.filter(day__lt=filters.end)
     return rows
 
 
-def _sum_expressions() -> dict[str, Any]:
-    sums: dict[str, Any] = {
-        name: (
-            Coalesce(Sum(name), Value(0), output_field=IntegerField())
-            if name in _COUNTS
-            else Coalesce(Sum(name), Value(_ZERO), output_field=_SUM_FIELD)
-        )
-        for name in _SUMS
-    }
-    sums["measured_jobs"] = Coalesce(Sum("jobs"), Value(0), output_field=IntegerField())
-    return sums
+def _days(rows: QuerySet[Any], start: date | None, end: date | None, column: str = "day") -> Any:
+    if start:
+        rows = rows.filter(**{f"{column}__gte": start})
+    if end:
+        rows = rows.filter(**{f"{column}__lt": end})
+    return rows
 
 
-def _usage_sums() -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Period:
+    """A period [start, end) of days as the whole months inside it, read from
+    EfficiencyMonthly (``months``: [first, after) of month firsts, a None bound open; None:
+    no whole month), and the days at its ends, read from the daily tables (``days``)."""
+
+    months: tuple[date | None, date | None] | None
+    days: tuple[tuple[date, date], ...]
+
+
+def _period(start: date | None, end: date | None) -> _Period:
+    first = start if start is None or start.day == 1 else add_months(start.replace(day=1), 1)
+    after = end if end is None or end.day == 1 else end.replace(day=1)
+    if start is not None and end is not None and (first is None or after is None or first >= after):
+        return _Period(months=None, days=((start, end),))
+    days: list[tuple[date, date]] = []
+    if start is not None and first is not None and start < first:
+        days.append((start, first))
+    if end is not None and after is not None and after < end:
+        days.append((after, end))
+    return _Period(months=(first, after), days=tuple(days))
+
+
+_ALL: Final = "all"  # the one group of an ungrouped read
+
+
+def _grouped(
+    projects: QuerySet[Project], filters: EfficiencyFilters, key: str | None
+) -> dict[Any, EfficiencyTotals]:
+    """The totals per group (``key``: "month", a field path, or None for one group) of the
+    jobs that match ``filters``: whole months from EfficiencyMonthly (one query), and the
+    days at either end of the period, if any, from EfficiencyDaily and UsageDaily (two more).
+    Every figure is a sum, so the parts add up exactly."""
+    period = _period(filters.start, filters.end)
+    measured: dict[Any, dict[str, Any]] = {}
+    usage: dict[Any, dict[str, Any]] = {}
+
+    def add(into: dict[Any, dict[str, Any]], rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            group = _month(row.pop("group")) if key == "month" else row.pop("group", _ALL)
+            sums = into.setdefault(group, {})
+            for name, value in row.items():
+                sums[name] = sums.get(name, 0) + (value or 0)
+
+    if period.months is not None:
+        months = _who(EfficiencyMonthly.objects.all(), projects, filters)
+        months = _days(months, *period.months, column="month")
+        sums = {**_sum_expressions(), **_usage_sums("all_jobs", "charged_service_units")}
+        for row in _read(months, key, "month", sums):
+            charged = {"total": row.pop("total"), "charged": row.pop("charged")}
+            if "group" in row:
+                charged["group"] = row["group"]
+            add(measured, [row])
+            add(usage, [charged])
+    if period.days:
+        spans = Q()
+        for start, end in period.days:
+            spans |= Q(day__gte=start, day__lt=end)
+        for model, into, sums in (
+            (EfficiencyDaily, measured, _sum_expressions()),
+            (UsageDaily, usage, _usage_sums()),
+        ):
+            days = _who(model.objects.all(), projects, filters).filter(spans)
+            add(into, _read(days, key, "day", sums))
+    groups = set(measured) | set(usage)
+    if key is None:
+        groups.add(_ALL)
+    empty: dict[str, Any] = dict.fromkeys((*_SUMS, "measured_jobs"), 0)
     return {
-        "total": Coalesce(Sum("jobs"), Value(0), output_field=IntegerField()),
-        "charged": Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SUM_FIELD),
+        group: _totals({**empty, **measured.get(group, {})}, usage.get(group)) for group in groups
     }
+
+
+def _read(
+    rows: QuerySet[Any], key: str | None, date_column: str, sums: dict[str, Any]
+) -> Iterable[dict[str, Any]]:
+    """``sums`` of ``rows`` per group, as dicts with the group in "group" (none ungrouped)."""
+    if key is None:
+        return [rows.aggregate(**sums)]
+    group = TruncMonth(date_column) if key == "month" else F(key)
+    if key == "month" and date_column == "month":
+        group = F("month")
+    return rows.values(group=group).annotate(**sums).order_by()
+
+
+def _sum_expressions() -> dict[str, Any]:
+    """The sums of the efficiency roll-ups, by their names in :class:`EfficiencyTotals`. (No
+    Coalesce: a group has rows, and the one group of an empty aggregate reads None as 0.)"""
+    return {**{name: Sum(name) for name in _SUMS}, "measured_jobs": Sum("jobs")}
+
+
+def _usage_sums(jobs: str = "jobs", service_units: str = "service_units") -> dict[str, Any]:
+    """Every charged job and its SU (UsageDaily's columns, or EfficiencyMonthly's)."""
+    return {"total": Sum(jobs), "charged": Sum(service_units)}
 
 
 def _totals(row: dict[str, Any], usage: dict[str, Any] | None) -> EfficiencyTotals:
     """Totals from a row of EfficiencyDaily sums and the UsageDaily sums of the same group."""
-    values = {name: row[name] for name in (*_SUMS, "measured_jobs")}
+    values: dict[str, Any] = {name: row[name] or 0 for name in (*_SUMS, "measured_jobs")}
     for name, value in values.items():
         values[name] = int(value) if name in _COUNTS or name == "measured_jobs" else Decimal(value)
     return EfficiencyTotals(
@@ -177,12 +268,8 @@ def _totals(row: dict[str, Any], usage: dict[str, Any] | None) -> EfficiencyTota
 def efficiency_summary(
     *, projects: QuerySet[Project], filters: EfficiencyFilters
 ) -> EfficiencyTotals:
-    """The totals of ``projects``' jobs that match ``filters``. Two aggregates."""
-    measured = _narrowed(EfficiencyDaily.objects.all(), projects, filters).aggregate(
-        **_sum_expressions()
-    )
-    usage = _narrowed(UsageDaily.objects.all(), projects, filters).aggregate(**_usage_sums())
-    return _totals(measured, usage)
+    """The totals of ``projects``' jobs that match ``filters``."""
+    return _grouped(projects, filters, None)[_ALL]
 
 
 def totals_added(rows: Iterable[EfficiencyRow]) -> EfficiencyTotals:
@@ -212,54 +299,17 @@ def efficiency_by_month(
 ) -> list[EfficiencyRow]:
     """The totals per calendar month (its first day as ``key``), oldest first; a month with
     charged jobs but none measured is there with zero sums."""
-    measured = (
-        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
-        .annotate(month=TruncMonth("day"))
-        .values("month")
-        .annotate(**_sum_expressions())
-        .order_by("month")
-    )
-    jobs = (
-        _narrowed(UsageDaily.objects.all(), projects, filters)
-        .annotate(month=TruncMonth("day"))
-        .values("month")
-        .annotate(**_usage_sums())
-        .order_by("month")
-    )
-    return _joined(measured, jobs, "month", transform=_month)
+    months = _grouped(projects, filters, "month")
+    return [EfficiencyRow(key=month, totals=months[month]) for month in sorted(months)]
 
 
 def efficiency_by(
     *, projects: QuerySet[Project], filters: EfficiencyFilters, group: EfficiencyGroup
 ) -> list[EfficiencyRow]:
     """The totals per user, partition or project, the most SU left on the table first."""
-    key = _GROUP_KEYS[group]
-    measured = (
-        _narrowed(EfficiencyDaily.objects.all(), projects, filters)
-        .values(group_key=F(key))
-        .annotate(**_sum_expressions())
-        .order_by("group_key")
-    )
-    jobs = (
-        _narrowed(UsageDaily.objects.all(), projects, filters)
-        .values(group_key=F(key))
-        .annotate(**_usage_sums())
-        .order_by("group_key")
-    )
-    rows = _joined(measured, jobs, "group_key")
+    groups = _grouped(projects, filters, _GROUP_KEYS[group])
+    rows = [EfficiencyRow(key=name, totals=totals) for name, totals in groups.items()]
     return sorted(rows, key=lambda row: (-row.totals.su_left_on_the_table, str(row.key)))
-
-
-def _joined(
-    measured: Any, jobs: Any, key: str, transform: Any = lambda value: value
-) -> list[EfficiencyRow]:
-    usage = {transform(row[key]): row for row in jobs}
-    sums = {transform(row[key]): row for row in measured}
-    empty = dict.fromkeys((*_SUMS, "measured_jobs"), 0)
-    return [
-        EfficiencyRow(key=name, totals=_totals(sums.get(name, empty), usage.get(name)))
-        for name in sorted(set(usage) | set(sums))
-    ]
 
 
 def efficiency_distributions(

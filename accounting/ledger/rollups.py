@@ -20,6 +20,7 @@ from accounting.ledger.usage import held_of, usage_of
 from accounting.models import (
     EfficiencyBucket,
     EfficiencyDaily,
+    EfficiencyMonthly,
     Job,
     UsageDaily,
     UtilisationHourly,
@@ -152,6 +153,26 @@ def _efficiency_add(
             buckets[bucket] = buckets.get(bucket, 0) + sign
 
 
+def _months_of(deltas: Deltas) -> dict[tuple[Any, ...], list[Any]]:
+    """The batch's deltas of EfficiencyMonthly: per (project, partition, user, month), the
+    charged jobs and SU of its days' UsageDaily deltas, then the sums of their EfficiencyDaily
+    deltas."""
+    jobs, service_units = _DAILY_SUMS.index("jobs"), _DAILY_SUMS.index("service_units")
+    zero = [0, _ZERO, *(0 if name.endswith("jobs") else _ZERO for name in _EFFICIENCY_SUMS)]
+    months: dict[tuple[Any, ...], list[Any]] = {}
+    for (project_id, partition_id, username, day), amounts in deltas.daily.items():
+        key = (project_id, partition_id, username, day.replace(day=1))
+        month = months.setdefault(key, zero.copy())
+        month[0] += amounts[jobs]
+        month[1] += amounts[service_units]
+    for (project_id, partition_id, username, day), sums in deltas.efficiency.items():
+        key = (project_id, partition_id, username, day.replace(day=1))
+        month = months.setdefault(key, zero.copy())
+        for index, amount in enumerate(sums, start=2):
+            month[index] += amount
+    return months
+
+
 def bucket_of(ratio: Decimal) -> int:
     """The tenth an efficiency falls in: 0 for under 10 %, ..., 9 for 90 % to 100 %."""
     return min(int(ratio * 10), 9)
@@ -167,13 +188,27 @@ _EFFICIENCY_TYPES = tuple(
 )
 
 
+_MONTHLY_COLUMNS = (
+    "project_id", "partition_id", "username", "month", "all_jobs", "charged_service_units",
+    *_EFFICIENCY_SUMS,
+)  # fmt: skip
+_MONTHLY_TYPES = ("bigint", "bigint", "text", "date", "bigint", "numeric", *_EFFICIENCY_TYPES)
+
+
 def efficiency_apply(deltas: Deltas) -> None:
-    """Add the batch's efficiency sums and distribution counts (one upsert each, sorted)."""
+    """Add the batch's efficiency sums to their days and months, and its distribution counts
+    (one upsert each, sorted). The months are the batch's days folded (:func:`_months_of`):
+    nothing more is computed per job."""
     rows = [(*key, *sums) for key, sums in sorted(deltas.efficiency.items()) if any(sums)]
     if rows:
         columns = ("project_id", "partition_id", "username", "day", *_EFFICIENCY_SUMS)
         types = ("bigint", "bigint", "text", "date", *_EFFICIENCY_TYPES)
         _upsert_adding(EfficiencyDaily._meta.db_table, columns, types, key=4, rows=rows)
+    months = [(*key, *sums) for key, sums in sorted(_months_of(deltas).items()) if any(sums)]
+    if months:
+        _upsert_adding(
+            EfficiencyMonthly._meta.db_table, _MONTHLY_COLUMNS, _MONTHLY_TYPES, key=4, rows=months
+        )
     counts = [(*key, jobs) for key, jobs in sorted(deltas.buckets.items()) if jobs]
     if counts:
         _upsert_adding(

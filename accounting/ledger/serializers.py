@@ -492,8 +492,20 @@ class EfficiencyMonthSerializer(EfficiencyTotalsSerializer):
     month = serializers.DateField(help_text="first day of the month")
 
     def to_representation(self, instance: Any) -> Any:
-        totals = EfficiencyTotalsSerializer(instance.totals).data
-        return {"month": serializers.DateField().to_representation(instance.key), **totals}
+        # This serializer's own fields (made once for all the months of a list, where a
+        # serializer per month deep-copied its twenty fields each time).
+        return super().to_representation(_MonthTotals(instance))
+
+
+class _MonthTotals:
+    """An EfficiencyRow read as its totals with a ``month``."""
+
+    def __init__(self, row: Any) -> None:
+        self.month = row.key
+        self._totals = row.totals
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._totals, name)
 
 
 def _distribution() -> serializers.ListField:

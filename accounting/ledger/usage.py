@@ -4,7 +4,7 @@ names, the rounding and the conversion, for the import, the roll-ups and the pag
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 from accounting.clusters.efficiency import Held, JobUsage
@@ -28,9 +28,18 @@ def usage_values(usage: JobUsage | None) -> dict[str, Decimal | None]:
         usage.cpu_seconds, usage.memory_peak_mb, usage.gpu_utilisation, usage.gpu_memory_peak_mb
     )  # fmt: skip
     return {
-        name: None if value is None else value.quantize(_PLACES)
+        name: None if value is None else _kept(value)
         for name, value in zip(USAGE_COLUMNS, measured, strict=True)
     }
+
+
+def _kept(value: Decimal) -> Decimal:
+    try:
+        return value.quantize(_PLACES)
+    except InvalidOperation:
+        # Too many digits for three places (a junk "99999999999999999999T"): kept as it is,
+        # for the column limits (accounting.ledger.limits) to leave out with a warning.
+        return value
 
 
 def usage_of(values: Mapping[str, Any]) -> JobUsage:

@@ -17,23 +17,11 @@ from accounting.ledger.efficiency_selectors import (
     efficiency_summary,
     efficiency_top_users,
 )
-from accounting.models import EfficiencyBucket, EfficiencyDaily, UsageDaily
+from accounting.models import EfficiencyBucket, EfficiencyDaily, EfficiencySums, UsageDaily
 from allocations.models import Project
-from tests.factories import PartitionFactory, ProjectFactory
+from tests.factories import PartitionFactory, ProjectFactory, efficiency_rollups_add
 
 pytestmark = pytest.mark.django_db
-
-
-def _day(project, partition, username, day, *, jobs, measured, **sums):
-    UsageDaily.objects.create(
-        project=project, partition=partition, username=username, day=day, jobs=jobs,
-        service_units=sums.get("service_units", Decimal(0)),
-    )  # fmt: skip
-    if measured:
-        EfficiencyDaily.objects.create(
-            project=project, partition=partition, username=username, day=day, jobs=measured,
-            **sums,
-        )  # fmt: skip
 
 
 @pytest.fixture
@@ -42,7 +30,7 @@ def centre():
     gpu = PartitionFactory(name="gpu", cluster=work.cluster)
     alpha, beta = ProjectFactory(code="alpha"), ProjectFactory(code="beta")
     # alice, alpha, work, March: 3 jobs, 2 measured.
-    _day(
+    efficiency_rollups_add(
         alpha, work, "alice", date(2026, 3, 10), jobs=3, measured=2,
         service_units=Decimal(100), right_sized_service_units=Decimal(40),
         core_hours_held=Decimal(100), core_hours_used=Decimal(25),
@@ -50,7 +38,7 @@ def centre():
         walltime_jobs=2, hours_run=Decimal(2), hours_asked=Decimal(8),
     )  # fmt: skip
     # bob, alpha, gpu, April: 1 job, measured, with GPUs.
-    _day(
+    efficiency_rollups_add(
         alpha, gpu, "bob", date(2026, 4, 2), jobs=1, measured=1,
         service_units=Decimal(64), right_sized_service_units=Decimal(48),
         core_hours_held=Decimal(8), core_hours_used=Decimal(6),
@@ -58,7 +46,7 @@ def centre():
         walltime_jobs=1, hours_run=Decimal(1), hours_asked=Decimal(1),
     )  # fmt: skip
     # carol, beta, work, April: 5 jobs, none measured.
-    _day(beta, work, "carol", date(2026, 4, 20), jobs=5, measured=0,
+    efficiency_rollups_add(beta, work, "carol", date(2026, 4, 20), jobs=5, measured=0,
          service_units=Decimal(500))  # fmt: skip
     for metric, bucket, jobs in (("cpu", 2, 2), ("memory", 0, 1), ("walltime", 2, 2)):
         EfficiencyBucket.objects.create(
@@ -176,3 +164,40 @@ def test_the_months_of_a_period_add_up_to_its_summary(centre):
     assert totals_added(efficiency_by_month(projects=projects, filters=filters)) == (
         efficiency_summary(projects=projects, filters=filters)
     )
+
+
+PERIODS = [
+    (None, None),
+    (date(2026, 3, 1), date(2026, 5, 1)),  # whole months only
+    (date(2026, 3, 10), date(2026, 4, 3)),  # days at both ends, no whole month
+    (date(2026, 3, 11), None),  # days of March, then whole months
+    (None, date(2026, 4, 3)),  # whole months, then days of April
+    (date(2026, 2, 15), date(2026, 4, 21)),  # days, a whole month, days
+    (date(2026, 4, 2), date(2026, 4, 3)),  # one day
+    (date(2026, 4, 20), date(2026, 4, 20)),  # nothing
+    (date(2026, 4, 1), date(2026, 5, 1)),  # one whole month
+]
+
+
+@pytest.mark.parametrize(("start", "end"), PERIODS)
+def test_whole_months_and_the_days_at_the_ends_give_what_the_days_alone_give(centre, start, end):
+    """The months come from EfficiencyMonthly and the days at a period's ends from the daily
+    rows: every total is what the daily rows of the period add up to."""
+    filters = EfficiencyFilters(start=start, end=end)
+    totals = efficiency_summary(projects=Project.objects.all(), filters=filters)
+
+    def within(day: date) -> bool:
+        return (start is None or day >= start) and (end is None or day < end)
+
+    charged = [row for row in UsageDaily.objects.all() if within(row.day)]
+    measured = [row for row in EfficiencyDaily.objects.all() if within(row.day)]
+    assert totals.jobs == sum(row.jobs for row in charged)
+    assert totals.charged_service_units == sum(row.service_units for row in charged)
+    assert totals.measured_jobs == sum(row.jobs for row in measured)
+    for field in EfficiencySums._meta.fields:
+        if field.name != "jobs":
+            assert getattr(totals, field.name) == sum(getattr(r, field.name) for r in measured)
+    months = efficiency_by_month(projects=Project.objects.all(), filters=filters)
+    assert [row.key for row in months] == sorted({row.day.replace(day=1) for row in charged})
+    users = efficiency_by(projects=Project.objects.all(), filters=filters, group="user")
+    assert sorted(row.key for row in users) == sorted({row.username for row in charged})

@@ -3,12 +3,14 @@ the right-sized charge, and the efficiency roll-ups, through the importer's real
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.db.models import Sum
+from django.db.models.functions import TruncMonth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +21,15 @@ from accounting.ledger.pipeline import BUCKETS, jobs_import
 from accounting.ledger.rollups import bucket_of
 from accounting.ledger.sacct import USAGE_FIELDS, parse_total_cpu
 from accounting.ledger.usage import held_of, usage_of
-from accounting.models import Cluster, EfficiencyBucket, EfficiencyDaily, Job
+from accounting.models import (
+    Cluster,
+    EfficiencyBucket,
+    EfficiencyDaily,
+    EfficiencyMonthly,
+    EfficiencySums,
+    Job,
+    UsageDaily,
+)
 from allocations.models import Project
 from benchmarks.sacct_generator import sacct_lines
 
@@ -61,8 +71,47 @@ def _rollups():
             "core_hours_used", "memory_mb_hours_used",
         )
     )  # fmt: skip
-    buckets = sorted(EfficiencyBucket.objects.values_list("month", "metric", "bucket", "jobs"))
+    # (A bucket that a changed job left keeps its row, at 0 jobs.)
+    buckets = sorted(
+        EfficiencyBucket.objects.exclude(jobs=0).values_list("month", "metric", "bucket", "jobs")
+    )
     return daily, buckets
+
+
+def _forget_everything() -> None:
+    for model in (Job, UsageDaily, EfficiencyDaily, EfficiencyMonthly, EfficiencyBucket):
+        model.objects.all().delete()
+
+
+def _assert_months_are_their_days() -> None:
+    """Every EfficiencyMonthly row is the sum of its month's UsageDaily jobs and SU and of its
+    EfficiencyDaily rows, and no month is missing: what a period of whole months reads is what
+    its days would give."""
+    keys = ("project_id", "partition_id", "username", "month")
+    sums = [field.name for field in EfficiencySums._meta.fields]
+    expected: dict[tuple, dict[str, object]] = {}
+    charged = (
+        UsageDaily.objects.annotate(month=TruncMonth("day")).values(*keys)
+        .annotate(all_jobs=Sum("jobs"), charged_service_units=Sum("service_units")).order_by()
+    )  # fmt: skip
+    for row in charged:
+        expected.setdefault(tuple(row[key] for key in keys), dict.fromkeys(sums, 0)).update(
+            all_jobs=row["all_jobs"], charged_service_units=row["charged_service_units"]
+        )
+    measured = (
+        EfficiencyDaily.objects.annotate(month=TruncMonth("day")).values(*keys)
+        .annotate(**{name: Sum(name) for name in sums}).order_by()
+    )  # fmt: skip
+    for row in measured:
+        expected[tuple(row[key] for key in keys)].update({name: row[name] for name in sums})
+    kept = (*sums, "all_jobs", "charged_service_units")
+    found = {
+        tuple(row[:4]): dict(zip(kept, row[4:], strict=True))
+        for row in EfficiencyMonthly.objects.values_list(*keys, *kept)
+        if any(row[4:])
+    }
+    assert found == expected
+    assert expected
 
 
 def _steps_by_job(lines: list[str]) -> dict[str, list[list[str]]]:
@@ -119,6 +168,7 @@ def test_the_roll_ups_are_the_sums_of_the_measured_jobs_and_every_one_is_in_one_
     for metric, bucket, jobs in EfficiencyBucket.objects.values_list("metric", "bucket", "jobs"):
         found[(metric, bucket)] += jobs
     assert found == expected
+    _assert_months_are_their_days()
 
 
 def test_small_batches_never_part_a_job_from_its_steps_and_a_second_import_changes_nothing(
@@ -127,15 +177,14 @@ def test_small_batches_never_part_a_job_from_its_steps_and_a_second_import_chang
     lines = _lines()
     _import(testbed, lines)
     reference = _ledger(), _rollups()
-    Job.objects.all().delete()
-    EfficiencyDaily.objects.all().delete()
-    EfficiencyBucket.objects.all().delete()
+    _forget_everything()
 
     _import(testbed, lines, batch_size=7)
     again = _import(testbed, lines, batch_size=7)
 
     assert (_ledger(), _rollups()) == reference
     assert again.charged == again.updated == 0
+    _assert_months_are_their_days()
 
 
 def test_a_running_job_gets_its_usage_when_it_is_read_again_finished(testbed):
@@ -166,6 +215,32 @@ def test_a_running_job_gets_its_usage_when_it_is_read_again_finished(testbed):
     assert job.cpu_seconds_used is not None
     assert job.memory_peak_mb is not None
     assert EfficiencyDaily.objects.get().jobs == 1
+
+
+def test_a_finished_job_read_again_with_other_usage_moves_its_days_and_months_alike(testbed):
+    """A changed line takes the job's old share back and adds its new one, in the days and
+    in the months: the roll-ups are those of a first import of the changed lines."""
+    lines = _lines()
+    _import(testbed, lines)
+    header = lines[0].rstrip("\n").split("|")
+    total_cpu = header.index("TotalCPU")
+    changed, edited = list(lines), 0
+    for number, line in enumerate(lines[1:], 1):
+        fields = line.rstrip("\n").split("|")
+        if "|COMPLETED|" in line and "." not in fields[1] and edited < 5:
+            fields[total_cpu] = "99-00:00:00"  # above its steps' sum: it is what counts
+            changed[number] = "|".join(fields) + "\n"
+            edited += 1
+
+    summary = _import(testbed, changed)
+
+    assert summary.updated == 5
+    _assert_months_are_their_days()
+    again = _ledger(), _rollups()
+    _forget_everything()
+    _import(testbed, changed)
+    assert (_ledger(), _rollups()) == again
+    _assert_months_are_their_days()
 
 
 def test_without_usage_columns_jobs_say_nothing_was_measured_and_no_roll_up_is_written(testbed):
@@ -249,9 +324,7 @@ def test_junk_in_the_usage_columns_never_costs_a_charge_and_keeps_every_invarian
     usage = [header.index(name) for name in USAGE_FIELDS]
     jobs_import(cluster=testbed, lines=iter(lines), source="clean")
     reference = sorted(Job.objects.values_list("job_id_raw", "charge_state", "service_units"))
-    Job.objects.all().delete()
-    EfficiencyDaily.objects.all().delete()
-    EfficiencyBucket.objects.all().delete()
+    _forget_everything()
     for _ in range(data.draw(st.integers(1, 12))):
         number = data.draw(st.integers(1, len(lines) - 1))
         fields = lines[number].split("|")
@@ -275,3 +348,24 @@ def test_junk_in_the_usage_columns_never_costs_a_charge_and_keeps_every_invarian
     totals = EfficiencyDaily.objects.aggregate(jobs=Sum("jobs"), su=Sum("service_units"))
     assert (totals["jobs"] or 0) == measured.count()
     assert (totals["su"] or 0) == (measured.aggregate(s=Sum("service_units"))["s"] or 0)
+    _assert_months_are_their_days()
+
+
+def test_the_migration_fills_the_months_of_the_days_already_rolled_up(testbed):
+    """An upgraded portal has daily roll-ups and no monthly ones: the migration's backfill
+    makes them, the same as the import would have."""
+    from django.apps import apps
+
+    backfill = importlib.import_module("accounting.migrations.0017_efficiency_monthly")
+    _import(testbed, _lines())
+    kept = sorted(EfficiencyMonthly.objects.values_list(*_MONTHLY))
+    EfficiencyMonthly.objects.all().delete()
+
+    backfill.months_backfill(apps, None)
+
+    assert sorted(EfficiencyMonthly.objects.values_list(*_MONTHLY)) == kept
+    _assert_months_are_their_days()
+
+
+_MONTHLY = ("project_id", "username", "month", "all_jobs", "charged_service_units", "jobs",
+            "right_sized_service_units", "memory_mb_hours_used")  # fmt: skip

@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounting.models import EfficiencyBucket, EfficiencyDaily, Job, UsageDaily
+from accounting.models import EfficiencyBucket, Job
+from tests.factories import efficiency_rollups_add
 
 pytestmark = pytest.mark.django_db
 
@@ -27,14 +28,9 @@ def measured(world):
         (c.p2, "bob", 2, 2, Decimal(500), Decimal(100), Decimal(100), Decimal(1)),
     )
     for project, user, jobs, measured_jobs, su, right_sized, held, used in rows:
-        UsageDaily.objects.create(
-            project=project, partition=world.work, username=user, day=day, jobs=jobs,
-            service_units=su,
-        )  # fmt: skip
-        EfficiencyDaily.objects.create(
-            project=project, partition=world.work, username=user, day=day, jobs=measured_jobs,
-            service_units=su, right_sized_service_units=right_sized, core_hours_held=held,
-            core_hours_used=used,
+        efficiency_rollups_add(
+            project, world.work, user, day, jobs=jobs, measured=measured_jobs, service_units=su,
+            right_sized_service_units=right_sized, core_hours_held=held, core_hours_used=used,
         )  # fmt: skip
         EfficiencyBucket.objects.create(
             project=project, partition=world.work, username=user, month=date(2026, 6, 1),

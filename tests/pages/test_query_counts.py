@@ -32,11 +32,13 @@ BOUNDS = {
     "project energy": ("pi", 6),
     "project energy csv": ("pi", 6),
     "grid intensity": ("staff", 6),
-    # Roll-ups only: months (the summary is their sum), users and partitions (two reads each),
-    # distributions.
-    "project efficiency": ("pi", 12),
-    "project efficiency csv": ("pi", 12),
-    "efficiency top": ("staff", 8),  # ranking, their sums, their jobs, the centre's totals
+    # Roll-ups only: months (the summary is their sum), users and partitions (each one read of
+    # the whole months, two of the days of a month the period ends within), distributions.
+    "project efficiency": ("pi", 15),
+    "project efficiency csv": ("pi", 15),
+    # ranking, their sums, their jobs, the centre's totals (whole months, and the days at the
+    # period's ends)
+    "efficiency top": ("staff", 9),
     "quote": ("pi", 4),
     "explorer": ("pi", 4),
     "explorer live": ("pi", 4),
