@@ -53,6 +53,13 @@ def _psql(database: str, *commands: str) -> None:
 
 def _timed_child(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     """Run a child; return wall seconds, its peak RSS in MB, and its standard output."""
+    elapsed, usage, output = _child_usage(args, env)
+    return elapsed, usage.ru_maxrss // 1024, output
+
+
+def _child_usage(args: list[str], env: dict[str, str]) -> tuple[float, Any, str]:
+    """Run a child; return wall seconds, its resource usage (``os.wait4``'s: CPU time, peak
+    RSS) and its standard output."""
     started = time.perf_counter()
     process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     output = process.stdout.read() if process.stdout else ""
@@ -60,7 +67,7 @@ def _timed_child(args: list[str], env: dict[str, str]) -> tuple[float, int, str]
     elapsed = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{output}")
-    return elapsed, usage.ru_maxrss // 1024, output
+    return elapsed, usage, output
 
 
 def _manage(*args: str) -> list[str]:

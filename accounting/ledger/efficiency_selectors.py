@@ -170,7 +170,7 @@ class _Period:
 def _period(start: date | None, end: date | None) -> _Period:
     first = start if start is None or start.day == 1 else add_months(start.replace(day=1), 1)
     after = end if end is None or end.day == 1 else end.replace(day=1)
-    if start is not None and end is not None and (first is None or after is None or first >= after):
+    if start and end and first and after and first >= after:  # no whole month inside
         return _Period(months=None, days=((start, end),))
     days: list[tuple[date, date]] = []
     if start is not None and first is not None and start < first:
@@ -191,43 +191,28 @@ def _grouped(
     days at either end of the period, if any, from EfficiencyDaily and UsageDaily (two more).
     Every figure is a sum, so the parts add up exactly."""
     period = _period(filters.start, filters.end)
-    measured: dict[Any, dict[str, Any]] = {}
-    usage: dict[Any, dict[str, Any]] = {}
-
-    def add(into: dict[Any, dict[str, Any]], rows: Iterable[dict[str, Any]]) -> None:
-        for row in rows:
-            group = _month(row.pop("group")) if key == "month" else row.pop("group", _ALL)
-            sums = into.setdefault(group, {})
-            for name, value in row.items():
-                sums[name] = sums.get(name, 0) + (value or 0)
-
+    reads = []
     if period.months is not None:
-        months = _who(EfficiencyMonthly.objects.all(), projects, filters)
-        months = _days(months, *period.months, column="month")
+        months = _days(_who(EfficiencyMonthly.objects.all(), projects, filters), *period.months,
+                       column="month")  # fmt: skip
         sums = {**_sum_expressions(), **_usage_sums("all_jobs", "charged_service_units")}
-        for row in _read(months, key, "month", sums):
-            charged = {"total": row.pop("total"), "charged": row.pop("charged")}
-            if "group" in row:
-                charged["group"] = row["group"]
-            add(measured, [row])
-            add(usage, [charged])
+        reads.append(_read(months, key, "month", sums))
     if period.days:
         spans = Q()
         for start, end in period.days:
             spans |= Q(day__gte=start, day__lt=end)
-        for model, into, sums in (
-            (EfficiencyDaily, measured, _sum_expressions()),
-            (UsageDaily, usage, _usage_sums()),
-        ):
+        for model, sums in ((EfficiencyDaily, _sum_expressions()), (UsageDaily, _usage_sums())):
             days = _who(model.objects.all(), projects, filters).filter(spans)
-            add(into, _read(days, key, "day", sums))
-    groups = set(measured) | set(usage)
-    if key is None:
-        groups.add(_ALL)
+            reads.append(_read(days, key, "day", sums))
+    groups: dict[Any, dict[str, Any]] = {} if key is not None else {_ALL: {}}
+    for rows in reads:
+        for row in rows:
+            group = row.pop("group", _ALL)
+            added = groups.setdefault(_month(group) if key == "month" else group, {})
+            for name, value in row.items():
+                added[name] = added.get(name, 0) + (value or 0)
     empty: dict[str, Any] = dict.fromkeys((*_SUMS, "measured_jobs"), 0)
-    return {
-        group: _totals({**empty, **measured.get(group, {})}, usage.get(group)) for group in groups
-    }
+    return {group: _totals({**empty, **sums}, sums) for group, sums in groups.items()}
 
 
 def _read(
@@ -236,9 +221,12 @@ def _read(
     """``sums`` of ``rows`` per group, as dicts with the group in "group" (none ungrouped)."""
     if key is None:
         return [rows.aggregate(**sums)]
-    group = TruncMonth(date_column) if key == "month" else F(key)
-    if key == "month" and date_column == "month":
-        group = F("month")
+    if key != "month":
+        group: Any = F(key)
+    elif date_column == "month":
+        group = F("month")  # EfficiencyMonthly's rows are months already
+    else:
+        group = TruncMonth(date_column)
     return rows.values(group=group).annotate(**sums).order_by()
 
 
@@ -254,7 +242,8 @@ def _usage_sums(jobs: str = "jobs", service_units: str = "service_units") -> dic
 
 
 def _totals(row: dict[str, Any], usage: dict[str, Any] | None) -> EfficiencyTotals:
-    """Totals from a row of EfficiencyDaily sums and the UsageDaily sums of the same group."""
+    """Totals from a row of efficiency sums and the charged jobs (``total``, ``charged``) of
+    the same group, which may be the same dict."""
     values: dict[str, Any] = {name: row[name] or 0 for name in (*_SUMS, "measured_jobs")}
     for name, value in values.items():
         values[name] = int(value) if name in _COUNTS or name == "measured_jobs" else Decimal(value)

@@ -121,9 +121,7 @@ def _efficiency_add(
     hours = Decimal(held.elapsed_seconds) / _HOURS
     sums = deltas.efficiency.get(key)
     if sums is None:
-        sums = deltas.efficiency[key] = [
-            0 if name.endswith("jobs") else _ZERO for name in _EFFICIENCY_SUMS
-        ]
+        sums = deltas.efficiency[key] = _EFFICIENCY_ZEROS.copy()
     sums[0] += sign
     sums[1] += sign * values["service_units"]
     sums[2] += sign * values["right_sized_service_units"]
@@ -158,7 +156,7 @@ def _months_of(deltas: Deltas) -> dict[tuple[Any, ...], list[Any]]:
     charged jobs and SU of its days' UsageDaily deltas, then the sums of their EfficiencyDaily
     deltas."""
     jobs, service_units = _DAILY_SUMS.index("jobs"), _DAILY_SUMS.index("service_units")
-    zero = [0, _ZERO, *(0 if name.endswith("jobs") else _ZERO for name in _EFFICIENCY_SUMS)]
+    zero = [0, _ZERO, *_EFFICIENCY_ZEROS]
     months: dict[tuple[Any, ...], list[Any]] = {}
     for (project_id, partition_id, username, day), amounts in deltas.daily.items():
         key = (project_id, partition_id, username, day.replace(day=1))
@@ -186,6 +184,7 @@ _EFFICIENCY_SUMS = (
 _EFFICIENCY_TYPES = tuple(
     "bigint" if name.endswith("jobs") else "numeric" for name in _EFFICIENCY_SUMS
 )
+_EFFICIENCY_ZEROS: list[Any] = [0 if name.endswith("jobs") else _ZERO for name in _EFFICIENCY_SUMS]
 
 
 _MONTHLY_COLUMNS = (

@@ -986,10 +986,8 @@ def parse_total_cpu(text: str) -> Decimal:
 def _usage_memory_mb(text: str) -> Decimal:
     """A memory amount of a TRESUsage field or MaxRSS: ``320628K`` (sacct's units), or a bare
     number of bytes (as Slurm stores TRES usage)."""
-    if text[-1:] == "K":  # the usual unit of a step's peak: exact, no rounding
-        kibibytes = text[:-1]
-        if kibibytes.isdigit() and kibibytes.isascii():
-            return Decimal(int(kibibytes)) / 1024
+    if text[-1:] == "K" and is_ascii_digits(text[:-1]):
+        return Decimal(int(text[:-1])) / 1024  # a step's usual peak, first: exact, no rounding
     if is_ascii_digits(text):
         return Decimal(int(text)) / (1024 * 1024)
     return parse_memory_mb(text)

@@ -369,3 +369,15 @@ def test_the_migration_fills_the_months_of_the_days_already_rolled_up(testbed):
 
 _MONTHLY = ("project_id", "username", "month", "all_jobs", "charged_service_units", "jobs",
             "right_sized_service_units", "memory_mb_hours_used")  # fmt: skip
+
+
+def test_every_list_of_the_efficiency_sums_is_the_models():
+    """The sums are named beside the code that depends on their order or may not import the
+    model: the import's write order (it adds by position), the frozen migration, and the
+    benchmark's SQL fill (run before Django is set up)."""
+    from accounting.ledger import rollups
+    from benchmarks import bench_efficiency_api
+
+    backfill = importlib.import_module("accounting.migrations.0017_efficiency_monthly")
+    model = tuple(field.name for field in EfficiencySums._meta.fields)
+    assert rollups._EFFICIENCY_SUMS == backfill.SUMS == bench_efficiency_api.SUMS == model
