@@ -9,7 +9,8 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from accounting.models import Job
-from allocations.access import Actor, is_staff, projects_visible
+from kit.access import Actor, is_staff
+from projects.access import projects_visible
 
 
 def jobs_visible(*, user: Actor) -> QuerySet[Job]:

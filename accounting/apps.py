@@ -6,3 +6,9 @@ class AccountingConfig(AppConfig):
 
     name = "accounting"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from accounting.quarantine import projects_created_received
+        from projects.signals import projects_created
+
+        projects_created.connect(projects_created_received, dispatch_uid="accounting-quarantine")

@@ -350,7 +350,7 @@ class Job(models.Model):
     het_job_id = models.CharField(max_length=64, blank=True)
     het_offset = models.PositiveSmallIntegerField(null=True, blank=True)
     project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
+        "projects.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     username = models.CharField(max_length=64, help_text="Slurm user, even without a portal login")
     user = models.ForeignKey(
@@ -481,7 +481,7 @@ class UsageDaily(models.Model):
     balances and charts read these, never a scan of jobs."""
 
     project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="usage_days"
+        "projects.Project", on_delete=models.PROTECT, related_name="usage_days"
     )
     partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="usage_days")
     username = models.CharField(max_length=64)
@@ -552,7 +552,7 @@ class EfficiencyDaily(EfficiencySums):
     project, partition, user and day (as UsageDaily: the cluster's local day the job ended)."""
 
     project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_days"
+        "projects.Project", on_delete=models.PROTECT, related_name="efficiency_days"
     )
     partition = models.ForeignKey(
         Partition, on_delete=models.PROTECT, related_name="efficiency_days"
@@ -585,7 +585,7 @@ class EfficiencyMonthly(EfficiencySums):
     (accounting.ledger.efficiency_selectors)."""
 
     project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_months"
+        "projects.Project", on_delete=models.PROTECT, related_name="efficiency_months"
     )
     partition = models.ForeignKey(
         Partition, on_delete=models.PROTECT, related_name="efficiency_months"
@@ -620,7 +620,7 @@ class EfficiencyBucket(models.Model):
         WALLTIME = "walltime", "walltime"
 
     project = models.ForeignKey(
-        "allocations.Project", on_delete=models.PROTECT, related_name="efficiency_buckets"
+        "projects.Project", on_delete=models.PROTECT, related_name="efficiency_buckets"
     )
     partition = models.ForeignKey(
         Partition, on_delete=models.PROTECT, related_name="efficiency_buckets"

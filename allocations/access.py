@@ -1,67 +1,24 @@
-"""Who may see or do what: the one home of every access rule of the portal.
+"""Who may see or do what in merit allocation: the committee roles (member, chair), conflicts
+of interest, and which rounds, requests and reviews a person sees.
 
-Roles have one definition each (staff, PI, member, committee member, chair). Pages, the API,
-serializers and services ask these predicates and visibility querysets and never restate
-them; ``accounting/access.py`` builds the ledger's rules on them. What a user may not see is
-answered "not found" (404), so that its existence does not leak; what they may see but not do
-is refused (403) with the rule in words. docs/access.md has the matrix, and
-tests/test_permission_matrix.py checks every URL against it.
+Built on the staff role of ``kit/access.py`` and the project roles of ``projects/access.py``
+(one definition of each); pages, the API, serializers and services ask these and never restate
+them. What a user may not see is answered "not found" (404), so that its existence does not
+leak; what they may see but not do is refused (403) with the rule in words. docs/access.md has
+the matrix, and tests/test_permission_matrix.py checks every URL against it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-from typing import Any
-
-from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AnonymousUser, User
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
 
-from allocations.models import (
-    AllocationRequest,
-    AllocationRound,
-    CommitteeMember,
-    Membership,
-    Project,
-    Review,
-)
-
-Actor = User | AnonymousUser
-
+from allocations.models import AllocationRequest, AllocationRound, CommitteeMember, Review
+from kit.access import Actor, is_staff
+from projects.access import is_member, projects_of_member
+from projects.models import Project
 
 # --- Roles --------------------------------------------------------------------------------
-
-
-def is_staff(user: Actor) -> bool:
-    """Centre staff: an active account with Django's staff flag."""
-    return isinstance(user, User) and user.is_active and user.is_staff
-
-
-def is_member(user: Actor, project: Project) -> bool:
-    if not isinstance(user, User):
-        return False
-    return Membership.objects.filter(project=project, user=user).exists()
-
-
-def is_pi(user: Actor, project: Project) -> bool:
-    if not isinstance(user, User):
-        return False
-    return (
-        project.pi_id == user.pk
-        or Membership.objects.filter(project=project, user=user, role=Membership.Role.PI).exists()
-    )
-
-
-def is_manager(user: Actor, project: Project) -> bool:
-    """A PI's proxy (Membership.Role.MANAGER): runs the project for its PI."""
-    if not isinstance(user, User):
-        return False
-    return Membership.objects.filter(
-        project=project, user=user, role=Membership.Role.MANAGER
-    ).exists()
 
 
 def is_committee(user: Actor, round_: AllocationRound) -> bool:
@@ -74,17 +31,6 @@ def is_chair(user: Actor, round_: AllocationRound) -> bool:
     if not isinstance(user, User):
         return False
     return CommitteeMember.objects.filter(round=round_, user=user, is_chair=True).exists()
-
-
-def leads_a_project(user: Actor) -> bool:
-    """Staff, or the PI of some project: who may apply or transfer SU at all."""
-    if is_staff(user):
-        return True
-    if not isinstance(user, User):
-        return False
-    return Project.objects.filter(
-        Q(pi_id=user.pk) | Q(memberships__user_id=user.pk, memberships__role=Membership.Role.PI)
-    ).exists()
 
 
 def sits_on_a_committee(user: Actor) -> bool:
@@ -101,18 +47,6 @@ def chairs_any_round(user: Actor) -> bool:
 
 
 # --- What a role may do -------------------------------------------------------------------
-
-
-def can_manage_project(user: Actor, project: Project) -> bool:
-    """Apply for the project, invite, add and remove its members: its PI, a manager the PI
-    appointed, or staff."""
-    return is_pi(user, project) or is_manager(user, project) or is_staff(user)
-
-
-def can_delegate(user: Actor, project: Project) -> bool:
-    """Give or take the manager and PI roles of a project: its PI, or staff (never a manager:
-    a proxy cannot make proxies)."""
-    return is_pi(user, project) or is_staff(user)
 
 
 def has_conflict(user: Actor, project: Project) -> bool:
@@ -135,56 +69,7 @@ def can_decide(user: Actor, request: AllocationRequest) -> bool:
     return can_decide_round(user, request.round)
 
 
-def require(allowed: bool, message: str) -> None:
-    """Refuse with a clear message (HTTP 403 in views) when ``allowed`` is false."""
-    if not allowed:
-        raise PermissionDenied(message)
-
-
 # --- What a user may see ------------------------------------------------------------------
-
-
-def projects_visible(*, user: Actor) -> QuerySet[Project]:
-    """The projects a user may see: those they lead or belong to; every project for staff."""
-    if is_staff(user):
-        return Project.objects.all()
-    return projects_of_member(user=user)
-
-
-def projects_audited(*, user: Actor) -> QuerySet[Project] | None:
-    """Whose audit log a user may read: every entry for staff (None: no project limit), the
-    entries of the projects they lead for a PI, none for anyone else."""
-    if is_staff(user):
-        return None
-    if not isinstance(user, User):
-        return Project.objects.none()
-    return Project.objects.filter(
-        Q(pi_id=user.pk) | Q(memberships__user_id=user.pk, memberships__role=Membership.Role.PI)
-    ).distinct()
-
-
-def projects_managed(*, user: Actor) -> QuerySet[Project]:
-    """The projects a user may apply for: those they lead (PI) or manage (the PI's proxy)."""
-    if not isinstance(user, User):
-        return Project.objects.none()
-    return (
-        Project.objects.filter(
-            Q(pi_id=user.pk)
-            | Q(
-                memberships__user_id=user.pk,
-                memberships__role__in=[Membership.Role.PI, Membership.Role.MANAGER],
-            )
-        )
-        .distinct()
-        .order_by("code")
-    )
-
-
-def projects_of_member(*, user: Actor) -> QuerySet[Project]:
-    """The projects a user leads or belongs to (for staff too: their own, not every one)."""
-    if not isinstance(user, User):
-        return Project.objects.none()
-    return Project.objects.filter(Q(memberships__user_id=user.pk) | Q(pi_id=user.pk)).distinct()
 
 
 def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
@@ -224,16 +109,3 @@ def rounds_sat_on(*, user: Actor) -> QuerySet[AllocationRound]:
 
 
 # --- Pages --------------------------------------------------------------------------------
-
-
-def staff_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Staff pages answer 404 to everyone else: their existence is not advertised."""
-
-    @wraps(view)
-    @login_required
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not is_staff(request.user):
-            raise Http404
-        return view(request, *args, **kwargs)
-
-    return wrapped

@@ -17,15 +17,11 @@ from allocations.models import (
     BudgetPeriod,
     CommitteeMember,
     EnforcementAction,
-    Membership,
-    PoolPartition,
     PriorityAction,
     PriorityPolicy,
     ProfilingCoefficient,
-    Project,
     RequestAmount,
     RequestTransition,
-    ResourcePool,
     Review,
     RoundPool,
     ThresholdNotice,
@@ -35,7 +31,6 @@ from allocations.priorities import (
     priority_action_dismiss,
     priority_action_execute,
 )
-from allocations.services import project_create
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -58,41 +53,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-class MembershipInline(admin.TabularInline):
-    model = Membership
-    extra = 0
-    autocomplete_fields = ["user"]
-
-
-@admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
-    list_display = ("code", "title", "pi", "status", "field_of_science")
-    list_filter = ("status",)
-    search_fields = ("code", "title")
-    inlines = [MembershipInline]
-
-    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
-            return
-        created = project_create(
-            code=obj.code, title=obj.title, pi=obj.pi, field_of_science=obj.field_of_science
-        )
-        obj.pk = created.pk
-        obj.status = created.status
-
-
-class PoolPartitionInline(admin.TabularInline):
-    model = PoolPartition
-    extra = 1
-
-
-@admin.register(ResourcePool)
-class ResourcePoolAdmin(admin.ModelAdmin):
-    list_display = ("name", "cluster", "budget_months", "split", "carry_over", "notify_thresholds")
-    inlines = [PoolPartitionInline]
 
 
 class RoundPoolInline(admin.TabularInline):

@@ -23,18 +23,7 @@ from rest_framework.views import APIView
 
 from accounting.clusters.quotes import QuoteRequest
 from accounting.models import Job
-from allocations.access import (
-    Actor,
-    can_decide,
-    can_delegate,
-    can_manage_project,
-    leads_a_project,
-    projects_visible,
-    requests_visible,
-    require,
-    reviews_visible,
-    sits_on_a_committee,
-)
+from allocations.access import can_decide, requests_visible, reviews_visible, sits_on_a_committee
 from allocations.api_serializers import (
     AdjustmentOutputSerializer,
     AllocationGrantInputSerializer,
@@ -65,35 +54,21 @@ from allocations.api_serializers import (
     TransferInputSerializer,
     TransferOutputSerializer,
 )
-from allocations.invitations import (
-    invitation_revoke,
-    invitation_send,
-    invitations_of,
-    membership_role_set,
-)
 from allocations.models import (
     Adjustment,
     Allocation,
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
-    Project,
     RequestTransition,
     Review,
 )
-from allocations.selectors import (
-    memberships_of,
-    project_balances_get,
-    round_overview,
-)
+from allocations.selectors import project_balances_get, round_overview
 from allocations.services import (
     adjustment_refund,
     adjustment_top_up,
     adjustment_transfer,
     allocation_grant,
-    membership_add,
-    membership_remove,
-    project_create,
     request_create,
     request_decide,
     request_estimate_add,
@@ -103,7 +78,8 @@ from allocations.services import (
     review_submit,
     round_create,
 )
-from portal.api import (
+from kit.access import Actor, require
+from kit.api import (
     CODE_PATTERN,
     ID_PATTERN,
     ApiViewSet,
@@ -113,6 +89,16 @@ from portal.api import (
     IsStaffOrReadOnly,
     acting_user,
 )
+from projects.access import can_delegate, can_manage_project, leads_a_project, projects_visible
+from projects.invitations import (
+    invitation_revoke,
+    invitation_send,
+    invitations_of,
+    membership_role_set,
+)
+from projects.models import Project
+from projects.selectors import memberships_of
+from projects.services import membership_add, membership_remove, project_create
 
 # --- Selectors the API needs (read-only; scoped to what the caller may see) -----------------
 

@@ -16,25 +16,20 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounting.clusters.serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
-from allocations.access import projects_visible, requests_visible
+from allocations.access import requests_visible
 from allocations.models import (
-    INVITABLE_ROLES,
     Adjustment,
     Allocation,
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
-    Invitation,
-    Membership,
-    Project,
     RequestAmount,
     RequestEstimate,
     RequestTransition,
-    ResourcePool,
     Review,
     RoundPool,
 )
-from portal.api import (
+from kit.api import (
     ApiModelSerializer,
     EndsAfterStart,
     QuerySerializer,
@@ -42,6 +37,8 @@ from portal.api import (
     UtcDateTimeField,
     slug_of,
 )
+from projects.access import projects_visible
+from projects.models import INVITABLE_ROLES, Invitation, Membership, Project, ResourcePool
 
 
 def _su_field(**kwargs: Any) -> serializers.DecimalField:

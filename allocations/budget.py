@@ -12,19 +12,9 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import ROUND_FLOOR, Decimal
 
+from kit.calendar import add_months, last_day
+
 SU_QUANTUM = Decimal("0.000001")
-
-
-def add_months(day: date, months: int) -> date:
-    """The same day ``months`` later, clamped to the month's end (31 Jan + 1 = 28/29 Feb)."""
-    month_index = day.month - 1 + months
-    year, month = day.year + month_index // 12, month_index % 12 + 1
-    for candidate in (day.day, 30, 29, 28):
-        try:
-            return date(year, month, min(day.day, candidate))
-        except ValueError:
-            continue
-    raise AssertionError("unreachable")
 
 
 def periods(start: date, end: date, *, months: int = 3) -> list[tuple[date, date]]:
@@ -51,12 +41,6 @@ def split_even(total: Decimal, parts: int) -> list[Decimal]:
         raise ValueError(f"{total} has more than 6 decimal places")
     share, extra = divmod(units, parts)
     return [Decimal(share + (1 if index < extra else 0)) * SU_QUANTUM for index in range(parts)]
-
-
-def last_day(end: date) -> date:
-    """The last day of a period stored as ``[start, end)``: what people read, on every page,
-    in the API (``period_last_day``) and in su-balance. Storage keeps the exclusive end."""
-    return end - timedelta(days=1)
 
 
 @dataclass(frozen=True)

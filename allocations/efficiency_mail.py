@@ -24,9 +24,10 @@ from accounting.ledger.efficiency_selectors import (
     projects_charged_in,
 )
 from accounting.models import Job
-from allocations.budget import add_months
-from allocations.models import EfficiencySummaryNotice, Membership, Project
+from allocations.models import EfficiencySummaryNotice
+from kit.calendar import add_months
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
+from projects.models import Membership, Project
 
 TOP = 3  # users and jobs to look at, per project
 

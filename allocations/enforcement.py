@@ -17,11 +17,12 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from allocations.access import is_staff, require
-from allocations.models import BudgetPeriod, EnforcementAction, Membership, ThresholdNotice
+from allocations.models import BudgetPeriod, EnforcementAction, ThresholdNotice
 from allocations.selectors import balance_for_period, pool_today
 from allocations.slurm_commands import slurm_command_run
+from kit.access import is_staff, require
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
+from projects.models import Membership
 
 
 @dataclass

@@ -12,7 +12,8 @@ from django import forms
 
 from accounting.clusters.forms import QuoteForm, positive
 from accounting.models import Partition
-from allocations.models import INVITABLE_ROLES, AllocationRound, Membership, Review, RoundPool
+from allocations.models import AllocationRound, Review, RoundPool
+from projects.models import INVITABLE_ROLES, Membership
 
 STEP_CHOICES = [("day", "day"), ("week", "week"), ("month", "month")]
 

@@ -13,9 +13,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from allocations.access import can_delegate, can_manage_project, require
 from allocations.forms import InvitationForm, MemberRoleForm
-from allocations.invitations import (
+from allocations.services import AllocationError
+from kit.access import require
+from projects.access import can_delegate, can_manage_project
+from projects.invitations import (
     InvitationError,
     invitation_accept,
     invitation_from_token,
@@ -24,10 +26,9 @@ from allocations.invitations import (
     invitations_of,
     membership_role_set,
 )
-from allocations.models import Project
-from allocations.page_selectors import project_for_user
-from allocations.selectors import memberships_of
-from allocations.services import AllocationError, membership_remove
+from projects.models import Project
+from projects.selectors import memberships_of, project_for_user
+from projects.services import membership_remove
 
 
 def _me(request: HttpRequest) -> User:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from django.urls import reverse
 
 from allocations.access import has_conflict
-from allocations.models import AllocationRequest, CommitteeMember, Membership
+from allocations.models import AllocationRequest, CommitteeMember
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
+from projects.models import Membership
 
 
 def _link(request: AllocationRequest) -> str:

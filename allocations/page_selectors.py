@@ -1,6 +1,7 @@
 """Read queries of the allocation pages: who sees which project, round and request.
 
-Who sees what is decided in ``allocations/access.py`` (projects, requests, rounds); these
+Who sees what is decided in ``projects/access.py`` (projects) and ``allocations/access.py``
+(requests, rounds); these
 functions only shape what the pages show. Everything a user may not see is answered with
 "not found" by the pages, so that its existence does not leak.
 """
@@ -14,42 +15,21 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from allocations import access
-from allocations.access import Actor, is_staff, projects_visible
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
     CommitteeMember,
-    Membership,
-    Project,
     Review,
     RoundPool,
 )
+from kit.access import Actor, is_staff
+from projects import access as projects_access
+from projects.models import Project
 
 
 def projects_of_member(*, user: Actor) -> QuerySet[Project]:
     """The projects a user belongs to or leads, by code (staff too: their own only)."""
-    return access.projects_of_member(user=user).order_by("code")
-
-
-def project_for_user(*, user: Actor, code: str) -> Project | None:
-    """The project with ``code`` when the user may see it, else ``None``."""
-    return projects_visible(user=user).filter(code=code).select_related("pi").first()
-
-
-def role_in_project(*, user: Actor, project: Project) -> str:
-    """ "PI", "member", "staff" or "" for the page header."""
-    if not isinstance(user, User):
-        return ""
-    if project.pi_id == user.pk:
-        return "PI"
-    role = (
-        Membership.objects.filter(project=project, user_id=user.pk)
-        .values_list("role", flat=True)
-        .first()
-    )
-    if role is not None:
-        return "PI" if role == Membership.Role.PI else "member"
-    return "staff" if is_staff(user) else ""
+    return projects_access.projects_of_member(user=user).order_by("code")
 
 
 @dataclass(frozen=True)
@@ -121,7 +101,7 @@ def round_requests_for_committee(
         review.request_id: review
         for review in Review.objects.filter(request__round=round_, reviewer_id=user.pk)
     }
-    own = set(access.projects_of_member(user=user).values_list("pk", flat=True))
+    own = set(projects_access.projects_of_member(user=user).values_list("pk", flat=True))
     return [
         {
             "request": request,

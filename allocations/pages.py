@@ -25,17 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
 from accounting.models import Partition
-from allocations.access import (
-    can_decide,
-    can_decide_round,
-    can_delegate,
-    can_manage_project,
-    can_review,
-    has_conflict,
-    is_committee,
-    projects_managed,
-    require,
-)
+from allocations.access import can_decide, can_decide_round, can_review, has_conflict, is_committee
 from allocations.budget import estimate_mismatch
 from allocations.forms import (
     EstimateForm,
@@ -46,32 +36,18 @@ from allocations.forms import (
     ReviewForm,
     UsageStepForm,
 )
-from allocations.invitations import invitations_of
-from allocations.models import (
-    AllocationRequest,
-    Project,
-    RequestAmount,
-    ResourcePool,
-    RoundPool,
-)
+from allocations.models import AllocationRequest, RequestAmount, RoundPool
 from allocations.page_selectors import (
     open_rounds,
-    project_for_user,
     request_for_user,
     request_next_step,
     requests_of_project,
-    role_in_project,
     round_for_committee,
     round_pools,
     round_requests_for_committee,
     rounds_for_user,
 )
-from allocations.selectors import (
-    adjustments_for_project,
-    balances_for_project,
-    memberships_of,
-    round_overview,
-)
+from allocations.selectors import adjustments_for_project, balances_for_project, round_overview
 from allocations.services import (
     AllocationError,
     request_create,
@@ -82,8 +58,13 @@ from allocations.services import (
     request_update,
     review_submit,
 )
+from kit.access import require
+from kit.caching import remembered
 from portal import charts
-from portal.caching import remembered
+from projects.access import can_delegate, can_manage_project, projects_managed
+from projects.invitations import invitations_of
+from projects.models import Project, ResourcePool
+from projects.selectors import memberships_of, project_for_user, role_in_project
 
 # How far back the usage charts reach for each step.
 USAGE_WINDOWS = {"day": 60, "week": 26 * 7, "month": 365}

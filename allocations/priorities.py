@@ -44,10 +44,11 @@ from django.utils import timezone
 
 from accounting.models import Cluster, Job
 from accounting.utilisation import priority as maths
-from allocations.access import is_staff, require
-from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient, Project
+from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
 from allocations.services import AllocationError
 from allocations.slurm_commands import slurm_command_run
+from kit.access import is_staff, require
+from projects.models import Project
 
 DEFAULT_COMMAND_TEMPLATE = "sacctmgr --immediate modify qos {qos} set priority={priority}"
 PLACEHOLDERS = ("qos", "account", "cluster", "priority")

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.models import Cluster, Job
-from allocations.models import PriorityPolicy, ProfilingCoefficient, Project
+from allocations.models import PriorityPolicy, ProfilingCoefficient
 from allocations.priorities import (
     CSV_MAX_LINES,
     DEFAULT_COMMAND_TEMPLATE,
@@ -35,7 +35,7 @@ from allocations.priorities import (
     profiling_coefficients_post,
     project_priorities_get,
 )
-from portal.api import (
+from kit.api import (
     ApiModelSerializer,
     ApiViewSet,
     QuerySerializer,
@@ -44,7 +44,8 @@ from portal.api import (
     acting_user,
     slug_of,
 )
-from portal.filters import ApiFilterBackend
+from kit.filters import ApiFilterBackend
+from projects.models import Project
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
 MAX_ITEMS = 1000

@@ -19,8 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
 from accounting.utilisation.priority import priority_curve
-from allocations.access import staff_only
-from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient, Project
+from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
 from allocations.priorities import (
     DEFAULT_COMMAND_TEMPLATE,
     CsvLineError,
@@ -40,7 +39,9 @@ from allocations.priorities import (
     profiling_coefficients_list,
     project_priorities_get,
 )
+from kit.access import staff_only
 from portal import charts
+from projects.models import Project
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import decimal
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -16,7 +15,6 @@ from django.db.models import (
     Avg,
     Count,
     DecimalField,
-    Model,
     Q,
     QuerySet,
     Subquery,
@@ -26,9 +24,9 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounting.models import Cluster, CostModelVersion, Job, Partition, UsageDaily
-from accounting.partitions import KEY_TABLE, is_partitioned
-from allocations.access import Actor, is_chair, is_staff, require
+from accounting.ledger.selectors import pool_ledger_get
+from accounting.models import Cluster, CostModelVersion
+from allocations.access import is_chair
 from allocations.budget import Balance
 from allocations.models import (
     Adjustment,
@@ -36,13 +34,12 @@ from allocations.models import (
     AllocationRequest,
     AllocationRound,
     BudgetPeriod,
-    Membership,
-    PoolPartition,
-    Project,
     RequestAmount,
-    ResourcePool,
     RoundPool,
 )
+from kit.access import Actor, is_staff, require
+from kit.sql import sql_day, sql_decimal, table_names
+from projects.models import Project, ResourcePool
 
 ZERO = Decimal(0)
 _SU_FIELD = DecimalField(max_digits=24, decimal_places=6)
@@ -70,8 +67,9 @@ def budget_period_at(*, project: Project, pool: ResourcePool, on: date) -> Budge
 #
 # Every balance the portal shows or acts on (pages, dashboard, API and su-balance, enforcement,
 # budget e-mails, transfers) is computed by ``_balances`` below from two SQL queries: the
-# project's budget periods, then per pool its partitions, usage per day, pending charges and per
-# period its adjustments. The functions after it only choose which balances to return.
+# project's budget periods with their adjustments, then what the ledger holds for its pools
+# (``accounting.ledger.selectors.pool_ledger_get``: partitions, usage per day, pending charges).
+# The functions after it only choose which balances to return.
 
 
 @dataclass(frozen=True)
@@ -91,80 +89,27 @@ class ProjectBalances:
     pools: list[PoolBalances]
 
 
-_SU = Decimal("0.000001")
-_FLOAT = decimal.Context(prec=15)  # as Django reads SQLite's sums of decimals
-
-
-def _decimal(value: Any) -> Decimal:
-    """A sum as the database returns it (Decimal on PostgreSQL, float or int on SQLite)."""
-    if value is None:
-        return ZERO
-    if isinstance(value, float):
-        return _FLOAT.create_decimal_from_float(value).quantize(_SU)
-    return Decimal(value).quantize(_SU)
-
-
-def _day(value: Any) -> date:
-    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
-
-
 def _between(daily: list[tuple[date, Decimal]], since: date, until: date) -> Decimal:
     """The amounts of the days in [since, until)."""
     return sum((amount for day, amount in daily if since <= day < until), ZERO)
 
 
-def _names(*models: type[Model]) -> list[str]:
-    return [connection.ops.quote_name(model._meta.db_table) for model in models]
-
-
-def _in(count: int) -> str:
-    return "(" + ", ".join(["%s"] * count) + ")"
-
-
 @cache
 def _periods_sql() -> str:
-    period, allocation, pool, cluster, cost_model = _names(
-        BudgetPeriod, Allocation, ResourcePool, Cluster, CostModelVersion
+    period, allocation, pool, cluster, cost_model, adjustment = table_names(
+        BudgetPeriod, Allocation, ResourcePool, Cluster, CostModelVersion, Adjustment
     )
     end = connection.ops.quote_name("end")
-    return (  # the budget periods of a project, with their pool, cluster and its currency
+    return (  # the budget periods of a project, with their pool, cluster, its currency and
+        # the period's adjustments
         f"SELECT bp.id, bp.start, bp.{end}, bp.budget_su, a.pool_id, a.period_start, "  # noqa: S608
         "a.period_end, p.name, p.carry_over, c.name, c.timezone, "
         f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
-        " ORDER BY cm.effective_from DESC LIMIT 1), a.id "
+        " ORDER BY cm.effective_from DESC LIMIT 1), a.id, "
+        f"(SELECT SUM(ad.amount_su) FROM {adjustment} ad WHERE ad.budget_period_id = bp.id) "
         f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
         f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
         "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
-    )
-
-
-@cache
-def _sums_sql(pools: int, periods: int, partitioned: bool) -> str:
-    member, partition, usage, job, adjustment = _names(
-        PoolPartition, Partition, UsageDaily, Job, Adjustment
-    )
-    if partitioned:
-        # The running jobs' pending SU from the ledger's key table, which keeps them (and has
-        # an index of them): the monthly partitions are not read at all.
-        job = KEY_TABLE
-    return (  # partitions of the pools; usage per day, running jobs and adjustments per pool
-        f"SELECT 'partition', pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
-        f"FROM {member} pp "
-        f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {_in(pools)} "
-        "UNION ALL "
-        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), SUM(u.cost) "
-        f"FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
-        f"WHERE u.project_id = %s AND pp.pool_id IN {_in(pools)} "
-        "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
-        "UNION ALL "
-        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL "
-        f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
-        f"WHERE j.project_id = %s AND pp.pool_id IN {_in(pools)} "
-        "AND j.charge_state = %s GROUP BY pp.pool_id "
-        "UNION ALL "
-        "SELECT 'adjustment', ad.budget_period_id, NULL, NULL, SUM(ad.amount_su), NULL "
-        f"FROM {adjustment} ad WHERE ad.budget_period_id IN {_in(periods)} "
-        "GROUP BY ad.budget_period_id"
     )
 
 
@@ -242,16 +187,18 @@ def _balances(
     pools: dict[int, tuple[str, str, bool, str | None]] = {}
     days: dict[int, date] = {}
     periods: dict[int, list[_Period]] = defaultdict(list)
+    adjusted: dict[int, Decimal] = defaultdict(Decimal)
     now = timezone.now()
     for row in rows:
         pool = row[4]
         if pool not in pools:
             pools[pool] = (row[7], row[9], bool(row[8]), row[11])
             days[pool] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
-        start, stop, grant_start, grant_end = map(_day, (row[1], row[2], row[5], row[6]))
+        start, stop, grant_start, grant_end = map(sql_day, (row[1], row[2], row[5], row[6]))
         periods[pool].append(
-            _Period(row[0], row[12], start, stop, _decimal(row[3]), grant_start, grant_end)
+            _Period(row[0], row[12], start, stop, sql_decimal(row[3]), grant_start, grant_end)
         )
+        adjusted[row[0]] = sql_decimal(row[13])
     if not pools:
         return ProjectBalances(project=project, pools=[])
 
@@ -273,34 +220,8 @@ def _balances(
     ]
     first = min([start for start, _ in spans] + [days[k] - timedelta(days=30) for k in pools])
     last = max([end for _, end in spans] + [days[k] for k in pools])
-    pool_ids = list(pools)
-    period_ids = [p.pk for k in pools for p in periods[k]]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _sums_sql(len(pool_ids), len(period_ids), is_partitioned()),
-            [
-                *pool_ids,
-                project.pk, *pool_ids, first, last,
-                project.pk, *pool_ids, Job.ChargeState.PENDING,
-                *period_ids,
-            ],
-        )  # fmt: skip
-        sums = cursor.fetchall()
-    names: dict[int, list[str]] = defaultdict(list)
-    used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
-    spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
-    pending: dict[int, Decimal] = defaultdict(Decimal)
-    adjusted: dict[int, Decimal] = defaultdict(Decimal)
-    for kind, key, name, day, amount, cost in sorted(sums, key=lambda row: str(row[2] or "")):
-        if kind == "partition":
-            names[key].append(name)
-        elif kind == "usage":
-            used[key].append((_day(day), _decimal(amount)))
-            spent[key].append((_day(day), _decimal(cost)))
-        elif kind == "pending":
-            pending[key] = _decimal(amount)
-        else:
-            adjusted[key] = _decimal(amount)
+    ledger = pool_ledger_get(project_id=project.pk, pool_ids=list(pools), since=first, until=last)
+    used, spent, pending = ledger.used, ledger.spent, ledger.pending
 
     result = []
     for pool, (pool_name, cluster_name, _carry_over, currency) in pools.items():
@@ -320,7 +241,7 @@ def _balances(
             history = [balance(p) for p in wanted[pool]]
         result.append(
             PoolBalances(
-                pool=pool_name, cluster=cluster_name, partitions=names[pool],
+                pool=pool_name, cluster=cluster_name, partitions=ledger.partitions[pool],
                 current=current_balance, periods=history, currency=currency, pool_id=pool,
             )
         )  # fmt: skip
@@ -454,9 +375,3 @@ def round_overview(*, round_: AllocationRound, actor: Actor) -> dict[str, Any]:
             for request in requests
         ],
     }
-
-
-def memberships_of(*, project: Project) -> QuerySet[Membership]:
-    return (
-        Membership.objects.filter(project=project).select_related("user").order_by("user__username")
-    )

@@ -12,24 +12,14 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
-from accounting.models import Job, Partition
+from accounting.models import Cluster, Job, Partition
 from allocations import budget
-from allocations.access import (
-    can_decide,
-    can_delegate,
-    can_manage_project,
-    chairs_any_round,
-    has_conflict,
-    is_committee,
-    is_pi,
-    is_staff,
-    require,
-)
+from allocations.access import can_decide, chairs_any_round, has_conflict, is_committee
 from allocations.models import (
     Adjustment,
     Allocation,
@@ -37,12 +27,9 @@ from allocations.models import (
     AllocationRound,
     BudgetPeriod,
     CommitteeMember,
-    Membership,
-    Project,
     RequestAmount,
     RequestEstimate,
     RequestTransition,
-    ResourcePool,
     Review,
     RoundPool,
 )
@@ -53,14 +40,20 @@ from allocations.notifications import (
 )
 from allocations.selectors import balance_for_period, budget_period_at, pool_today
 from allocations.slurm_accounts import associations_parse
-from allocations.slurm_plan import project_code_of
-from portal.queue import task_enqueue
+from kit.access import is_staff, require
+from kit.errors import ApplicationError
+from kit.queue import task_enqueue
+from projects.access import can_manage_project, is_pi
+from projects.accounts import project_code_of
+from projects.models import Membership, Project, ResourcePool
+from projects.selectors import account_suffixes, project_for_account
+from projects.services import projects_created_announce
 
 State = AllocationRequest.State
 ZERO = Decimal(0)
 
 
-class AllocationError(ValueError):
+class AllocationError(ApplicationError):
     """A rule of the allocation process forbids this; the message says which."""
 
 
@@ -74,62 +67,6 @@ def _su(amount: Decimal | int | str, what: str = "amount") -> Decimal:
     _check(value.is_finite(), f"{what} must be a number")
     _check(value == value.quantize(budget.SU_QUANTUM), f"{what} has more than 6 decimal places")
     return value
-
-
-# --- Projects and members -------------------------------------------------------------------
-
-
-def _retry_quarantine_everywhere() -> None:
-    # A new project may be the missing account of quarantined jobs on any cluster.
-    from accounting.models import Cluster
-    from accounting.quarantine import quarantine_retry_enqueue
-
-    for cluster in Cluster.objects.all():
-        quarantine_retry_enqueue(cluster=cluster)
-
-
-@transaction.atomic
-def project_create(
-    *, code: str, title: str = "", pi: User | None = None, field_of_science: str = ""
-) -> Project:
-    """Create a project for Slurm account ``code``; jobs quarantined for it are then charged."""
-    project = Project.objects.create(
-        code=code, title=title, pi=pi, field_of_science=field_of_science
-    )
-    if pi is not None:
-        Membership.objects.create(project=project, user=pi, role=Membership.Role.PI)
-    _retry_quarantine_everywhere()
-    return project
-
-
-@transaction.atomic
-def membership_add(
-    *, project: Project, user: User, actor: User, role: str = Membership.Role.MEMBER
-) -> Membership:
-    """The PI (or staff) adds a member; adding someone already in the project changes nothing."""
-    require(
-        can_manage_project(actor, project), f"only the PI or a manager of {project} adds members"
-    )
-    _check(role in Membership.Role.values, f"unknown role {role!r}")
-    if role != Membership.Role.MEMBER:
-        require(can_delegate(actor, project), f"only the PI of {project} appoints a {role}")
-    membership, _ = Membership.objects.get_or_create(
-        project=project, user=user, defaults={"role": role}
-    )
-    return membership
-
-
-@transaction.atomic
-def membership_remove(*, project: Project, user: User, actor: User) -> None:
-    """The PI (or staff) removes a member; a member may leave. The project's PI stays."""
-    leaving = actor.is_authenticated and actor.pk == user.pk
-    require(
-        leaving or can_manage_project(actor, project),
-        f"only the PI of {project} removes members (a member may leave)",
-    )
-    _check(project.pi_id != user.pk, f"{user} is the PI of {project}; appoint another PI first")
-    deleted, _ = Membership.objects.filter(project=project, user=user).delete()
-    _check(deleted > 0, f"{user} is not a member of {project}")
 
 
 # --- Rounds ---------------------------------------------------------------------------------
@@ -451,6 +388,15 @@ def _slurm_limits_follow(pool: ResourcePool) -> None:
         )
 
 
+def charges_booked_received(*, cluster_id: int, **kwargs: object) -> None:
+    """An import charged jobs on the cluster (``accounting.signals.charges_booked``): its
+    balances moved, so its limits follow where a pool of the cluster says so."""
+    if ResourcePool.objects.filter(cluster_id=cluster_id, slurm_limits_auto=True).exists():
+        task_enqueue(
+            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": cluster_id}
+        )
+
+
 # --- Adjustments ----------------------------------------------------------------------------
 
 
@@ -569,33 +515,28 @@ class AccountsSyncResult:
 
 
 @transaction.atomic
-def slurm_accounts_sync(*, lines: Iterable[str], cluster: str | None = None) -> AccountsSyncResult:
+def slurm_accounts_sync(*, lines: Iterable[str], cluster: Cluster | str) -> AccountsSyncResult:
     """Create projects and memberships from sacctmgr associations; idempotent, additive.
 
-    Slurm users without a portal login get one with no usable password (they sign in through
-    the centre's identity provider or after a password reset). Nothing is removed.
+    ``cluster`` is the portal cluster (its Slurm name selects the rows), or the Slurm name of a
+    cluster the portal does not know. An account books to the project the import would book its
+    jobs to on that cluster (one rule, ``projects.selectors.project_for_account``, over the
+    cluster's pools): a pool's own account (``code-gpu``) joins its project. Slurm users without
+    a portal login get one with no usable password (they sign in through the centre's identity
+    provider or after a password reset). Nothing is removed.
     """
-    associations = associations_parse(lines, cluster=cluster)
+    known = isinstance(cluster, Cluster)
+    associations = associations_parse(lines, cluster=cluster.slurm_name if known else cluster)
     result = AccountsSyncResult(
         skipped_lines=associations.skipped_lines, other_clusters=dict(associations.other_clusters)
     )
     user_model = get_user_model()
-    pools = ResourcePool.objects.exclude(slurm_account_suffix="")
-    if cluster:
-        pools = pools.filter(
-            Q(cluster__slurm_cluster_name=cluster)
-            | Q(cluster__slurm_cluster_name="", cluster__name=cluster)
-        )
-    suffixes = set(pools.values_list("slurm_account_suffix", flat=True))
+    suffixes = account_suffixes(cluster_ids=[cluster.pk] if isinstance(cluster, Cluster) else [])
     for account, usernames in sorted(associations.accounts.items()):
-        # A pool's own account (code-gpu) joins its project, as the import books it.
-        code = account
-        if not Project.objects.filter(code=account).exists():
+        project = project_for_account(account, suffixes=suffixes)
+        if project is None:
             code = project_code_of(account, suffixes)
-        project, created = Project.objects.get_or_create(
-            code=code, defaults={"title": f"{code} (from Slurm)"}
-        )
-        if created:
+            project = Project.objects.create(code=code, title=f"{code} (from Slurm)")
             result.projects_created.append(code)
         for username in sorted(usernames):
             user = user_model.objects.filter(username=username).first()
@@ -607,6 +548,5 @@ def slurm_accounts_sync(*, lines: Iterable[str], cluster: str | None = None) -> 
             _, joined = Membership.objects.get_or_create(project=project, user=user)
             if joined:
                 result.memberships_created.append((account, username))
-    if result.projects_created:
-        _retry_quarantine_everywhere()
+    projects_created_announce(codes=result.projects_created)
     return result

@@ -11,11 +11,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kit.errors import ApplicationError
+
 # Accounts that organise the tree rather than fund work.
 STRUCTURAL_ACCOUNTS = frozenset({"root"})
 
 
-class AssociationsError(ValueError):
+class AssociationsError(ApplicationError):
     """The input is not sacctmgr association output; the message says why."""
 
 

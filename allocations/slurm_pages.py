@@ -10,9 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
-from allocations.access import staff_only
 from allocations.models import SlurmSyncPlan
 from allocations.slurm_sync import slurm_sync_approve, slurm_sync_overview, slurm_sync_request
+from kit.access import staff_only
 
 
 @require_GET

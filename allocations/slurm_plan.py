@@ -18,6 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
+from kit.errors import ApplicationError
+from projects.accounts import pool_account
+
 MANAGED_DESCRIPTION: Final = "portal-managed"
 ROOT_ACCOUNT: Final = "root"
 # What the plan reads: ``sacctmgr --parsable2 --noheader show associations format=...`` and
@@ -30,7 +33,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*$")
 Verb = Literal["create", "modify", "delete"]
 
 
-class PlanError(ValueError):
+class PlanError(ApplicationError):
     """A name sacctmgr could not be given safely, or output that is not sacctmgr's."""
 
 
@@ -129,17 +132,7 @@ def name_checked(name: str) -> str:
 def account_name(code: str, suffix: str = "") -> str:
     """The Slurm account of a project in a pool: its code, and the pool's account suffix when
     the pool gives its projects accounts of their own (``pawsey0001-gpu``)."""
-    return name_checked(code + suffix)
-
-
-def project_code_of(account: str, suffixes: Iterable[str]) -> str:
-    """The project code a Slurm account stands for, the inverse of :func:`account_name`: the
-    account less the longest of the cluster's pool ``suffixes`` it ends with (unchanged when
-    none). Callers look for a project with the account's own name first."""
-    for suffix in sorted((s for s in suffixes if s), key=len, reverse=True):
-        if account.endswith(suffix) and len(account) > len(suffix):
-            return account[: -len(suffix)]
-    return account
+    return name_checked(pool_account(code, suffix))
 
 
 # --- reading Slurm ----------------------------------------------------------------------------

@@ -26,17 +26,7 @@ from django.utils import timezone
 
 from accounting.clusters.slurmconf import billing_minutes
 from accounting.models import Cluster
-from allocations.access import is_staff, require
-from allocations.models import (
-    Allocation,
-    Membership,
-    PoolPartition,
-    Project,
-    ResourcePool,
-    SlurmDriftCheck,
-    SlurmSyncAction,
-    SlurmSyncPlan,
-)
+from allocations.models import Allocation, SlurmDriftCheck, SlurmSyncAction, SlurmSyncPlan
 from allocations.selectors import project_balances_get
 from allocations.slurm_commands import CommandOutcome, slurm_program_run
 from allocations.slurm_plan import (
@@ -56,8 +46,10 @@ from allocations.slurm_plan import (
     plan_script,
     state_parse,
 )
-from portal.audit import audit_rows
-from portal.queue import task_enqueue
+from kit.access import is_staff, require
+from kit.audit import audit_rows
+from kit.queue import task_enqueue
+from projects.models import Membership, PoolPartition, Project, ResourcePool
 
 OUTPUT_KEPT_CHARS = 200_000  # a plan's whole sacctmgr output, for the audit of each line
 

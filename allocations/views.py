@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from allocations.access import staff_only
 from allocations.enforcement import enforcement_dismiss, enforcement_execute
 from allocations.models import EnforcementAction
+from kit.access import staff_only
 
 
 @require_GET

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from kit.errors import ApplicationError
 from people.models import ApiToken
 
 TOKEN_PREFIX = "su_"  # noqa: S105 (a marker, not a secret)
@@ -28,7 +29,7 @@ SHOWN_CHARACTERS = 8  # of the token, after su_, kept to tell tokens apart
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
-class TokenError(ValueError):
+class TokenError(ApplicationError):
     """A token cannot be made as asked (name taken, expiry out of range)."""
 
 

@@ -16,9 +16,9 @@ from accounting.utilisation import api as utilisation_api
 from accounting.utilisation import overhead_api
 from allocations import api as allocations_api
 from allocations import priority_api
+from kit import api
+from kit.api import CODE_PATTERN, ID_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 from people import api as people_api
-from portal import api
-from portal.api import CODE_PATTERN, ID_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 
 router = SimpleRouter()
 router.register("clusters", clusters_api.ClusterViewSet, basename="cluster")

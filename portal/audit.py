@@ -12,16 +12,16 @@ tasks and commands.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from auditlog.middleware import AuditlogMiddleware
 from django.contrib.auth.models import User
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from allocations.access import Actor, projects_audited
+from kit.access import Actor
 from people.lockout import client_address
+from projects.access import projects_audited
 
 AUDITED_NAMES = {
     "allocations.allocation": "grant",
@@ -50,12 +50,11 @@ def audit_register() -> None:
         BudgetPeriod,
         CommitteeMember,
         EnforcementAction,
-        Membership,
-        Project,
         SlurmSyncAction,
         SlurmSyncPlan,
     )
     from people.models import ApiToken
+    from projects.models import Membership, Project
 
     for model in (Allocation, BudgetPeriod, Adjustment, Membership, Project, CommitteeMember,
                   EnforcementAction, PartitionVersion):  # fmt: skip
@@ -117,37 +116,3 @@ def audit_kind(entry: object) -> str:
     content_type = getattr(entry, "content_type", None)
     key = f"{content_type.app_label}.{content_type.model}" if content_type else ""
     return AUDITED_NAMES.get(key, key)
-
-
-def audit_rows(
-    rows: Sequence[Model],
-    *,
-    action: int,
-    changes_of: Callable[[Any], dict],
-    actor: User | None = None,
-) -> None:
-    """One audit entry per row, all in one INSERT, as auditlog's signals would have written
-    them one save at a time (a read, a diff and an insert each: seconds for the 11,000 actions
-    of a large Slurm plan). ``changes_of(row)`` gives ``{field: [before, after]}`` as strings.
-    The actor is given, not read from auditlog's context variable: auditlog leaves a request's
-    actor in it after the request, so a later task would be credited to that person."""
-    from auditlog.cid import get_cid
-    from auditlog.models import LogEntry
-    from django.contrib.contenttypes.models import ContentType
-
-    if not rows:
-        return
-    content_type = ContentType.objects.get_for_model(rows[0])
-    cid = get_cid()
-    LogEntry.objects.bulk_create(
-        [
-            LogEntry(
-                content_type=content_type, object_pk=str(row.pk), object_id=row.pk,
-                object_repr=str(row), action=action, changes=changes_of(row),
-                actor=actor, actor_email=getattr(actor, "email", None), cid=cid,
-                additional_data=getattr(row, "get_additional_data", dict)(),
-            )
-            for row in rows
-        ],
-        batch_size=2000,
-    )  # fmt: skip

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounting.carbon.footprint import IntensityStep
 from accounting.carbon.services import grid_intensity_load
+from accounting.clusters.selectors import cluster_get
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.costs.services import cost_model_version_create
@@ -29,17 +30,8 @@ from accounting.models import (
     UsageDaily,
 )
 from accounting.utilisation.overhead import overhead_run_compute
-from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
-from allocations.models import (
-    Allocation,
-    AllocationRound,
-    Membership,
-    PoolPartition,
-    PriorityPolicy,
-    Project,
-    ResourcePool,
-)
+from allocations.models import Allocation, AllocationRound, PriorityPolicy
 from allocations.priorities import (
     priority_actions_propose,
     priority_policy_set,
@@ -54,6 +46,8 @@ from allocations.services import (
     round_create,
     slurm_accounts_sync,
 )
+from kit.calendar import add_months
+from projects.models import Membership, PoolPartition, Project, ResourcePool
 
 DEMO_CLUSTER = "slurm-testbed"
 HISTORY_DAYS = 180
@@ -109,7 +103,10 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
         report(f"cluster {result.cluster.name}: {'loaded' if result.changed else 'unchanged'}")
         _cost_model(result.cluster, examples / "costmodels" / f"{result.cluster.name}.cost", report)
     sample = examples / "sacct"
-    slurm_accounts_sync(lines=(sample / "sacctmgr_assoc.psv").read_text().splitlines())
+    slurm_accounts_sync(
+        lines=(sample / "sacctmgr_assoc.psv").read_text().splitlines(),
+        cluster=cluster_get(name="setonix"),
+    )
     for line in _accounts():
         report(line)
     for code, username in DEMO_PIS.items():

@@ -16,7 +16,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
+from kit.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "axes",
     "mozilla_django_oidc",
     "auditlog",
+    "projects",
     "accounting",
     "allocations",
     "people",
@@ -259,7 +260,7 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_FILTER_BACKENDS": [
-        "portal.filters.ApiFilterBackend",  # django-filter's, refusing empty filter values
+        "kit.filters.ApiFilterBackend",  # django-filter's, refusing empty filter values
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_THROTTLE_CLASSES": [
@@ -272,13 +273,13 @@ REST_FRAMEWORK = {
         "user": env_str("PORTAL_API_USER_RATE", "6000/minute"),
         "token": env_str("PORTAL_API_TOKEN_RATE", "20/minute"),
     },
-    "DEFAULT_SCHEMA_CLASS": "portal.api.ApiAutoSchema",
-    "EXCEPTION_HANDLER": "portal.api.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "kit.api.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "kit.api.api_exception_handler",
     "COERCE_DECIMAL_TO_STRING": True,
     "DATETIME_FORMAT": "iso-8601",
 }
 # A CSRF failure Django's middleware answers itself (a view not exempt): JSON under /api/.
-CSRF_FAILURE_VIEW = "portal.api.csrf_failure"
+CSRF_FAILURE_VIEW = "kit.api.csrf_failure"
 SPECTACULAR_SETTINGS = {
     "TITLE": "SU portal API",
     "DESCRIPTION": (
@@ -301,12 +302,12 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AdjustmentKindEnum": "allocations.models.Adjustment.Kind",
         "RequestKindEnum": "allocations.models.AllocationRequest.Kind",
-        "MembershipRoleEnum": "allocations.models.Membership.Role",
-        "InvitableRoleEnum": "allocations.models.INVITABLE_ROLES",
+        "MembershipRoleEnum": "projects.models.Membership.Role",
+        "InvitableRoleEnum": "projects.models.INVITABLE_ROLES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "portal.api.add_error_responses",
+        "kit.api.add_error_responses",
     ],
 }
 

@@ -4,8 +4,9 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from kit import api
 from people import pages as people_pages
-from portal import api, views
+from portal import views
 
 urlpatterns = [
     path("", views.home, name="home"),

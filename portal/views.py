@@ -11,12 +11,13 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from allocations.access import is_staff, leads_a_project, projects_visible, require
-from allocations.models import Project
 from allocations.page_selectors import projects_of_member, rounds_for_user
 from allocations.selectors import balances_for_project
+from kit.access import is_staff, require
 from portal import charts
 from portal.audit import audit_changes, audit_entries, audit_kind
+from projects.access import leads_a_project, projects_visible
+from projects.models import Project
 
 STAFF_PROJECTS_PER_PAGE = 25
 AUDIT_ENTRIES_PER_PAGE = 50

@@ -20,7 +20,7 @@ from accounting.models import (
     PartitionVersion,
     UsageDaily,
 )
-from allocations.models import Membership, PoolPartition, Project, ResourcePool
+from projects.models import Membership, PoolPartition, Project, ResourcePool
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "clusters"
 

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from accounting.carbon.selectors import project_footprint_monthly
 from accounting.carbon.serializers import CarbonQuerySerializer, ProjectCarbonOutputSerializer
-from allocations.access import projects_visible
+from projects.access import projects_visible
 
 
 class ProjectCarbonView(APIView):

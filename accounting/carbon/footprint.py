@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
 from typing import Literal
 
-from allocations.budget import add_months
+from kit.calendar import add_months
 
 ENERGY_QUANTUM = Decimal("0.000001")  # the roll-ups' Wh columns hold six places
 GRAMS_QUANTUM = Decimal("0.001")

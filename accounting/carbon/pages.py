@@ -25,9 +25,9 @@ from accounting.carbon.selectors import (
 from accounting.carbon.series_csv import IntensityCsvError
 from accounting.carbon.services import grid_intensity_csv_load
 from accounting.models import Cluster
-from allocations.access import staff_only
-from allocations.page_selectors import project_for_user, role_in_project
+from kit.access import staff_only
 from portal import charts
+from projects.selectors import project_for_user, role_in_project
 
 _KWH = Decimal("0.001")
 

@@ -33,7 +33,7 @@ from accounting.carbon.footprint import (
     monthly_footprint,
 )
 from accounting.models import Cluster, GridIntensity, Job, UsageDaily
-from allocations.models import Project
+from projects.models import Project
 
 _SUM = DecimalField(max_digits=24, decimal_places=6)
 

@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from accounting.carbon.footprint import months_window
 from accounting.clusters.serializers import su_field
-from portal.api import QuerySerializer
+from kit.api import QuerySerializer
 
 MAX_DAYS = 10 * 366
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
 
 from accounting.carbon.footprint import IntensityStep
+from kit.errors import ApplicationError
 
 COLUMNS = ("start", "g_per_kwh")
 MAX_G_PER_KWH = Decimal(100_000)  # the dirtiest grids are near 1,000; a typo is far above
@@ -22,7 +23,7 @@ _PLACES = Decimal("0.001")  # what GridIntensity.g_per_kwh keeps
 _SHOWN = 20  # problems listed in an error; the count says how many more
 
 
-class IntensityCsvError(ValueError):
+class IntensityCsvError(ApplicationError):
     """A file that cannot be loaded; ``problems`` name the lines."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -40,13 +40,7 @@ from accounting.models import (
     Partition,
     PartitionVersion,
 )
-from portal.api import (
-    ID_PATTERN,
-    NAME_PATTERN,
-    ApiViewSet,
-    IsStaffOrReadOnly,
-    acting_user,
-)
+from kit.api import ID_PATTERN, NAME_PATTERN, ApiViewSet, IsStaffOrReadOnly, acting_user
 
 
 def cost_ratio_partitions(

@@ -26,6 +26,8 @@ from operator import itemgetter
 from types import MappingProxyType
 from typing import ClassVar, Final, NoReturn
 
+from kit.errors import ApplicationError
+
 SU_QUANTUM: Final = Decimal("0.000001")
 """Ledger precision: SU are stored with 6 decimal places; round only here and for display."""
 
@@ -44,11 +46,11 @@ _BUILT_IN_RESOURCES: Final = ("gpus", "cores", "memory")  # also the tie order o
 _SPLIT_CONTEXT: Final = Context(prec=28, rounding=ROUND_DOWN)
 
 
-class SpecError(ValueError):
+class SpecError(ApplicationError):
     """A partition spec that cannot be charged against; the message names the field."""
 
 
-class ChargeError(ValueError):
+class ChargeError(ApplicationError):
     """A job (or its usage) that cannot be charged on that partition; the message says why."""
 
 

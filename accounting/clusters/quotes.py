@@ -12,9 +12,10 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from accounting.clusters import charging
+from kit.errors import ApplicationError
 
 
-class QuoteError(ValueError):
+class QuoteError(ApplicationError):
     """A quote request that cannot be priced; the message says which value is wrong."""
 
 

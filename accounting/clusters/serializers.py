@@ -22,7 +22,7 @@ from accounting.models import (
     Partition,
     PartitionVersion,
 )
-from portal.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
+from kit.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
 
 SU_DIGITS = 24
 SU_PLACES = 6

@@ -19,12 +19,13 @@ from accounting.clusters.hardware import HARDWARE_NAMES
 from accounting.clusters.specs import ClusterDefinition, PartitionDefinition
 from accounting.models import Cluster, Partition, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
+from kit.errors import ApplicationError
 
 # The start of a partition's first version when no date is given: before any job.
 BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class VersionConflict(ValueError):
+class VersionConflict(ApplicationError):
     """A new version would not be the newest one, or would start at an existing version's time."""
 
 

@@ -32,9 +32,10 @@ import hostlist
 
 from accounting.clusters.charging import PartitionSpec, SpecError
 from accounting.clusters.hardware import HARDWARE, HARDWARE_NAMES, HardwareField
+from kit.errors import ApplicationError
 
 
-class SpecFileError(ValueError):
+class SpecFileError(ApplicationError):
     """A cluster spec document that cannot be applied; the message says where and why."""
 
 

@@ -27,7 +27,7 @@ from accounting.costs.services import (
     cost_distribution_get,
     cost_distribution_request,
 )
-from portal.api import IsStaff, QuerySerializer
+from kit.api import IsStaff, QuerySerializer
 
 
 def _money(**kwargs: Any) -> serializers.DecimalField:

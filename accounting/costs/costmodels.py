@@ -51,6 +51,8 @@ from typing import Any, Final, Literal
 
 import hostlist
 
+from kit.errors import ApplicationError
+
 DEFAULT_CURRENCY: Final = "dollar"
 
 MULTIPLIERS: Final[Mapping[str, Decimal]] = {
@@ -88,7 +90,7 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _MAX_MAGNITUDE: Final = 30  # decimal exponent bound: keeps every product inside 28 digits' range
 
 
-class CostModelError(ValueError):
+class CostModelError(ApplicationError):
     """A cost model that cannot be read; ``str()`` is ``source:line: message``."""
 
     def __init__(self, message: str, *, source: str, line_number: int | None) -> None:
@@ -99,7 +101,7 @@ class CostModelError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-class NodelistError(ValueError):
+class NodelistError(ApplicationError):
     """Text that is not a Slurm hostlist."""
 
 

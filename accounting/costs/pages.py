@@ -35,9 +35,9 @@ from accounting.costs.services import (
     cost_model_versions,
 )
 from accounting.models import Cluster, CostModelVersion
-from allocations.access import staff_only
+from kit.access import staff_only
+from kit.widgets import IsoDateInput
 from portal import charts
-from portal.widgets import IsoDateInput
 
 MAX_MODEL_BYTES = 1024 * 1024
 

@@ -57,7 +57,8 @@ from accounting.costs.coststats import (
 from accounting.locks import cluster_row_lock
 from accounting.models import Cluster, CostModelVersion, ImportRun, Job, UsageDaily
 from accounting.quarantine import quarantine_retry_enqueue
-from portal.queue import task_enqueue
+from kit.errors import ApplicationError
+from kit.queue import task_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ CHUNK_SIZE = 10_000
 FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)  # periods the pickers accept
 
 
-class JobNotFinished(ValueError):
+class JobNotFinished(ApplicationError):
     """The job is still running (its charge is pending): it has no final runtime yet."""
 
 
@@ -177,11 +178,11 @@ _PARSED_LIMIT: Final = 64
 COST_LIMIT: Final = Decimal(10) ** 18
 
 
-class CostOutOfRange(ValueError):
+class CostOutOfRange(ApplicationError):
     """A job's money cost does not fit the ledger (a model with absurd rates)."""
 
 
-class CostModelRejected(ValueError):
+class CostModelRejected(ApplicationError):
     """A cost model version that cannot be saved; ``line_number`` is set for a parse error."""
 
     def __init__(self, message: str, *, line_number: int | None = None) -> None:
@@ -648,7 +649,7 @@ def _period_bounds(cluster: Cluster, start: date, end: date) -> tuple[datetime, 
 DISTRIBUTION_DEFAULT_DAYS: Final = 90
 
 
-class DistributionUnavailable(ValueError):
+class DistributionUnavailable(ApplicationError):
     """No distribution for what was asked; ``field`` names the input at fault."""
 
     def __init__(self, message: str, *, field: str) -> None:

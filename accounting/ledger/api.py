@@ -50,9 +50,7 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.quarantine import quarantine_retry_enqueue
-from allocations.access import projects_visible
-from allocations.models import Project
-from portal.api import (
+from kit.api import (
     ID_PATTERN,
     ApiViewSet,
     EnumFilter,
@@ -63,6 +61,8 @@ from portal.api import (
     acting_user,
     error_body,
 )
+from projects.access import projects_visible
+from projects.models import Project
 
 
 class JobFilter(django_filters.FilterSet):

@@ -27,10 +27,11 @@ from accounting.ledger.efficiency_selectors import (
     totals_added,
 )
 from accounting.ledger.forms import EfficiencyPeriodForm
-from allocations.access import projects_visible, staff_only
-from allocations.budget import add_months
-from allocations.page_selectors import project_for_user, role_in_project
+from kit.access import staff_only
+from kit.calendar import add_months
 from portal import charts
+from projects.access import projects_visible
+from projects.selectors import project_for_user, role_in_project
 
 TOP_USERS = 20
 PROJECT_MONTHS = 6  # the project page opens on this month and the five before it

@@ -27,8 +27,8 @@ from accounting.models import (
     Job,
     UsageDaily,
 )
-from allocations.budget import add_months
-from allocations.models import Project
+from kit.calendar import add_months
+from projects.models import Project
 
 _ZERO: Final = Decimal(0)
 _ONE: Final = Decimal(1)

@@ -6,7 +6,7 @@ from django import forms
 
 from accounting.ledger.sacct import ACTIVE_STATES, FINISHED_STATES
 from accounting.models import Cluster, Partition
-from portal.widgets import IsoDateInput
+from kit.widgets import IsoDateInput
 
 MAX_UPLOAD_BYTES = 2 * 1024**3
 

@@ -48,9 +48,10 @@ from accounting.ledger.usage import held_of, usage_of
 from accounting.models import Cluster, CostModelVersion, ImportRun, Job, PartitionVersion
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
-from allocations.access import projects_visible, staff_only
-from allocations.page_selectors import project_for_user, role_in_project
+from kit.access import staff_only
 from portal import charts
+from projects.access import projects_visible
+from projects.selectors import project_for_user, role_in_project
 
 JOBS_PER_PAGE = 50
 CSV_COLUMNS = (

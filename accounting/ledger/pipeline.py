@@ -37,7 +37,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, OperationalError, connection, models, transaction
-from django.db.models import Case, F, When
+from django.db.models import F
 from django.utils import timezone
 
 from accounting.clusters import charging, efficiency
@@ -80,9 +80,10 @@ from accounting.partitions import (
     month_of,
     partitions_ensure,
 )
-from allocations.models import Project, ResourcePool
-from allocations.slurm_plan import project_code_of
-from portal.queue import task_enqueue
+from accounting.signals import charges_booked
+from projects.accounts import project_code_of
+from projects.models import Project
+from projects.selectors import account_suffixes, project_for_account
 
 logger = logging.getLogger(__name__)
 
@@ -182,11 +183,7 @@ class _Lookups:
         self.create_projects = create_projects
         self.zone = cluster.zoneinfo
         self.projects: dict[str, Project] = {}
-        self.account_suffixes = set(
-            ResourcePool.objects.filter(cluster=cluster)
-            .exclude(slurm_account_suffix="")
-            .values_list("slurm_account_suffix", flat=True)
-        )
+        self.account_suffixes = account_suffixes(cluster_ids=[cluster.pk])
         # Created in the batch being written: gone again if its transaction rolls back.
         self.created: set[str] = set()
         self.partitions: dict[str, Partition | None] = {}
@@ -214,17 +211,13 @@ class _Lookups:
         self.pricer = JobPricer.refreshed(self.pricer, cluster=self.cluster)
 
     def project(self, account: str) -> Project | None:
-        """The project a Slurm account books to: the project of that code, else the project
-        whose pool account it is (``pawsey0001-gpu``, allocations.slurm_plan.project_code_of)."""
+        """The project a Slurm account books to (``projects.selectors.project_for_account``);
+        with ``create_projects``, a new project for an account that has none."""
         project = self.projects.get(account)
         if project is None:
-            code = project_code_of(account, self.account_suffixes)
-            project = (
-                Project.objects.filter(code__in={account, code})
-                .order_by(Case(When(code=account, then=0), default=1))
-                .first()
-            )
+            project = project_for_account(account, suffixes=self.account_suffixes)
             if project is None and self.create_projects and account:
+                code = project_code_of(account, self.account_suffixes)
                 project, created = Project.objects.get_or_create(
                     code=code, defaults={"title": f"{code} (created by sacct import)"}
                 )
@@ -1048,14 +1041,12 @@ def jobs_import(
 
 def run_succeeded(run: ImportRun, *, charged: int) -> None:
     """End an import run that booked all it read, however many processes wrote it. When it
-    charged jobs, the balances moved: Slurm's GrpTRESMins limits follow (docs/slurm.md)."""
+    charged jobs, the balances moved: the apps above are told (``charges_booked``)."""
     ImportRun.objects.filter(pk=run.pk).update(
         status=ImportRun.Status.SUCCEEDED, finished_at=timezone.now()
     )
-    if charged and run.cluster.resource_pools.filter(slurm_limits_auto=True).exists():
-        task_enqueue(
-            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": run.cluster_id}
-        )
+    if charged:
+        charges_booked.send(sender=ImportRun, cluster_id=run.cluster_id)
 
 
 def _run_failed(run: ImportRun, message: str) -> None:

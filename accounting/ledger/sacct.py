@@ -42,6 +42,7 @@ import hostlist
 
 from accounting.clusters.efficiency import JobUsage
 from accounting.clusters.units import is_ascii_digits, parse_decimal, parse_memory_mb
+from kit.errors import ApplicationError
 
 __all__ = [
     "ACTIVE_STATES",
@@ -167,7 +168,7 @@ _CACHE_LIMIT = 4096
 _T = TypeVar("_T")
 
 
-class SacctHeaderError(ValueError):
+class SacctHeaderError(ApplicationError):
     """The header line is missing or lacks required columns: the whole input is unusable."""
 
     def __init__(self, message: str, missing_fields: Iterable[str] = ()) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from functools import cache
 from typing import Any, Literal
 
+from django.db import connection
 from django.db.models import (
     Count,
     DecimalField,
@@ -33,7 +36,9 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
-from allocations.models import Project
+from accounting.partitions import KEY_TABLE, is_partitioned
+from kit.sql import placeholders, sql_day, sql_decimal, table_names
+from projects.models import PoolPartition, Project
 
 
 def charges_for_export(
@@ -345,3 +350,73 @@ def top_jobs(*, project: Project, ended_from: datetime, limit: int = 10) -> list
         .select_related("partition")
         .order_by("-service_units", "-end")[:limit]
     )
+
+
+# --- What the balance reads of the ledger ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolLedger:
+    """A project's ledger on some pools: each pool's partitions, SU and money charged per day,
+    and the pending SU of its running jobs. Keys are pool ids."""
+
+    partitions: dict[int, list[str]]
+    used: dict[int, list[tuple[date, Decimal]]]
+    spent: dict[int, list[tuple[date, Decimal]]]
+    pending: dict[int, Decimal]
+
+
+@cache
+def _pool_ledger_sql(pools: int, partitioned: bool) -> str:
+    member, partition, usage, job = table_names(PoolPartition, Partition, UsageDaily, Job)
+    if partitioned:
+        # The running jobs' pending SU from the ledger's key table, which keeps them (and has
+        # an index of them): the monthly partitions are not read at all.
+        job = KEY_TABLE
+    return (  # partitions of the pools; usage per day and running jobs per pool
+        f"SELECT 'partition', pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
+        f"FROM {member} pp "
+        f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {placeholders(pools)} "
+        "UNION ALL "
+        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), SUM(u.cost) "
+        f"FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
+        f"WHERE u.project_id = %s AND pp.pool_id IN {placeholders(pools)} "
+        "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
+        "UNION ALL "
+        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL "
+        f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
+        f"WHERE j.project_id = %s AND pp.pool_id IN {placeholders(pools)} "
+        "AND j.charge_state = %s GROUP BY pp.pool_id"
+    )
+
+
+def pool_ledger_get(
+    *, project_id: int, pool_ids: list[int], since: date, until: date
+) -> PoolLedger:
+    """What the balance needs of the ledger, in one query over the daily roll-ups (the days in
+    ``[since, until)``) and the running jobs, never over the jobs' history. The balance itself is
+    allocations' (``allocations.selectors``); this is the only place that knows how the ledger
+    stores charges."""
+    partitions: dict[int, list[str]] = defaultdict(list)
+    used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
+    spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
+    pending: dict[int, Decimal] = defaultdict(Decimal)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _pool_ledger_sql(len(pool_ids), is_partitioned()),
+            [
+                *pool_ids,
+                project_id, *pool_ids, since, until,
+                project_id, *pool_ids, Job.ChargeState.PENDING,
+            ],
+        )  # fmt: skip
+        rows = cursor.fetchall()
+    for kind, pool, name, day, amount, cost in sorted(rows, key=lambda row: str(row[2] or "")):
+        if kind == "partition":
+            partitions[pool].append(name)
+        elif kind == "usage":
+            used[pool].append((sql_day(day), sql_decimal(amount)))
+            spent[pool].append((sql_day(day), sql_decimal(cost)))
+        else:
+            pending[pool] = sql_decimal(amount)
+    return PoolLedger(partitions=partitions, used=used, spent=spent, pending=pending)

@@ -28,7 +28,7 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.utilisation.overhead import job_fair_share_get
-from portal.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
+from kit.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
 
 _FRACTION = {"type": "string", "description": "a decimal fraction of the node"}
 

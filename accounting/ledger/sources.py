@@ -47,7 +47,7 @@ from accounting.models import (
     Cluster,
     ImportRun,
 )
-from portal.queue import task_enqueue
+from kit.queue import task_enqueue
 
 SACCT_FORMAT = (
     "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Start,End,"

@@ -34,9 +34,7 @@ from accounting.utilisation.serializers import (
     UtilisationOutputSerializer,
     UtilisationQuerySerializer,
 )
-from portal.api import (
-    IsStaff,
-)
+from kit.api import IsStaff
 
 
 class UtilisationCsvRenderer(BaseRenderer):

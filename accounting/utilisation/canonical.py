@@ -56,6 +56,7 @@ import hostlist
 from accounting.clusters.specs import PartitionDefinition
 from accounting.utilisation.peak import epoch_seconds, from_epoch_seconds
 from accounting.utilisation.quality import Step, bucket_boundaries, collector_paused
+from kit.errors import ApplicationError
 
 MIB_PER_GIB: Final = 1024
 _UNBOUNDED: Final = 1 << 62
@@ -66,7 +67,7 @@ _SHARE_BITS: Final = 64
 _SHARE_SLACK: Final = 1 << (_SHARE_BITS - 24)
 
 
-class CanonicalError(ValueError):
+class CanonicalError(ApplicationError):
     """A canonical unit, node or job that cannot be used; the message says which and why."""
 
 

@@ -49,7 +49,8 @@ from accounting.utilisation.canonical import (
     true_overhead_report,
 )
 from accounting.utilisation.quality import Step
-from portal.queue import task_enqueue
+from kit.errors import ApplicationError
+from kit.queue import task_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ MAX_WINDOW: Final = timedelta(days=400)
 RUN_STALE_AFTER: Final = timedelta(minutes=65)
 
 
-class OverheadError(ValueError):
+class OverheadError(ApplicationError):
     """A window or step that cannot be computed; the message says why."""
 
 

@@ -27,7 +27,7 @@ from accounting.utilisation.overhead import (
     overhead_run_latest,
     unit_label,
 )
-from portal.api import QuerySerializer, StaffOnlyHidden, UtcDateTimeField
+from kit.api import QuerySerializer, StaffOnlyHidden, UtcDateTimeField
 
 
 class OverheadQuerySerializer(QuerySerializer):

@@ -30,9 +30,9 @@ from accounting.utilisation.overhead import (
     overhead_window_problem,
     unit_label,
 )
-from allocations.access import staff_only
+from kit.access import staff_only
+from kit.widgets import IsoDateInput
 from portal import charts
-from portal.widgets import IsoDateInput
 
 DEFAULT_DAYS = 7
 

@@ -38,9 +38,9 @@ from accounting.utilisation.selectors import (
     jobs_in_window,
     utilisation_report_get,
 )
-from allocations.access import staff_only
+from kit.access import staff_only
+from kit.widgets import IsoDateInput
 from portal import charts
-from portal.widgets import IsoDateInput
 
 BUCKETS_PER_PAGE = 100
 _EPOCH_YEAR = 1970  # a first version "from the beginning" is stored at the Unix epoch

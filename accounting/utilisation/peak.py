@@ -40,6 +40,7 @@ from fractions import Fraction
 from typing import Final
 
 from accounting.clusters.specs import CpuPeak, GpuPeak, PartitionDefinition
+from kit.errors import ApplicationError
 
 _EXACT: Final = Context(prec=60, traps=[Inexact])
 _ZERO: Final = Decimal(0)
@@ -47,7 +48,7 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_SECOND: Final = timedelta(seconds=1)
 
 
-class PeakError(ValueError):
+class PeakError(ApplicationError):
     """A peak that cannot be worked out (missing or impossible parameters); says which."""
 
 

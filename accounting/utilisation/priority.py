@@ -24,19 +24,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
+from kit.errors import ApplicationError
+
 _ONE: Final = Decimal(1)
 
 
-class PriorityError(ValueError):
+class PriorityCurveError(ApplicationError):
     """A priority policy or input that eq 14 cannot use; the message says which and why."""
 
 
 def _decimal(name: str, value: Decimal | int) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, int | Decimal):
-        raise PriorityError(f"{name} must be a Decimal or an int, got {value!r}")
+        raise PriorityCurveError(f"{name} must be a Decimal or an int, got {value!r}")
     number = Decimal(value)
     if not number.is_finite():
-        raise PriorityError(f"{name} must be finite, got {value!r}")
+        raise PriorityCurveError(f"{name} must be finite, got {value!r}")
     return number
 
 
@@ -54,7 +56,9 @@ class PriorityPolicy:
         for name in ("k1", "k2", "c0", "c1", "c2"):
             object.__setattr__(self, name, _decimal(name, getattr(self, name)))
         if not self.k1 < self.k2:
-            raise PriorityError(f"thresholds must satisfy K1 < K2, got K1={self.k1}, K2={self.k2}")
+            raise PriorityCurveError(
+                f"thresholds must satisfy K1 < K2, got K1={self.k1}, K2={self.k2}"
+            )
 
 
 def dynamic_priority(
@@ -86,9 +90,9 @@ def priority_curve(
     """
     low, high = _decimal("k_min", k_min), _decimal("k_max", k_max)
     if not low < high:
-        raise PriorityError(f"k_min must be below k_max, got {low} and {high}")
+        raise PriorityCurveError(f"k_min must be below k_max, got {low} and {high}")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
-        raise PriorityError(f"samples must be a non-negative integer, got {samples!r}")
+        raise PriorityCurveError(f"samples must be a non-negative integer, got {samples!r}")
     points = {low, high}
     points.update(k for k in (policy.k1, policy.k2) if low < k < high)
     step = (high - low) / (samples + 1)

@@ -56,6 +56,7 @@ from accounting.utilisation.peak import (
     epoch_seconds,
     from_epoch_seconds,
 )
+from kit.errors import ApplicationError
 
 PERCENT_PLACES: Final = 6
 PERCENT_QUANTUM: Final = Decimal(1).scaleb(-PERCENT_PLACES)
@@ -64,7 +65,7 @@ PERCENT_QUANTUM: Final = Decimal(1).scaleb(-PERCENT_PLACES)
 SECONDS_PER_HOUR: Final = 3600
 
 
-class UtilisationError(ValueError):
+class UtilisationError(ApplicationError):
     """Jobs or partitions that Q(T) cannot be computed for; the message says which and why."""
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from accounting.clusters.selectors import NotFound, cluster_get, partition_get
-from portal.api import QuerySerializer, UtcDateTimeField
+from kit.api import QuerySerializer, UtcDateTimeField
 
 
 class _WallClockDateTimeField(serializers.DateTimeField):

@@ -9,7 +9,7 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, Partition, PartitionVersion
-from allocations.models import Project
+from projects.models import Project
 from tests.factories import UserFactory
 
 ROOT = Path(__file__).resolve().parents[2]

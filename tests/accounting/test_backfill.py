@@ -21,7 +21,7 @@ from accounting.ledger.pipeline import jobs_import
 from accounting.ledger.sources import backfill_windows
 from accounting.models import Cluster, ImportRun, Job, UsageDaily, UtilisationHourly
 from accounting.tasks import import_sacct_backfill_window
-from allocations.models import Project
+from projects.models import Project
 from tests.workers import start_celery_worker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, UsageDaily
-from allocations.models import Project
 from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"

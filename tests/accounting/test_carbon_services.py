@@ -23,7 +23,7 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import SpecFileError, cluster_definition_parse
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, GridIntensity, Job
-from allocations.models import Project
+from projects.models import Project
 from tests.accounting.test_carbon_rollups import SPEC, _history
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounting.models import Job
-from allocations.models import Project
+from projects.models import Project
 from tests.factories import PartitionFactory
 
 ROOT = Path(__file__).resolve().parents[2]

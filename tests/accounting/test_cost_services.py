@@ -26,8 +26,8 @@ from accounting.costs.services import (
 )
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, CostModelVersion, Job, UsageDaily
-from allocations.models import Project
 from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"

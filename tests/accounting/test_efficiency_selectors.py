@@ -18,7 +18,7 @@ from accounting.ledger.efficiency_selectors import (
     efficiency_top_users,
 )
 from accounting.models import EfficiencyBucket, EfficiencyDaily, EfficiencySums, UsageDaily
-from allocations.models import Project
+from projects.models import Project
 from tests.factories import PartitionFactory, ProjectFactory, efficiency_rollups_add
 
 pytestmark = pytest.mark.django_db

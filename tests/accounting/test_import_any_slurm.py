@@ -28,7 +28,7 @@ from accounting.models import (
     UsageDaily,
     UtilisationHourly,
 )
-from allocations.models import Project
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"

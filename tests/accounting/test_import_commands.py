@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.models import Job
-from allocations.models import Project
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"

@@ -15,8 +15,8 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import BATCH_SIZE, jobs_import
 from accounting.models import Cluster, ImportRun, Job, UsageDaily
 from accounting.tasks import import_sacct_file
-from allocations.models import Project
 from benchmarks.sacct_generator import write_sacct_file
+from projects.models import Project
 from tests.workers import start_celery_worker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import BATCH_SIZE
 from accounting.ledger.sources import _file_ranges
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord, UsageDaily
-from allocations.models import Project
 from benchmarks.sacct_generator import write_sacct_file
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"

@@ -30,8 +30,8 @@ from accounting.models import (
     Job,
     UsageDaily,
 )
-from allocations.models import Project
 from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"

@@ -17,7 +17,7 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load, cluster_definition_parse
 from accounting.ledger.pipeline import ImportFatal, jobs_import, quarantine_retry
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord, UsageDaily
-from allocations.models import Project
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"

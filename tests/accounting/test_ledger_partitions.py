@@ -30,8 +30,9 @@ from accounting.partitions import (
     partitions_list,
 )
 from accounting.tasks import ledger_partitions_ahead
-from allocations.models import ProfilingCoefficient, Project
+from allocations.models import ProfilingCoefficient
 from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project
 from tests.factories import example_cluster
 
 pytestmark = pytest.mark.django_db

@@ -28,7 +28,7 @@ from accounting.utilisation.overhead import (
     overhead_run_start,
     unit_label,
 )
-from allocations.models import Project
+from projects.models import Project
 from tests.factories import PartitionVersionFactory, UserFactory
 
 GIB = 1024

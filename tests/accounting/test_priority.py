@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accounting.utilisation.priority import (
-    PriorityError,
+    PriorityCurveError,
     PriorityPolicy,
     dynamic_priority,
     priority_curve,
@@ -47,14 +47,14 @@ def test_the_priority_is_continuous_at_both_thresholds(threshold):
 
 
 def test_k1_not_below_k2_is_refused():
-    with pytest.raises(PriorityError, match="K1 < K2"):
+    with pytest.raises(PriorityCurveError, match="K1 < K2"):
         PriorityPolicy(k1=Decimal("0.7"), k2=Decimal("0.7"), c0=1, c1=1, c2=1)
-    with pytest.raises(PriorityError, match="K1 < K2"):
+    with pytest.raises(PriorityCurveError, match="K1 < K2"):
         PriorityPolicy(k1=Decimal("0.8"), k2=Decimal("0.7"), c0=1, c1=1, c2=1)
 
 
 def test_a_float_is_refused():
-    with pytest.raises(PriorityError, match="Decimal or an int"):
+    with pytest.raises(PriorityCurveError, match="Decimal or an int"):
         dynamic_priority(base=1, k_prof=0.5, policy=POLICY)
 
 

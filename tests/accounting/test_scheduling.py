@@ -16,7 +16,7 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.locks import ImportLockBusy, cluster_import_lock
 from accounting.models import Cluster, ImportRun
 from accounting.tasks import import_sacct_window
-from allocations.models import Project
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct" / "sacct_allocations.psv"

@@ -11,7 +11,7 @@ from django.urls import reverse
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord
-from allocations.models import Project
+from projects.models import Project
 from tests.factories import UserFactory
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, UtilisationHourly
 from accounting.utilisation.quality import AllocatedJob, utilisation_series
 from accounting.utilisation.selectors import partition_peak_timeline, utilisation_series_get
-from allocations.models import Project
+from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounting.models import Cluster
-from allocations.models import Project, ResourcePool
+from projects.models import Project, ResourcePool
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allocations.budget import Balance, add_months, periods, split_even
+from allocations.budget import Balance, periods, split_even
+from kit.calendar import add_months
 
 MICRO = Decimal("0.000001")
 

@@ -12,15 +12,16 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from allocations.invitations import (
+from allocations.services import adjustment_transfer, allocation_grant
+from projects.invitations import (
     InvitationError,
     invitation_accept,
     invitation_revoke,
     invitation_send,
     membership_role_set,
 )
-from allocations.models import Invitation, Membership
-from allocations.services import adjustment_transfer, allocation_grant, membership_add
+from projects.models import Invitation, Membership
+from projects.services import membership_add
 from tests.allocations.conftest import PERIOD
 from tests.factories import UserFactory, api_token
 

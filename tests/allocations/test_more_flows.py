@@ -9,7 +9,6 @@ import pytest
 from django.urls import reverse
 
 from accounting.ledger.pipeline import jobs_import
-from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
 from allocations.models import AllocationRequest, EnforcementAction
 from allocations.selectors import balance_get, pool_today
@@ -22,6 +21,7 @@ from allocations.services import (
     request_submit,
     round_create,
 )
+from kit.calendar import add_months
 from tests.allocations.conftest import PERIOD, SAMPLE, SAMPLE_DAY, open_round_times
 
 

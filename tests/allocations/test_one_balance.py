@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from accounting.models import Job, Partition, UsageDaily
-from allocations.budget import add_months
 from allocations.enforcement import thresholds_check
 from allocations.models import BudgetPeriod
 from allocations.selectors import balance_for_period, balance_get, pool_today
@@ -32,6 +31,7 @@ from allocations.services import (
     adjustment_transfer,
     allocation_grant,
 )
+from kit.calendar import add_months
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("su_balance", ROOT / "clients" / "su_balance.py")

@@ -7,21 +7,12 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from allocations.models import (
-    Adjustment,
-    Allocation,
-    AllocationRequest,
-    Membership,
-    RequestTransition,
-    Review,
-)
+from allocations.models import Adjustment, Allocation, AllocationRequest, RequestTransition, Review
 from allocations.services import (
     adjustment_refund,
     adjustment_top_up,
     adjustment_transfer,
     allocation_grant,
-    membership_add,
-    membership_remove,
     request_create,
     request_decide,
     request_review_start,
@@ -30,6 +21,8 @@ from allocations.services import (
     review_submit,
     round_create,
 )
+from projects.models import Membership
+from projects.services import membership_add, membership_remove
 from tests.allocations.conftest import PERIOD, open_round_times
 from tests.factories import UserFactory
 

@@ -32,10 +32,10 @@ from allocations.slurm_plan import (
     plan_creates,
     plan_load_file,
     plan_script,
-    project_code_of,
     state_apply,
     state_parse,
 )
+from projects.accounts import project_code_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = {

@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from allocations.models import Project
 from allocations.services import allocation_grant
 from allocations.slurm_plan import Account, Action
 from allocations.slurm_sync import _renderable, actions_json, desired_state_build
+from projects.models import Project
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,

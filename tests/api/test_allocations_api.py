@@ -13,12 +13,10 @@ from allocations.models import (
     Allocation,
     AllocationRequest,
     BudgetPeriod,
-    Membership,
-    Project,
     RequestTransition,
-    ResourcePool,
 )
 from allocations.selectors import balance_get
+from projects.models import Membership, Project, ResourcePool
 from tests.allocations.conftest import SAMPLE_DAY
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,9 @@ from django.test import Client
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from allocations.models import Adjustment, Allocation, EnforcementAction, Membership
+from allocations.models import Adjustment, Allocation, EnforcementAction
 from people.roles import roles_apply
+from projects.models import Membership
 
 pytestmark = pytest.mark.django_db
 

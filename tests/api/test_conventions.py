@@ -33,7 +33,7 @@ def test_a_page_holds_at_most_1000_items(world):
     assert response.status_code == 200
     assert response.json()["count"] == 225  # the sample's allocations
     assert len(response.json()["results"]) == 225  # below the cap: all of them
-    from portal.api import ApiPagination
+    from kit.api import ApiPagination
 
     assert ApiPagination.max_page_size == 1000
 
@@ -120,7 +120,7 @@ def _model_serializers():
     from accounting.ledger import serializers as ledger_serializers
     from accounting.utilisation import serializers as utilisation_serializers
     from allocations import api_serializers as allocations_serializers
-    from portal.api import ApiModelSerializer
+    from kit.api import ApiModelSerializer
 
     modules = (
         cluster_serializers,
@@ -144,8 +144,8 @@ def test_the_quicker_rendering_is_exactly_drfs_for_every_serializer_and_object(w
 
     from accounting.ledger.api import jobs_visible
     from accounting.models import Job
-    from allocations.invitations import invitation_send
-    from allocations.models import Membership
+    from projects.invitations import invitation_send
+    from projects.models import Membership
 
     world.job.__class__.objects.filter(pk=world.job.pk).update(partition_version=None)
     c = world.centre

@@ -109,7 +109,8 @@ def test_a_query_parameter_given_empty_or_unknown_is_refused_naming_it(world, qu
     [("bad_request", 400), ("permission_denied", 403), ("page_not_found", 404)],
 )
 def test_djangos_error_handlers_answer_json_under_the_api_and_html_elsewhere(rf, handler, status):
-    from portal import api, urls
+    from kit import api
+    from portal import urls
 
     assert getattr(urls, f"handler{status}") is getattr(api, handler)
     view = getattr(api, handler)
@@ -118,7 +119,8 @@ def test_djangos_error_handlers_answer_json_under_the_api_and_html_elsewhere(rf,
 
 
 def test_a_server_error_under_the_api_is_json_and_says_nothing_more(rf):
-    from portal import api, urls
+    from kit import api
+    from portal import urls
 
     assert urls.handler500 is api.server_error
     body = _error(api.server_error(rf.get("/api/v1/jobs/")), 500)

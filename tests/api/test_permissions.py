@@ -102,7 +102,7 @@ def _with_overhead_run(text: str) -> Callable[[World], str]:
 
 def _with_invitation(world: World) -> str:
     """An invitation of pawsey0003's, made inside each role's rolled-back savepoint."""
-    from allocations.invitations import invitation_send
+    from projects.invitations import invitation_send
 
     c = world.centre
     sent = invitation_send(project=c.p3, email="new@x.org", role="member", actor=c.alice)

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from accounting.models import Partition, UsageDaily
-from allocations.budget import add_months
 from allocations.selectors import pool_today
 from allocations.services import adjustment_top_up, allocation_grant
+from kit.calendar import add_months
 from tests.factories import api_token
 
 ROOT = Path(__file__).resolve().parents[2]

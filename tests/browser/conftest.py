@@ -25,12 +25,7 @@ from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, Partition
 from allocations.enforcement import thresholds_check
-from allocations.models import (
-    AllocationRequest,
-    AllocationRound,
-    Project,
-    ResourcePool,
-)
+from allocations.models import AllocationRequest, AllocationRound
 from allocations.selectors import balance_get
 from allocations.services import (
     adjustment_refund,
@@ -43,6 +38,7 @@ from allocations.services import (
     round_create,
 )
 from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project, ResourcePool
 from tests.conftest import IN_CI
 from tests.factories import (
     MembershipFactory,

@@ -22,8 +22,9 @@ from django.test import Client
 from django.utils import timezone
 
 from accounting.models import Cluster, Job
-from allocations.models import AllocationRequest, AllocationRound, Project, ResourcePool
+from allocations.models import AllocationRequest, AllocationRound
 from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project, ResourcePool
 from tests.browser.conftest import Scenario, build_scenario
 
 ROLES = ("anonymous", "member", "other", "pi", "committee", "staff")

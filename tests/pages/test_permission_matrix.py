@@ -96,7 +96,7 @@ def _code(s: Site) -> str:
 
 
 def _invitation_of(s: Site) -> int:
-    from allocations.invitations import invitation_send
+    from projects.invitations import invitation_send
 
     pi = s.users["pi"]
     assert pi is not None
@@ -106,8 +106,8 @@ def _invitation_of(s: Site) -> int:
 
 
 def _invitation_link(s: Site) -> str:
-    from allocations.invitations import invitation_link
-    from allocations.models import Invitation
+    from projects.invitations import invitation_link
+    from projects.models import Invitation
 
     return invitation_link(Invitation.objects.get(pk=_invitation_of(s))).split("8000", 1)[1]
 

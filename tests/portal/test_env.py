@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
+from kit.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
 
 
 def test_bool_accepts_the_usual_spellings(monkeypatch):

@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from accounting.clusters.charging import NodeUsage, charge
 from accounting.models import Cluster
-from allocations.models import Project, ResourcePool, SlurmDriftCheck, SlurmSyncPlan
-from allocations.services import adjustment_top_up, allocation_grant, membership_remove
+from allocations.models import SlurmDriftCheck, SlurmSyncPlan
+from allocations.services import adjustment_top_up, allocation_grant
 from allocations.slurm_sync import (
     slurm_sync_apply,
     slurm_sync_approve,
@@ -30,6 +30,8 @@ from allocations.slurm_sync import (
     slurm_sync_plan,
 )
 from allocations.tasks import slurm_sync_check_task
+from projects.models import Project, ResourcePool
+from projects.services import membership_remove
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,

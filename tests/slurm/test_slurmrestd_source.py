@@ -16,7 +16,7 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.sources import SlurmrestdFailed, sacct_window_import
 from accounting.models import Cluster, ImportRun, Job
-from allocations.models import Project
+from projects.models import Project
 from tests.slurm.conftest import unique_name, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db]

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.models import Cluster
 from allocations.services import slurm_accounts_sync
 from allocations.slurm_accounts import AssociationsError
 
@@ -35,11 +36,12 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{options['file']}: cannot be read ({error.strerror})"
                 ) from None
-        slurm_name = self._slurm_name(options["cluster"])
+        cluster = self._cluster(options["cluster"])
         if not options["file"]:
+            slurm_name = cluster.slurm_name if isinstance(cluster, Cluster) else cluster
             lines = self._run_sacctmgr(options["sacctmgr"], slurm_name)
         try:
-            result = slurm_accounts_sync(lines=lines, cluster=slurm_name)
+            result = slurm_accounts_sync(lines=lines, cluster=cluster)
         except AssociationsError as error:
             raise CommandError(str(error)) from None
         for name, rows in sorted(result.other_clusters.items()):
@@ -52,11 +54,11 @@ class Command(BaseCommand):
         for number, why in result.skipped_lines:
             self.stderr.write(f"line {number} skipped: {why}")
 
-    def _slurm_name(self, name: str) -> str:
-        """Slurm's ClusterName of the portal cluster ``name`` (its ``slurm_cluster_name``); a
-        name the portal does not know is taken as Slurm's own."""
+    def _cluster(self, name: str) -> Cluster | str:
+        """The portal cluster ``name``; a name the portal does not know is taken as Slurm's
+        own ClusterName (its accounts are then project codes: no pool of it names them)."""
         try:
-            return cluster_get(name=name).slurm_name
+            return cluster_get(name=name)
         except NotFound:
             return name
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app as app
 from django.db import transaction
-
-from portal.celery import app
 
 
 def task_enqueue(

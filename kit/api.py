@@ -5,14 +5,13 @@ Errors always have the same shape, whatever raised them::
 
     {"message": "one readable sentence", "errors": {"field": ["what is wrong with it"]}}
 
-``PermissionDenied`` from a service is a 403, a rule of the domain (``AllocationError``,
-``QuoteError``, ``ChargeError``, a bad spec) a 400, an object the caller may not see a 404.
+``PermissionDenied`` from a service is a 403, a rule of the domain (any
+``kit.errors.ApplicationError``) a 400, an object the caller may not see a 404.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django import forms
@@ -50,30 +49,11 @@ from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.viewsets import GenericViewSet
 
-from accounting.clusters.charging import ChargeError, SpecError
-from accounting.clusters.quotes import QuoteError
-from accounting.clusters.specs import SpecFileError
-from allocations.access import is_staff
+from kit.access import is_staff
+from kit.errors import ApplicationError
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-# Modules that define or import models are imported where used: this module is imported by
-# the settings' DRF hooks (exception handler, schema hook), possibly before the apps are ready.
-
-
-@cache
-def domain_errors() -> tuple[type[Exception], ...]:
-    """Rules of the domain that refuse a request: 400 with the service's own message."""
-    from accounting.clusters.services import VersionConflict
-    from allocations.invitations import InvitationError
-    from allocations.services import AllocationError
-
-    return (
-        AllocationError, InvitationError, QuoteError, ChargeError, SpecError, SpecFileError,
-        VersionConflict,
-    )  # fmt: skip
-
 
 # Path parameters: anything else is answered by the JSON 404 of ``not_found`` before a view
 # (and the database) sees it.
@@ -115,7 +95,7 @@ def error_body(message: str, errors: dict[str, Any] | None = None) -> dict[str, 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's ``EXCEPTION_HANDLER``: every error as ``{"message", "errors"}``."""
-    if isinstance(exc, domain_errors()):
+    if isinstance(exc, ApplicationError):
         set_rollback()
         return Response(error_body(str(exc)), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):

@@ -1,5 +1,5 @@
 """The API's filter backend (REST_FRAMEWORK DEFAULT_FILTER_BACKENDS). A module of its own: DRF
-imports it while rest_framework.generics is still loading, so it must not import portal.api."""
+imports it while rest_framework.generics is still loading, so it must not import kit.api."""
 
 from __future__ import annotations
 

@@ -21,14 +21,16 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from allocations.access import can_delegate, can_manage_project, require
-from allocations.models import Invitation, Membership, Project
+from kit.access import require
+from kit.errors import ApplicationError
 from people.mail import mail_send, portal_link
+from projects.access import can_delegate, can_manage_project
+from projects.models import Invitation, Membership, Project
 
 SALT = "allocations.invitation"
 
 
-class InvitationError(ValueError):
+class InvitationError(ApplicationError):
     """An invitation that cannot be made or accepted, in words for the person."""
 
 

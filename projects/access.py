@@ -1,0 +1,130 @@
+"""Who may see or do what in a project: the project roles (PI, manager, member) and which
+projects a person sees, manages or audits.
+
+Built on the staff role of ``kit/access.py``; the committee's rules (``allocations``) and the
+ledger's (``accounting/access.py``) are built on these. Pages, the API, serializers and services
+ask these predicates and visibility querysets and never restate them. What a user may not see
+is answered "not found" (404), so that its existence does not leak; what they may see but not
+do is refused (403) with the rule in words. docs/access.md has the matrix, and
+tests/test_permission_matrix.py checks every URL against it.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db.models import Q, QuerySet
+
+from kit.access import Actor, is_staff
+from projects.models import Membership, Project
+
+# --- Roles --------------------------------------------------------------------------------
+
+
+def is_member(user: Actor, project: Project) -> bool:
+    if not isinstance(user, User):
+        return False
+    return Membership.objects.filter(project=project, user=user).exists()
+
+
+def is_pi(user: Actor, project: Project) -> bool:
+    if not isinstance(user, User):
+        return False
+    return (
+        project.pi_id == user.pk
+        or Membership.objects.filter(project=project, user=user, role=Membership.Role.PI).exists()
+    )
+
+
+def is_manager(user: Actor, project: Project) -> bool:
+    """A PI's proxy (Membership.Role.MANAGER): runs the project for its PI."""
+    if not isinstance(user, User):
+        return False
+    return Membership.objects.filter(
+        project=project, user=user, role=Membership.Role.MANAGER
+    ).exists()
+
+
+def leads_a_project(user: Actor) -> bool:
+    """Staff, or the PI of some project: who may apply or transfer SU at all."""
+    if is_staff(user):
+        return True
+    if not isinstance(user, User):
+        return False
+    return Project.objects.filter(
+        Q(pi_id=user.pk) | Q(memberships__user_id=user.pk, memberships__role=Membership.Role.PI)
+    ).exists()
+
+
+def project_role(user: Actor, project: Project) -> str | None:
+    """The user's role in the project (a ``Membership.Role`` value), None when they have none.
+    The project's PI field makes its holder the PI whatever their membership says."""
+    if not isinstance(user, User):
+        return None
+    if project.pi_id == user.pk:
+        return Membership.Role.PI
+    return (
+        Membership.objects.filter(project=project, user_id=user.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+# --- What a role may do -------------------------------------------------------------------
+
+
+def can_manage_project(user: Actor, project: Project) -> bool:
+    """Apply for the project, invite, add and remove its members: its PI, a manager the PI
+    appointed, or staff."""
+    return is_pi(user, project) or is_manager(user, project) or is_staff(user)
+
+
+def can_delegate(user: Actor, project: Project) -> bool:
+    """Give or take the manager and PI roles of a project: its PI, or staff (never a manager:
+    a proxy cannot make proxies)."""
+    return is_pi(user, project) or is_staff(user)
+
+
+# --- What a user may see ------------------------------------------------------------------
+
+
+def projects_visible(*, user: Actor) -> QuerySet[Project]:
+    """The projects a user may see: those they lead or belong to; every project for staff."""
+    if is_staff(user):
+        return Project.objects.all()
+    return projects_of_member(user=user)
+
+
+def projects_audited(*, user: Actor) -> QuerySet[Project] | None:
+    """Whose audit log a user may read: every entry for staff (None: no project limit), the
+    entries of the projects they lead for a PI, none for anyone else."""
+    if is_staff(user):
+        return None
+    if not isinstance(user, User):
+        return Project.objects.none()
+    return Project.objects.filter(
+        Q(pi_id=user.pk) | Q(memberships__user_id=user.pk, memberships__role=Membership.Role.PI)
+    ).distinct()
+
+
+def projects_managed(*, user: Actor) -> QuerySet[Project]:
+    """The projects a user may apply for: those they lead (PI) or manage (the PI's proxy)."""
+    if not isinstance(user, User):
+        return Project.objects.none()
+    return (
+        Project.objects.filter(
+            Q(pi_id=user.pk)
+            | Q(
+                memberships__user_id=user.pk,
+                memberships__role__in=[Membership.Role.PI, Membership.Role.MANAGER],
+            )
+        )
+        .distinct()
+        .order_by("code")
+    )
+
+
+def projects_of_member(*, user: Actor) -> QuerySet[Project]:
+    """The projects a user leads or belongs to (for staff too: their own, not every one)."""
+    if not isinstance(user, User):
+        return Project.objects.none()
+    return Project.objects.filter(Q(memberships__user_id=user.pk) | Q(pi_id=user.pk)).distinct()
