@@ -57,7 +57,7 @@ from decimal import Decimal
 from django.contrib.auth.models import User
 from people.tokens import token_create
 from accounting.models import Cluster, Partition
-from allocations.models import Membership, PoolPartition, Project, ResourcePool
+from projects.models import Membership, PoolPartition, Project, ResourcePool
 from allocations.services import allocation_grant
 staff = User.objects.create(username="bench-staff", is_staff=True)
 cluster = Cluster.objects.get(name="slurm-testbed")

@@ -77,7 +77,7 @@ from datetime import date
 from decimal import Decimal
 from django.contrib.auth.models import User
 from accounting.models import Cluster, Partition
-from allocations.models import PoolPartition, Project, ResourcePool
+from projects.models import PoolPartition, Project, ResourcePool
 from allocations.selectors import balance_get
 from allocations.services import allocation_grant
 staff = User.objects.create(username="bench-staff", is_staff=True)
@@ -118,7 +118,7 @@ from accounting.partitions import TABLE
 from accounting.ledger.selectors import JobFilters, jobs_of_project
 from accounting.models import Cluster, Job
 from accounting.utilisation.selectors import utilisation_series_get
-from allocations.models import Project, ResourcePool
+from projects.models import Project, ResourcePool
 from allocations.selectors import balance_get
 project = Project.objects.get(code="bench0042")
 cluster = Cluster.objects.get(name="slurm-testbed")

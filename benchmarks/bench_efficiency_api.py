@@ -125,7 +125,7 @@ MONTHLY_SQL = {
 SETUP = """
 from django.contrib.auth.models import User
 from people.tokens import token_create
-from allocations.models import Membership, Project
+from projects.models import Membership, Project
 researcher = User.objects.create(username="bench-researcher")
 Membership.objects.create(project=Project.objects.get(code="{project}"), user=researcher)
 issued = token_create(user=researcher, name="bench", scope="read", expires_in_days=1)

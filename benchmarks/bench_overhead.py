@@ -189,7 +189,7 @@ import time
 from django.db import connection
 from accounting.models import Cluster, Partition
 from accounting.utilisation.overhead import _jobs, overhead_run_compute
-from allocations.models import Project
+from projects.models import Project
 from benchmarks.bench_overhead import MONTH_END, MONTH_START, make_jobs
 
 jobs_count, nodes, seed = {jobs}, {nodes}, {seed}
@@ -235,7 +235,7 @@ SETUP_SCRIPT = """
 from decimal import Decimal
 from django.contrib.auth.models import User
 from accounting.models import Cluster, Partition, PartitionVersion
-from allocations.models import Project
+from projects.models import Project
 nodes = {nodes}
 gpus = max(1, nodes // 10)
 cluster = Cluster.objects.create(name="bench")

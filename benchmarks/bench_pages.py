@@ -77,7 +77,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 from accounting.models import Cluster, Job, Partition
-from allocations.models import Membership, PoolPartition, Project, ResourcePool
+from projects.models import Membership, PoolPartition, Project, ResourcePool
 from allocations.services import (allocation_grant, request_create, request_review_start,
                                   request_submit, round_create)
 

@@ -49,7 +49,6 @@ def inner(projects: int, members: int) -> dict[str, float | str]:
     from accounting.clusters.services import cluster_apply
     from accounting.clusters.specs import cluster_definition_load
     from accounting.models import Cluster, Partition
-    from allocations.models import Membership, Project, ResourcePool
     from allocations.services import allocation_grant
     from allocations.slurm_sync import (
         slurm_sync_apply,
@@ -57,6 +56,7 @@ def inner(projects: int, members: int) -> dict[str, float | str]:
         slurm_sync_check,
         slurm_sync_plan,
     )
+    from projects.models import Membership, Project, ResourcePool
 
     cluster_apply(definition=cluster_definition_load(ROOT / "examples/clusters/slurm-testbed.json"))
     cluster = Cluster.objects.get(name="slurm-testbed")
