@@ -82,6 +82,7 @@ from allocations.services import (
     request_update,
     review_submit,
 )
+from kit.charts import Chart, find_chart
 from portal import charts
 from portal.caching import remembered
 
@@ -128,7 +129,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
     today = today or datetime.now(UTC).date()
 
     pools = []
-    chart_list: list[charts.Chart] = []
+    chart_list: list[Chart] = []
     # Chart data changes only with the ledger: cached under its stamp (portal/caching.py).
     stamp = ledger_stamp()
     for item in pool_balances:
@@ -198,7 +199,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         group_label="user",
     )
     chart_list += [by_partition, by_user]
-    wanted = charts.find_chart(chart_list, request.GET.get("csv", ""))
+    wanted = find_chart(chart_list, request.GET.get("csv", ""))
     if wanted is not None:
         return wanted.csv_response(project.code)
 

@@ -40,6 +40,7 @@ from allocations.priorities import (
     profiling_coefficients_list,
     project_priorities_get,
 )
+from kit.charts import Chart
 from portal import charts
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -119,7 +120,7 @@ def _policy_initial(policy: PriorityPolicy | None) -> dict[str, Any]:
     }
 
 
-def _chart(policy: PriorityPolicy, rows: list[Any]) -> charts.Chart:
+def _chart(policy: PriorityPolicy, rows: list[Any]) -> Chart:
     points = [(row.project.code, row.k.k_prof, row.pr_dyn) for row in rows]
     span = policy.k2 - policy.k1
     high = max([policy.k2 + span, *(k * Decimal("1.1") for _, k, _ in points)])

@@ -1,155 +1,31 @@
-"""Plotly figures of the browser pages, built on the server with the ``plotly`` package.
-
-Each builder returns a :class:`Chart`: the figure as JSON (rendered by ``static/js/charts.js``
-with the plotly.js that ``static/vendor/plotly/`` serves, never a CDN) and the same numbers as a
-data table, which the page shows beside the chart and offers as CSV (``?csv=<key>``). Every
-figure has a title, axis titles with units and hover text with the values.
+"""Plotly figures of the browser pages, built on the server with the ``plotly`` package from the
+primitives of :mod:`kit.charts` (which says what a :class:`Chart` holds).
 
 Builders take plain values (dates, Decimals, rows), not querysets: the views read, these draw.
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import plotly.graph_objects as go
-import plotly.io as pio
-from django.http import HttpResponse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
-
-PALETTE = (
-    "#0b6e99", "#e07a1f", "#2f9e44", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b",
-)  # fmt: skip
-INK, MUTED, GRID = "#1d2733", "#5b6877", "#e6eaef"
-ISO_DAY = "%Y-%m-%d"  # dates are ISO on every page, chart axes included
-OK, WARN, HIGH, OVER = "#2f9e44", "#d89614", "#e0661f", "#c0392b"
-
-_TEMPLATE = go.layout.Template(
-    layout={
-        "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 13,
-                 "color": INK},
-        "title": {"font": {"size": 15}, "x": 0, "xanchor": "left", "y": 0.97},
-        "colorway": list(PALETTE),
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "#ffffff",
-        "hoverlabel": {"font": {"size": 13}},
-        "xaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
-                  "automargin": True, "title": {"font": {"color": MUTED}}},
-        "yaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
-                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 8},
-                  "rangemode": "tozero"},
-        # The legend sits at the very bottom of the figure, below the x axis and its title.
-        "legend": {"orientation": "h", "yref": "container", "y": 0.01, "yanchor": "bottom",
-                   "x": 0, "font": {"size": 12}},
-        "margin": {"l": 60, "r": 16, "t": 48, "b": 96},
-    }
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Chart:
-    """A figure ready for a page, with its data table."""
-
-    key: str
-    title: str
-    figure_json: str
-    columns: tuple[str, ...]
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
-    height: int = 360
-
-    @property
-    def table_html(self) -> SafeString:
-        """The data table beside the chart (built here: rows can number in the hundreds)."""
-        head = format_html_join("", "<th>{}</th>", ((column,) for column in self.columns))
-        if not self.rows:
-            body = format_html(
-                '<tr><td colspan="{}" class="empty">No data.</td></tr>', len(self.columns)
-            )
-        else:
-            body = format_html_join(
-                "",
-                "<tr>{}</tr>",
-                (
-                    (format_html_join("", "{}", (_cell(value) for value in row)),)
-                    for row in self.rows
-                ),
-            )
-        return format_html(
-            '<table class="data"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', head, body
-        )
-
-    def csv_response(self, filename_stem: str) -> HttpResponse:
-        """The data table as a CSV download."""
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{filename_stem}-{self.key}.csv"'
-        writer = csv.writer(response)
-        writer.writerow(self.columns)
-        writer.writerows(self.rows)
-        return response
-
-
-_TEMPLATE_JSON = _TEMPLATE.to_plotly_json()
-
-
-class Figure(dict[str, Any]):
-    """A plotly figure as the plain dict plotly.js takes: ``{"data": [...], "layout": {...}}``.
-
-    Building ``plotly.graph_objects`` validates every property on every request (10 ms and more
-    per figure); these builders write the same structure directly and let plotly serialise it.
-    The tests validate every figure against plotly's schema (``go.Figure(figure)``), so a typo
-    fails there and costs nothing at run time.
-    """
-
-    def add(self, trace: dict[str, Any]) -> None:
-        self["data"].append(trace)
-
-    def annotate(self, **annotation: Any) -> None:
-        self["layout"].setdefault("annotations", []).append(annotation)
-
-    def shape(self, **shape: Any) -> None:
-        self["layout"].setdefault("shapes", []).append(shape)
-
-
-def _embeddable(fig: Figure) -> str:
-    figure = {"data": fig["data"], "layout": {**fig["layout"], "template": _TEMPLATE_JSON}}
-    text: str = pio.to_json(figure, validate=False)
-    # Safe inside <script type="application/json">: the same escapes as Django's json_script.
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def _say_empty(fig: Figure, text: str) -> None:
-    """Write ``text`` across the middle of a chart that has nothing to draw."""
-    fig.annotate(
-        text=text, showarrow=False, font={"color": MUTED}, xref="paper", yref="paper",
-        x=0.5, y=0.5,
-    )  # fmt: skip
-
-
-def _figure(title: str, height: int, **layout: Any) -> Figure:
-    return Figure(data=[], layout={"title": {"text": title}, "height": height, **layout})
-
-
-def find_chart(charts: Iterable[Chart], key: str) -> Chart | None:
-    return next((chart for chart in charts if chart.key == key), None)
-
-
-def _cell(value: object) -> tuple[SafeString]:
-    """One cell of a chart's data table: numbers grouped by thousands and right-aligned, as
-    every table of the pages shows them (the CSV keeps them plain)."""
-    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
-        return (format_html('<td class="num">{}</td>', f"{value:,}"),)
-    return (format_html("<td>{}</td>", value),)
-
-
-def _su(value: Decimal | float) -> float:
-    return round(float(value), 3)
-
+from kit.charts import (
+    HIGH,
+    INK,
+    ISO_DAY,
+    MUTED,
+    OK,
+    OVER,
+    PALETTE,
+    WARN,
+    Chart,
+    embeddable,
+    figure,
+    say_empty,
+    su,
+)
 
 # --- Balances ---------------------------------------------------------------------------------
 
@@ -189,7 +65,7 @@ def balance_gauge(
         upper = float(marks[index + 1]) if index + 1 < len(marks) else top
         bands.append((float(threshold), upper, shades[min(index, len(shades) - 1)]))
     title = f"{pool}: budget period used"
-    fig = _figure(title, 210, margin={"l": 40, "r": 40, "t": 44, "b": 8})
+    fig = figure(title, 210, margin={"l": 40, "r": 40, "t": 44, "b": 8})
     fig.add(
         {
                 "type": "indicator",
@@ -211,9 +87,9 @@ def balance_gauge(
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("pool", "used SU", "available SU", "percent used"),
-        rows=[(pool, _su(used_su), _su(available_su), percent_used)],
+        rows=[(pool, su(used_su), su(available_su), percent_used)],
         height=210,
     )
 
@@ -240,11 +116,11 @@ def burn_down(
         used_today = used_per_day.get(current, Decimal(0))
         used_total += used_today
         days.append(current)
-        cumulative.append(_su(used_total))
-        rows.append((current.isoformat(), _su(used_today), _su(used_total)))
+        cumulative.append(su(used_total))
+        rows.append((current.isoformat(), su(used_today), su(used_total)))
         current += timedelta(days=1)
     title = f"{pool} burn-down, {start:%Y-%m-%d} \u2013 {last_day:%Y-%m-%d}"
-    fig = _figure(
+    fig = figure(
         title,
         340,
         xaxis={
@@ -258,7 +134,7 @@ def burn_down(
     fig.add(
         {
                 "type": "scatter",
-            "x": [start, end], "y": [_su(available_su), _su(available_su)], "name": "available",
+            "x": [start, end], "y": [su(available_su), su(available_su)], "name": "available",
             "mode": "lines", "line": {"color": MUTED, "dash": "dash", "width": 1.5},
             "hovertemplate": "available: %{y:,.1f} SU<extra></extra>",
         }
@@ -266,7 +142,7 @@ def burn_down(
     fig.add(
         {
                 "type": "scatter",
-            "x": [start, end], "y": [0, _su(available_su)], "name": "even pace", "mode": "lines",
+            "x": [start, end], "y": [0, su(available_su)], "name": "even pace", "mode": "lines",
             "line": {"color": "#b9c2cc", "dash": "dot", "width": 1.5},
             "hovertemplate": "even pace: %{y:,.1f} SU<extra></extra>",
         }
@@ -286,7 +162,7 @@ def burn_down(
         fig.add(
             {
                 "type": "scatter",
-                "x": [today, horizon], "y": [_su(used_total), _su(projected)], "name": "projection",
+                "x": [today, horizon], "y": [su(used_total), su(projected)], "name": "projection",
                 "mode": "lines+markers", "line": {"color": HIGH, "dash": "dash", "width": 2},
                 "marker": {"size": [0, 9], "color": HIGH},
                 "hovertemplate": "projected: %{y:,.1f} SU<extra></extra>",
@@ -294,14 +170,14 @@ def burn_down(
         )  # fmt: skip
         if projected_exhaustion is not None:
             fig.annotate(
-                x=projected_exhaustion.isoformat(), y=_su(projected),
+                x=projected_exhaustion.isoformat(), y=su(projected),
                 text=f"runs out {projected_exhaustion:%Y-%m-%d}", showarrow=True, arrowhead=0,
                 ax=0, ay=-28, xanchor="right", font={"color": HIGH, "size": 12},
             )  # fmt: skip
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("day", "SU used that day", "SU used in the period so far"),
         rows=rows,
         height=340,
@@ -326,12 +202,12 @@ def usage_stacked(
     periods: set[date] = set()
     rows: list[tuple[Any, ...]] = []
     for period, name, service_units in points:
-        series.setdefault(name, {})[period] = _su(service_units)
+        series.setdefault(name, {})[period] = su(service_units)
         periods.add(period)
-        rows.append((period.isoformat(), name, _su(service_units)))
+        rows.append((period.isoformat(), name, su(service_units)))
     ordered = sorted(periods)
     x_format = "%Y-%m" if step == "month" else "%Y-%m-%d"
-    fig = _figure(
+    fig = figure(
         title,
         360,
         barmode="stack",
@@ -354,11 +230,11 @@ def usage_stacked(
             }
         )  # fmt: skip
     if not series:
-        _say_empty(fig, "No charged jobs in this window")
+        say_empty(fig, "No charged jobs in this window")
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=(STEP_LABELS.get(step, step), group_label, "SU"),
         rows=rows,
     )
@@ -383,7 +259,7 @@ def energy_monthly(*, key: str, title: str, rows: Sequence[tuple[Any, ...]]) -> 
         measured[month] = measured.get(month, 0.0) + float(row[3])
         estimated[month] = estimated.get(month, 0.0) + float(row[4])
     months = sorted(measured)
-    fig = _figure(
+    fig = figure(
         title,
         360,
         barmode="stack",
@@ -399,11 +275,11 @@ def energy_monthly(*, key: str, title: str, rows: Sequence[tuple[Any, ...]]) -> 
             }
         )  # fmt: skip
     if not months:
-        _say_empty(fig, "No charged jobs in this window")
+        say_empty(fig, "No charged jobs in this window")
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=ENERGY_COLUMNS,
         rows=list(rows),
     )
@@ -417,7 +293,7 @@ def node_fractions(*, key: str, groups: Sequence[dict[str, Any]], dominant: str)
     resources = ("cores", "memory", "gpus")
     labels = {"cores": "cores", "memory": "memory", "gpus": "GPUs"}
     title = "Share of each node the job held"
-    fig = _figure(
+    fig = figure(
         title,
         120 + 70 * len(groups),
         barmode="group",
@@ -445,7 +321,7 @@ def node_fractions(*, key: str, groups: Sequence[dict[str, Any]], dominant: str)
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("nodes", "cores %", "memory %", "GPUs %"),
         rows=rows,
         height=120 + 70 * len(groups),
@@ -455,7 +331,7 @@ def node_fractions(*, key: str, groups: Sequence[dict[str, Any]], dominant: str)
 def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> Chart:
     """SU of the same job on every partition it fits on; the quoted one highlighted."""
     title = "The same job on each partition"
-    fig = _figure(
+    fig = figure(
         title,
         120 + 44 * max(len(rows), 1),
         xaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.1f"},
@@ -466,7 +342,7 @@ def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> 
     fig.add(
         {
                 "type": "bar",
-            "y": [name for name, _, _ in rows], "x": [_su(value) for _, value, _ in rows],
+            "y": [name for name, _, _ in rows], "x": [su(value) for _, value, _ in rows],
             "orientation": "h",
             "marker": {"color": [PALETTE[1] if chosen else PALETTE[0] for _, _, chosen in rows]},
             "hovertemplate": "%{y}: %{x:,.3f} SU<extra></extra>",
@@ -475,9 +351,9 @@ def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> 
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("partition", "SU"),
-        rows=[(name, _su(value)) for name, value, _ in rows],
+        rows=[(name, su(value)) for name, value, _ in rows],
         height=120 + 44 * max(len(rows), 1),
     )
 
@@ -500,7 +376,7 @@ def figure1(
 ) -> Chart:
     """Figure 1 of the energy paper: energy of the SU-minimising choice against the speedup."""
     title = "Figure 1: energy of the SU-minimising choice"
-    fig = _figure(
+    fig = figure(
         title,
         400,
         xaxis={"title": {"text": "GPU speedup over one CPU node (\u00d7)"}},
@@ -563,7 +439,7 @@ def figure1(
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("speedup", *(f"{MODEL_LABELS.get(model, model)} Wh" for model in models)),
         rows=rows,
         height=400,
@@ -576,7 +452,7 @@ def figure1(
 def round_pools(*, key: str, pools: Sequence[tuple[str, Decimal, Decimal, Decimal]]) -> Chart:
     """Requested, granted and available SU per pool of a round."""
     title = "SU per pool: available, requested, granted"
-    fig = _figure(
+    fig = figure(
         title,
         320,
         barmode="group",
@@ -590,7 +466,7 @@ def round_pools(*, key: str, pools: Sequence[tuple[str, Decimal, Decimal, Decima
         fig.add(
             {
                 "type": "bar",
-                "x": names, "y": [_su(Decimal(row[index])) for row in pools], "name": label,
+                "x": names, "y": [su(Decimal(row[index])) for row in pools], "name": label,
                 "marker": {"color": colour},
                 "hovertemplate": f"%{{x}}<br>{label}: %{{y:,.0f}} SU<extra></extra>",
             }
@@ -598,9 +474,9 @@ def round_pools(*, key: str, pools: Sequence[tuple[str, Decimal, Decimal, Decima
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("pool", "available SU", "requested SU", "granted SU"),
-        rows=[(name, _su(a), _su(r), _su(g)) for name, a, r, g in pools],
+        rows=[(name, su(a), su(r), su(g)) for name, a, r, g in pools],
         height=320,
     )
 
@@ -619,7 +495,7 @@ def priority_curve(
     """Figure 2 of the Q(T) paper: Pr_dyn against the profiling coefficient K (eq 14), the
     piecewise-linear curve with K1 and K2 marked and each project as a point on it."""
     title = "Figure 2: dynamic priority against the profiling coefficient"
-    fig = _figure(
+    fig = figure(
         title,
         400,
         xaxis={"title": {"text": "profiling coefficient K"}},
@@ -658,7 +534,7 @@ def priority_curve(
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("project", "K", "Pr_dyn"),
         rows=[(code, k, pr) for code, k, pr in projects],
         height=400,
@@ -674,7 +550,7 @@ def cost_quantile_curve(
     """Quantile curve of one job property: x the quantile in %, y its value on a log axis
     (the report's Figures 6.1-6.3). Zero values cannot sit on a log axis and are left out of
     the curve (they stay in the data table)."""
-    fig = _figure(
+    fig = figure(
         title,
         340,
         xaxis={"title": {"text": "quantile (% of jobs)"}, "range": [0, 100], "ticksuffix": " %"},
@@ -692,11 +568,11 @@ def cost_quantile_curve(
         }
     )  # fmt: skip
     if not shown:
-        _say_empty(fig, "No jobs in this period")
+        say_empty(fig, "No jobs in this period")
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("quantile %", unit),
         rows=[(f"{p:f}", "" if v is None else f"{v:f}") for p, v in points],
         height=340,
@@ -709,7 +585,7 @@ def cost_share_curve(
     """Cumulative share of the total cost held by the most expensive jobs (Figures 6.4-6.5):
     x the top % of jobs by cost, y their % of the summed cost."""
     title = "Share of the cost held by the most expensive jobs"
-    fig = _figure(
+    fig = figure(
         title,
         380,
         xaxis={"title": {"text": "most expensive jobs (% of jobs)"}, "range": [0, 100],
@@ -738,7 +614,7 @@ def cost_share_curve(
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("top % of jobs", "jobs", "% of cost"),
         rows=[
             (f"{top:f}", jobs, "" if share is None else f"{share:.4f}")
@@ -776,7 +652,7 @@ def utilisation_quality(
     """Q(T) per bucket (eq 12): one line per partition and, named ``total``, the cluster's;
     ``inconsistent`` buckets (over 100 %, start: value) are marked as such."""
     title = "Load quality Q(T): share of peak FLOP the jobs reserved"
-    fig = _figure(
+    fig = figure(
         title,
         380,
         xaxis=_bucket_axis(step),
@@ -796,7 +672,7 @@ def utilisation_quality(
             }
         )  # fmt: skip
     _mark_inconsistent(fig, inconsistent, x_format)
-    return Chart(key=key, title=title, figure_json=_embeddable(fig), columns=(), height=380)
+    return Chart(key=key, title=title, figure_json=embeddable(fig), columns=(), height=380)
 
 
 def _mark_inconsistent(
@@ -829,7 +705,7 @@ def utilisation_classical(
     """Q(T) beside the classical core-hour and GPU-hour utilisation of ``scope``: reserved
     resource-time over available, which weighs a core and a GPU alike by the hour, not by FLOP."""
     title = f"Q(T) and core-/GPU-hour utilisation, {scope}"
-    fig = _figure(
+    fig = figure(
         title,
         340,
         xaxis=_bucket_axis(step),
@@ -852,7 +728,7 @@ def utilisation_classical(
             }
         )  # fmt: skip
     _mark_inconsistent(fig, inconsistent, x_format)
-    return Chart(key=key, title=title, figure_json=_embeddable(fig), columns=(), height=340)
+    return Chart(key=key, title=title, figure_json=embeddable(fig), columns=(), height=340)
 
 
 # --- True overhead (canonical units) ---------------------------------------------------------
@@ -874,7 +750,7 @@ def overhead_series(
         x.append(start)
         y.append(mean)
         rows.append((start, end, mean, round(unit_seconds / 3600, 3)))
-    fig = _figure(
+    fig = figure(
         title,
         320,
         xaxis={"title": {"text": "time (UTC)"}, "type": "date", "tickformat": "%Y-%m-%d %H:%M"},
@@ -892,7 +768,7 @@ def overhead_series(
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("bucket start", "bucket end", "mean canonical units", "unit-hours"),
         rows=rows,
         height=320,
@@ -904,7 +780,7 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
     title = f"{partition}: node-hours at each true overhead"
     units = sorted(histogram)
     hours = [round(histogram[count] / 3600, 3) for count in units]
-    fig = _figure(
+    fig = figure(
         title,
         300,
         xaxis={"title": {"text": "canonical units of true overhead"}},
@@ -922,7 +798,7 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
     return Chart(
         key=key,
         title=title,
-        figure_json=_embeddable(fig),
+        figure_json=embeddable(fig),
         columns=("canonical units", "node-hours"),
         rows=list(zip(units, hours, strict=True)),
         height=300,
@@ -944,7 +820,7 @@ def efficiency_months(
     efficiency, memory efficiency) with the ratios 0-1 or None."""
     title = "SU charged and right-sized, per month"
     x = [month for month, *_ in months]
-    fig = _figure(
+    fig = figure(
         title,
         340,
         barmode="group",
@@ -956,22 +832,22 @@ def efficiency_months(
         fig.add(
             {
                 "type": "bar", "name": f"SU {name}", "x": x,
-                "y": [_su(row[column]) for row in months],  # type: ignore[arg-type]
+                "y": [su(row[column]) for row in months],  # type: ignore[arg-type]
                 "marker": {"color": PALETTE[index]},
                 "hovertemplate": f"%{{x|%Y-%m}}<br>{name}: %{{y:,.1f}} SU<extra></extra>",
             }
         )  # fmt: skip
     if not months:
-        _say_empty(fig, "No measured jobs in this period")
+        say_empty(fig, "No measured jobs in this period")
     rows = [
         (
-            month.strftime("%Y-%m"), _su(charged), _su(right_sized), _su(charged - right_sized),
+            month.strftime("%Y-%m"), su(charged), su(right_sized), su(charged - right_sized),
             _percent(cpu), _percent(memory),
         )
         for month, charged, right_sized, cpu, memory in months
     ]  # fmt: skip
     return Chart(
-        key=key, title=title, figure_json=_embeddable(fig),
+        key=key, title=title, figure_json=embeddable(fig),
         columns=("month", "SU charged", "SU right-sized", "SU left on the table",
                  "CPU efficiency %", "memory efficiency %"),
         rows=rows, height=340,
@@ -989,7 +865,7 @@ def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]
     """Measured jobs per tenth of each efficiency (under 10 %, 10-20 %, ... 90-100 %)."""
     title = "Jobs by efficiency"
     tenths = [f"{10 * tenth}-{10 * tenth + 10} %" for tenth in range(10)]
-    fig = _figure(
+    fig = figure(
         title,
         340,
         barmode="group",
@@ -1009,14 +885,14 @@ def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]
             }
         )  # fmt: skip
     if not fig["data"]:
-        _say_empty(fig, "No measured jobs in this period")
+        say_empty(fig, "No measured jobs in this period")
     rows = [
         (tenths[tenth], *(distributions.get(metric, [0] * 10)[tenth]
                           for metric in EFFICIENCY_METRICS))
         for tenth in range(10)
     ]  # fmt: skip
     return Chart(
-        key=key, title=title, figure_json=_embeddable(fig),
+        key=key, title=title, figure_json=embeddable(fig),
         columns=("efficiency", *(f"{label} jobs" for label in EFFICIENCY_METRICS.values())),
         rows=rows, height=340,
     )  # fmt: skip

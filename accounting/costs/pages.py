@@ -36,6 +36,7 @@ from accounting.costs.services import (
 )
 from accounting.models import Cluster, CostModelVersion
 from allocations.access import staff_only
+from kit.charts import Chart, find_chart
 from portal import charts
 from portal.widgets import IsoDateInput
 
@@ -172,7 +173,7 @@ class CostDistributionForm(forms.Form):
         return data
 
 
-def distribution_charts(distribution: CostDistribution) -> list[charts.Chart]:
+def distribution_charts(distribution: CostDistribution) -> list[Chart]:
     axis = {"size": "job size (nodes)", "runtime": "runtime (hours)"}
     result = []
     for column in distribution.columns:
@@ -225,7 +226,7 @@ def cost_distribution(request: HttpRequest) -> HttpResponse:
         return render(request, "accounting/cost_distribution.html", context)
     distribution = cost_distribution_get(cluster=cluster, version=version, start=start, end=end)
     chart_list = distribution_charts(distribution)
-    wanted_chart = charts.find_chart(chart_list, request.GET.get("csv", ""))
+    wanted_chart = find_chart(chart_list, request.GET.get("csv", ""))
     if wanted_chart is not None:
         return wanted_chart.csv_response(f"{cluster.name}-costs-{start}-{end}")
     cost_stats = distribution.column("cost").statistics

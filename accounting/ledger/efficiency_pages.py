@@ -30,6 +30,7 @@ from accounting.ledger.forms import EfficiencyPeriodForm
 from allocations.access import projects_visible, staff_only
 from allocations.budget import add_months
 from allocations.page_selectors import project_for_user, role_in_project
+from kit.charts import find_chart
 from portal import charts
 
 TOP_USERS = 20
@@ -111,7 +112,7 @@ def project_efficiency(request: HttpRequest, code: str) -> HttpResponse:
             distributions=efficiency_distributions(projects=projects, filters=filters),
         ),
     ]
-    chart = charts.find_chart(chart_list, wanted)
+    chart = find_chart(chart_list, wanted)
     if chart is not None:
         return chart.csv_response(stem)
     return render(

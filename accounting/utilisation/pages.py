@@ -39,6 +39,7 @@ from accounting.utilisation.selectors import (
     utilisation_report_get,
 )
 from allocations.access import staff_only
+from kit.charts import Chart
 from portal import charts
 from portal.widgets import IsoDateInput
 
@@ -115,7 +116,7 @@ def _percent(value: Decimal | None) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
-def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[charts.Chart]:
+def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[Chart]:
     starts = [window.start.astimezone(zone).replace(tzinfo=None) for window in report.windows]
     # Windows over 100 %: marked on both charts as inconsistent data, never plotted silently.
     marks = {
