@@ -2,7 +2,7 @@
 model versions with the upload form, and the distribution of job cost over a period.
 
 Thin views: forms check input, ``accounting.costs.services`` validates, saves and computes,
-``portal/charts.py`` draws. Only staff see them (403 for everyone else).
+``charts.py`` draws. Only staff see them (403 for everyone else).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from accounting.clusters.selectors import clusters_by_recent_data
+from accounting.costs import charts
 from accounting.costs.services import (
     FIRST_DAY,
     LAST_DAY,
@@ -37,7 +38,6 @@ from accounting.costs.services import (
 from accounting.models import Cluster, CostModelVersion
 from allocations.access import staff_only
 from kit.charts import Chart, find_chart
-from portal import charts
 from portal.widgets import IsoDateInput
 
 MAX_MODEL_BYTES = 1024 * 1024
