@@ -2,7 +2,7 @@
 classical core-hour and GPU-hour utilisation, per partition and for the cluster.
 
 Thin: the form checks input, ``requested_window`` settles the window on the cluster's hours,
-``utilisation_report_get`` reads (the hourly rows, never the jobs), ``portal/charts.py`` draws.
+``utilisation_report_get`` reads (the hourly rows, never the jobs), ``charts.py`` draws.
 The CSV download is the API's (``/api/v1/utilisation/?format=csv``): one code path for the rows.
 """
 
@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET
 
 from accounting.clusters.selectors import cluster_last_import, clusters_by_recent_data
 from accounting.models import Cluster, Partition
+from accounting.utilisation import charts
 from accounting.utilisation.peak import PeakError, PeakSource
 from accounting.utilisation.quality import (
     DEFAULT_WINDOW_DAYS,
@@ -40,7 +41,6 @@ from accounting.utilisation.selectors import (
 )
 from allocations.access import staff_only
 from kit.charts import Chart
-from portal import charts
 from portal.widgets import IsoDateInput
 
 BUCKETS_PER_PAGE = 100
