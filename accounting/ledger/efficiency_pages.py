@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from accounting.ledger import charts
 from accounting.ledger.efficiency_selectors import (
     EfficiencyFilters,
     EfficiencyRow,
@@ -31,7 +32,6 @@ from allocations.access import projects_visible, staff_only
 from allocations.budget import add_months
 from allocations.page_selectors import project_for_user, role_in_project
 from kit.charts import find_chart
-from portal import charts
 
 TOP_USERS = 20
 PROJECT_MONTHS = 6  # the project page opens on this month and the five before it

@@ -32,6 +32,7 @@ from accounting.clusters.efficiency import (
 from accounting.clusters.quotes import weight_explanation
 from accounting.costs.costmodels import JobCost
 from accounting.costs.services import cost_model_of, job_cost_get
+from accounting.ledger import charts
 from accounting.ledger.forms import JobFilterForm, SacctUploadForm
 from accounting.ledger.selectors import (
     JOB_SORTS,
@@ -50,7 +51,6 @@ from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
 from allocations.access import projects_visible, staff_only
 from allocations.page_selectors import project_for_user, role_in_project
-from portal import charts
 
 JOBS_PER_PAGE = 50
 CSV_COLUMNS = (
