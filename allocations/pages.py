@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
 from accounting.models import Partition
+from allocations import charts
 from allocations.access import (
     can_decide,
     can_decide_round,
@@ -83,7 +84,6 @@ from allocations.services import (
     review_submit,
 )
 from kit.charts import Chart, find_chart
-from portal import charts
 from portal.caching import remembered
 
 # How far back the usage charts reach for each step.

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
 from accounting.utilisation.priority import priority_curve
+from allocations import charts
 from allocations.access import staff_only
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient, Project
 from allocations.priorities import (
@@ -41,7 +42,6 @@ from allocations.priorities import (
     project_priorities_get,
 )
 from kit.charts import Chart
-from portal import charts
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
 

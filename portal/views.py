@@ -11,11 +11,11 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from allocations import charts
 from allocations.access import is_staff, leads_a_project, projects_visible, require
 from allocations.models import Project
 from allocations.page_selectors import projects_of_member, rounds_for_user
 from allocations.selectors import balances_for_project
-from portal import charts
 from portal.audit import audit_changes, audit_entries, audit_kind
 
 STAFF_PROJECTS_PER_PAGE = 25

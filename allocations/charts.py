@@ -1,7 +1,6 @@
-"""Plotly figures of the browser pages, built on the server with the ``plotly`` package from the
-primitives of :mod:`kit.charts` (which says what a :class:`Chart` holds).
-
-Builders take plain values (dates, Decimals, rows), not querysets: the views read, these draw.
+"""Figures of the allocation pages: balance gauges and alerts (dashboard), a budget period's
+burn-down and SU per partition or user (project page), a round's pools, and the dynamic priority
+curve. Drawn with :mod:`kit.charts`; the pages read, these draw.
 """
 
 from __future__ import annotations
