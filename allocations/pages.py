@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
 from accounting.models import Partition
+from allocations import charts
 from allocations.access import can_decide, can_decide_round, can_review, has_conflict, is_committee
 from allocations.budget import estimate_mismatch
 from allocations.forms import (
@@ -60,7 +61,7 @@ from allocations.services import (
 )
 from kit.access import require
 from kit.caching import remembered
-from portal import charts
+from kit.charts import Chart, find_chart
 from projects.access import can_delegate, can_manage_project, projects_managed
 from projects.invitations import invitations_of
 from projects.models import Project, ResourcePool
@@ -109,7 +110,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
     today = today or datetime.now(UTC).date()
 
     pools = []
-    chart_list: list[charts.Chart] = []
+    chart_list: list[Chart] = []
     # Chart data changes only with the ledger: cached under its stamp (portal/caching.py).
     stamp = ledger_stamp()
     for item in pool_balances:
@@ -179,7 +180,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         group_label="user",
     )
     chart_list += [by_partition, by_user]
-    wanted = charts.find_chart(chart_list, request.GET.get("csv", ""))
+    wanted = find_chart(chart_list, request.GET.get("csv", ""))
     if wanted is not None:
         return wanted.csv_response(project.code)
 

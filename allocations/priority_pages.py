@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
 from accounting.utilisation.priority import priority_curve
+from allocations import charts
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
 from allocations.priorities import (
     DEFAULT_COMMAND_TEMPLATE,
@@ -40,7 +41,7 @@ from allocations.priorities import (
     project_priorities_get,
 )
 from kit.access import staff_only
-from portal import charts
+from kit.charts import Chart
 from projects.models import Project
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -120,7 +121,7 @@ def _policy_initial(policy: PriorityPolicy | None) -> dict[str, Any]:
     }
 
 
-def _chart(policy: PriorityPolicy, rows: list[Any]) -> charts.Chart:
+def _chart(policy: PriorityPolicy, rows: list[Any]) -> Chart:
     points = [(row.project.code, row.k.k_prof, row.pr_dyn) for row in rows]
     span = policy.k2 - policy.k1
     high = max([policy.k2 + span, *(k * Decimal("1.1") for _, k, _ in points)])

@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from accounting.carbon import charts
 from accounting.carbon.footprint import EnergySums, months_window, window_co2e_g
 from accounting.carbon.forms import GridIntensityUploadForm
 from accounting.carbon.selectors import (
@@ -26,7 +27,6 @@ from accounting.carbon.series_csv import IntensityCsvError
 from accounting.carbon.services import grid_intensity_csv_load
 from accounting.models import Cluster
 from kit.access import staff_only
-from portal import charts
 from projects.selectors import project_for_user, role_in_project
 
 _KWH = Decimal("0.001")

@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from accounting.clusters import charging, cost_ratio
+from accounting.clusters import charging, charts, cost_ratio
 from accounting.clusters.explorer import (
     COMPARED_MODELS,
     Recommendation,
@@ -29,7 +29,6 @@ from accounting.clusters.forms import CostRatioForm, QuoteForm
 from accounting.clusters.quotes import QuoteError, QuoteRequest, quote_compute, weight_explanation
 from accounting.clusters.selectors import partition_versions_current, partition_versions_in_effect
 from accounting.models import PartitionVersion
-from portal import charts
 
 
 @dataclass(frozen=True)

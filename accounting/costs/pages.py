@@ -2,7 +2,7 @@
 model versions with the upload form, and the distribution of job cost over a period.
 
 Thin views: forms check input, ``accounting.costs.services`` validates, saves and computes,
-``portal/charts.py`` draws. Only staff see them (403 for everyone else).
+``charts.py`` draws. Only staff see them (403 for everyone else).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from accounting.clusters.selectors import clusters_by_recent_data
+from accounting.costs import charts
 from accounting.costs.services import (
     FIRST_DAY,
     LAST_DAY,
@@ -36,8 +37,8 @@ from accounting.costs.services import (
 )
 from accounting.models import Cluster, CostModelVersion
 from kit.access import staff_only
+from kit.charts import Chart, find_chart
 from kit.widgets import IsoDateInput
-from portal import charts
 
 MAX_MODEL_BYTES = 1024 * 1024
 
@@ -172,7 +173,7 @@ class CostDistributionForm(forms.Form):
         return data
 
 
-def distribution_charts(distribution: CostDistribution) -> list[charts.Chart]:
+def distribution_charts(distribution: CostDistribution) -> list[Chart]:
     axis = {"size": "job size (nodes)", "runtime": "runtime (hours)"}
     result = []
     for column in distribution.columns:
@@ -225,7 +226,7 @@ def cost_distribution(request: HttpRequest) -> HttpResponse:
         return render(request, "accounting/cost_distribution.html", context)
     distribution = cost_distribution_get(cluster=cluster, version=version, start=start, end=end)
     chart_list = distribution_charts(distribution)
-    wanted_chart = charts.find_chart(chart_list, request.GET.get("csv", ""))
+    wanted_chart = find_chart(chart_list, request.GET.get("csv", ""))
     if wanted_chart is not None:
         return wanted_chart.csv_response(f"{cluster.name}-costs-{start}-{end}")
     cost_stats = distribution.column("cost").statistics

@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from accounting.ledger import charts
 from accounting.ledger.efficiency_selectors import (
     EfficiencyFilters,
     EfficiencyRow,
@@ -29,7 +30,7 @@ from accounting.ledger.efficiency_selectors import (
 from accounting.ledger.forms import EfficiencyPeriodForm
 from kit.access import staff_only
 from kit.calendar import add_months
-from portal import charts
+from kit.charts import find_chart
 from projects.access import projects_visible
 from projects.selectors import project_for_user, role_in_project
 
@@ -112,7 +113,7 @@ def project_efficiency(request: HttpRequest, code: str) -> HttpResponse:
             distributions=efficiency_distributions(projects=projects, filters=filters),
         ),
     ]
-    chart = charts.find_chart(chart_list, wanted)
+    chart = find_chart(chart_list, wanted)
     if chart is not None:
         return chart.csv_response(stem)
     return render(

@@ -32,6 +32,7 @@ from accounting.clusters.efficiency import (
 from accounting.clusters.quotes import weight_explanation
 from accounting.costs.costmodels import JobCost
 from accounting.costs.services import cost_model_of, job_cost_get
+from accounting.ledger import charts
 from accounting.ledger.forms import JobFilterForm, SacctUploadForm
 from accounting.ledger.selectors import (
     JOB_SORTS,
@@ -49,7 +50,6 @@ from accounting.models import Cluster, CostModelVersion, ImportRun, Job, Partiti
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
 from kit.access import staff_only
-from portal import charts
 from projects.access import projects_visible
 from projects.selectors import project_for_user, role_in_project
 

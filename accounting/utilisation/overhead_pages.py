@@ -1,7 +1,7 @@
 """Staff page of true overhead in canonical units (DESIGN.md section 5): start a computation
 of a cluster's window, follow recent runs, and read a done run's per-partition time series,
 histogram, canonical unit and fair-billing rates (with CSV of each chart). Thin: the form
-checks input, ``accounting/utilisation/overhead.py`` computes and reads, ``portal/charts.py`` draws.
+checks input, ``accounting/utilisation/overhead.py`` computes and reads, ``charts.py`` draws.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounting.clusters.selectors import clusters_by_recent_data
 from accounting.models import Cluster, OverheadRun
+from accounting.utilisation import charts
 from accounting.utilisation.overhead import (
     fair_rates,
     overhead_results,
@@ -32,7 +33,6 @@ from accounting.utilisation.overhead import (
 )
 from kit.access import staff_only
 from kit.widgets import IsoDateInput
-from portal import charts
 
 DEFAULT_DAYS = 7
 

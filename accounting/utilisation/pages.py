@@ -2,7 +2,7 @@
 classical core-hour and GPU-hour utilisation, per partition and for the cluster.
 
 Thin: the form checks input, ``requested_window`` settles the window on the cluster's hours,
-``utilisation_report_get`` reads (the hourly rows, never the jobs), ``portal/charts.py`` draws.
+``utilisation_report_get`` reads (the hourly rows, never the jobs), ``charts.py`` draws.
 The CSV download is the API's (``/api/v1/utilisation/?format=csv``): one code path for the rows.
 """
 
@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET
 
 from accounting.clusters.selectors import cluster_last_import, clusters_by_recent_data
 from accounting.models import Cluster, Partition
+from accounting.utilisation import charts
 from accounting.utilisation.peak import PeakError, PeakSource
 from accounting.utilisation.quality import (
     DEFAULT_WINDOW_DAYS,
@@ -39,8 +40,8 @@ from accounting.utilisation.selectors import (
     utilisation_report_get,
 )
 from kit.access import staff_only
+from kit.charts import Chart
 from kit.widgets import IsoDateInput
-from portal import charts
 
 BUCKETS_PER_PAGE = 100
 _EPOCH_YEAR = 1970  # a first version "from the beginning" is stored at the Unix epoch
@@ -115,7 +116,7 @@ def _percent(value: Decimal | None) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
-def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[charts.Chart]:
+def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[Chart]:
     starts = [window.start.astimezone(zone).replace(tzinfo=None) for window in report.windows]
     # Windows over 100 %: marked on both charts as inconsistent data, never plotted silently.
     marks = {

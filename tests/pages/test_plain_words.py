@@ -63,7 +63,7 @@ def test_su_energy_and_memory_are_grouped_by_thousands(site):
 def test_a_chart_data_table_groups_and_right_aligns_its_numbers():
     from decimal import Decimal
 
-    from portal.charts import Chart
+    from kit.charts import Chart
 
     chart = Chart(
         key="k", title="t", figure_json="{}", columns=("day", "SU"),

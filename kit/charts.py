@@ -1,0 +1,156 @@
+"""The primitives every chart of the pages is drawn with: the palette, the plotly template,
+:class:`Chart` and :class:`Figure`. Domain-free: it imports no app of the project, and each
+domain's ``charts.py`` builds its figures from these.
+
+A :class:`Chart` holds the figure as JSON (rendered by ``static/js/charts.js`` with the
+plotly.js that ``static/vendor/plotly/`` serves, never a CDN) and the same numbers as a data
+table, which the page shows beside the chart and offers as CSV (``?csv=<key>``). Every figure
+has a title, axis titles with units and hover text with the values.
+
+Builders take plain values (dates, Decimals, rows), not querysets: the views read, these draw.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from django.http import HttpResponse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+PALETTE = (
+    "#0b6e99", "#e07a1f", "#2f9e44", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b",
+)  # fmt: skip
+INK, MUTED, GRID = "#1d2733", "#5b6877", "#e6eaef"
+ISO_DAY = "%Y-%m-%d"  # dates are ISO on every page, chart axes included
+OK, WARN, HIGH, OVER = "#2f9e44", "#d89614", "#e0661f", "#c0392b"
+
+_TEMPLATE = go.layout.Template(
+    layout={
+        "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 13,
+                 "color": INK},
+        "title": {"font": {"size": 15}, "x": 0, "xanchor": "left", "y": 0.97},
+        "colorway": list(PALETTE),
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "#ffffff",
+        "hoverlabel": {"font": {"size": 13}},
+        "xaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
+                  "automargin": True, "title": {"font": {"color": MUTED}}},
+        "yaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
+                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 8},
+                  "rangemode": "tozero"},
+        # The legend sits at the very bottom of the figure, below the x axis and its title.
+        "legend": {"orientation": "h", "yref": "container", "y": 0.01, "yanchor": "bottom",
+                   "x": 0, "font": {"size": 12}},
+        "margin": {"l": 60, "r": 16, "t": 48, "b": 96},
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A figure ready for a page, with its data table."""
+
+    key: str
+    title: str
+    figure_json: str
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    height: int = 360
+
+    @property
+    def table_html(self) -> SafeString:
+        """The data table beside the chart (built here: rows can number in the hundreds)."""
+        head = format_html_join("", "<th>{}</th>", ((column,) for column in self.columns))
+        if not self.rows:
+            body = format_html(
+                '<tr><td colspan="{}" class="empty">No data.</td></tr>', len(self.columns)
+            )
+        else:
+            body = format_html_join(
+                "",
+                "<tr>{}</tr>",
+                (
+                    (format_html_join("", "{}", (_cell(value) for value in row)),)
+                    for row in self.rows
+                ),
+            )
+        return format_html(
+            '<table class="data"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', head, body
+        )
+
+    def csv_response(self, filename_stem: str) -> HttpResponse:
+        """The data table as a CSV download."""
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{filename_stem}-{self.key}.csv"'
+        writer = csv.writer(response)
+        writer.writerow(self.columns)
+        writer.writerows(self.rows)
+        return response
+
+
+_TEMPLATE_JSON = _TEMPLATE.to_plotly_json()
+
+
+class Figure(dict[str, Any]):
+    """A plotly figure as the plain dict plotly.js takes: ``{"data": [...], "layout": {...}}``.
+
+    Building ``plotly.graph_objects`` validates every property on every request (10 ms and more
+    per figure); these builders write the same structure directly and let plotly serialise it.
+    The tests validate every figure against plotly's schema (``go.Figure(figure)``), so a typo
+    fails there and costs nothing at run time.
+    """
+
+    def add(self, trace: dict[str, Any]) -> None:
+        self["data"].append(trace)
+
+    def annotate(self, **annotation: Any) -> None:
+        self["layout"].setdefault("annotations", []).append(annotation)
+
+    def shape(self, **shape: Any) -> None:
+        self["layout"].setdefault("shapes", []).append(shape)
+
+
+def embeddable(fig: Figure) -> str:
+    """The figure as JSON to embed in a page, with the template."""
+    plain = {"data": fig["data"], "layout": {**fig["layout"], "template": _TEMPLATE_JSON}}
+    text: str = pio.to_json(plain, validate=False)
+    # Safe inside <script type="application/json">: the same escapes as Django's json_script.
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def say_empty(fig: Figure, text: str) -> None:
+    """Write ``text`` across the middle of a chart that has nothing to draw."""
+    fig.annotate(
+        text=text, showarrow=False, font={"color": MUTED}, xref="paper", yref="paper",
+        x=0.5, y=0.5,
+    )  # fmt: skip
+
+
+def figure(title: str, height: int, **layout: Any) -> Figure:
+    """An empty figure with its title, height and any more layout."""
+    return Figure(data=[], layout={"title": {"text": title}, "height": height, **layout})
+
+
+def find_chart(charts: Iterable[Chart], key: str) -> Chart | None:
+    """The chart of ``key`` (the ``?csv=<key>`` of a page), if drawn."""
+    return next((chart for chart in charts if chart.key == key), None)
+
+
+def _cell(value: object) -> tuple[SafeString]:
+    """One cell of a chart's data table: numbers grouped by thousands and right-aligned, as
+    every table of the pages shows them (the CSV keeps them plain)."""
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return (format_html('<td class="num">{}</td>', f"{value:,}"),)
+    return (format_html("<td>{}</td>", value),)
+
+
+def su(value: Decimal | float) -> float:
+    """Service units as plotly draws them: a float to three places."""
+    return round(float(value), 3)
