@@ -22,14 +22,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.carbon.selectors import job_footprint_get
-from accounting.clusters import charging
 from accounting.clusters.efficiency import (
     Efficiency,
     job_efficiency,
     right_sized_request,
     waste_named,
 )
-from accounting.clusters.quotes import weight_explanation
+from accounting.clusters.quotes import cheaper_request, weight_explanation
 from accounting.costs.costmodels import JobCost
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger import charts
@@ -163,8 +162,8 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
 
 
 @dataclass(frozen=True)
-class CheaperRequest:
-    """What the same job would have cost with a different request, priced by the engine."""
+class CheaperRequestHint:
+    """The job page's words for :func:`quotes.cheaper_request`: what to ask for, what it costs."""
 
     what: str
     advice: str
@@ -173,54 +172,40 @@ class CheaperRequest:
     percent: Decimal
 
 
-def _cheaper_request(job: Job, version: PartitionVersion) -> CheaperRequest | None:
-    """When memory dominated (or cores beyond the GPUs' share on a GPU partition): the same job
-    with only the dominating resource's fair share, priced by the engine."""
-    if job.charge_state != Job.ChargeState.CHARGED or not job.nnodes or job.service_units <= 0:
+def _cheaper_request(job: Job, version: PartitionVersion) -> CheaperRequestHint | None:
+    """The quote's cheaper request for a charged job (memory, or cores beyond the GPUs' share
+    on a GPU partition, cut to its share), in words."""
+    if job.charge_state != Job.ChargeState.CHARGED:
         return None
     spec = version.spec
-    cores, gpus = Decimal(job.cpus), Decimal(job.gpus)
-    if job.dominant_resource == "memory":
-        # The cores' share of memory (on a GPU node the GPUs' share when that is larger).
-        per_core = spec.memory_mb // spec.cores
-        memory = Decimal(per_core) * cores
-        if spec.is_gpu and gpus:
-            memory = max(memory, Decimal(spec.memory_mb // spec.gpus) * gpus)
+    cheaper = cheaper_request(
+        spec, nodes=job.nnodes, cores=job.cpus, gpus=job.gpus, memory_mb=job.memory_mb,
+        elapsed_seconds=job.elapsed_seconds, service_units=job.service_units,
+        dominant_resource=job.dominant_resource,
+    )  # fmt: skip
+    if cheaper is None:
+        return None
+    request = cheaper.request
+    if cheaper.resource == "memory":
         whose = "cores' or GPUs'" if spec.is_gpu else "cores'"
         what = (
             f"with only the {whose} share of memory "
-            f"({memory / job.nnodes:,.0f} MiB per node instead of "
+            f"({request.memory_per_node_mb:,.0f} MiB per node instead of "
             f"{job.memory_mb / job.nnodes:,.0f} MiB)"
         )
         advice = "Ask for the memory the job needs (e.g. --mem-per-cpu), and no more."
-    elif job.dominant_resource == "cores" and spec.is_gpu and gpus:
-        # On a GPU partition the GPUs' share of cores comes with each GPU (eq 15's weight).
-        share = (gpus * spec.cores / spec.gpus).to_integral_value()
-        if share >= cores:
-            return None
-        cores = share
-        memory = min(job.memory_mb, Decimal(spec.memory_mb // spec.cores) * cores)
+    else:
         what = (
-            f"with only the GPUs' share of cores ({share / job.nnodes:,.0f} per node instead of "
-            f"{job.cpus / job.nnodes:,.0f})"
+            f"with only the GPUs' share of cores ({request.cores_per_node:,.0f} per node "
+            f"instead of {job.cpus / job.nnodes:,.0f})"
         )
         advice = "Each GPU comes with its share of the node's cores; more cores cost extra."
-    else:
-        return None
-    try:
-        usage = charging.split_evenly(nodes=job.nnodes, cores=cores, memory_mb=memory, gpus=gpus)
-        alternative = charging.charge(spec, usage, elapsed_seconds=job.elapsed_seconds)
-    except (charging.ChargeError, charging.SpecError):
-        return None
-    saving = job.service_units - alternative.service_units
-    if saving <= 0:
-        return None
-    return CheaperRequest(
+    return CheaperRequestHint(
         what=what,
         advice=advice,
-        service_units=alternative.service_units,
-        saving=saving,
-        percent=(saving * 100 / job.service_units).quantize(Decimal("0.1")),
+        service_units=cheaper.service_units,
+        saving=cheaper.saving,
+        percent=cheaper.percent,
     )
 
 
