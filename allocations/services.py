@@ -525,8 +525,8 @@ def slurm_accounts_sync(*, lines: Iterable[str], cluster: Cluster | str) -> Acco
     a portal login get one with no usable password (they sign in through the centre's identity
     provider or after a password reset). Nothing is removed.
     """
-    known = isinstance(cluster, Cluster)
-    associations = associations_parse(lines, cluster=cluster.slurm_name if known else cluster)
+    slurm_name = cluster.slurm_name if isinstance(cluster, Cluster) else cluster
+    associations = associations_parse(lines, cluster=slurm_name)
     result = AccountsSyncResult(
         skipped_lines=associations.skipped_lines, other_clusters=dict(associations.other_clusters)
     )

@@ -184,7 +184,7 @@ def test_members_are_managed_by_the_pi_and_members_may_leave(centre):
         membership_remove(project=centre.p3, user=newcomer, actor=centre.carol)
     membership_remove(project=centre.p3, user=centre.carol, actor=centre.carol)  # leaves
     assert not Membership.objects.filter(project=centre.p3, user=centre.carol).exists()
-    from allocations.services import AllocationError
+    from projects.services import ProjectError
 
-    with pytest.raises(AllocationError, match="is the PI of pawsey0003"):
+    with pytest.raises(ProjectError, match="is the PI of pawsey0003"):
         membership_remove(project=centre.p3, user=centre.alice, actor=centre.staff)
