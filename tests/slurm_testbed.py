@@ -13,9 +13,11 @@ Accounting goes to slurmdbd with associations, limits and QOS enforced, and ``au
 configured beside munge so that ``slurmrestd`` can be started on it.
 
 Everything it writes lives under one directory (``SLURM_TESTBED_DIR``, default
-``var/slurm-testbed/`` of the checkout): ``etc/`` (slurm.conf, slurmdbd.conf, gres.conf, the
-munge and JWT keys), ``run/`` (pid files, the munge socket), ``log/``, ``state/`` (slurmctld's
-state, the slurmd spools) and ``dev/`` (the fake GPUs). Its slurmdbd database is named after
+``/tmp/slurm-testbed-<hash of the checkout's path>``): ``etc/`` (slurm.conf, slurmdbd.conf,
+gres.conf, the munge and JWT keys), ``run/`` (pid files, the munge socket), ``log/``, ``state/``
+(slurmctld's state, the slurmd spools) and ``dev/`` (the fake GPUs). It is outside the checkout
+because munged refuses a socket below a directory that not everyone may search, and a checkout
+may well be below one (a home directory, a ``mktemp -d``). Its slurmdbd database is named after
 that directory, so two checkouts keep apart; the ports are the machine's, so each checkout that
 runs at the same time needs its own ``SLURM_TESTBED_*_PORT`` values.
 """
@@ -47,7 +49,11 @@ from tests.system_packages import apt_install_missing
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
-DEFAULT_DIR = ROOT / "var" / "slurm-testbed"
+# Not /run: Debian mounts it noexec (slurmd runs job scripts from its spool) and small. Not
+# $TMPDIR either: `stop` must find what `start` made, whatever the shell's environment.
+RUNTIME_BASE = Path("/tmp")
+# Where the testbed lived before it left the checkout; `stop` stops a testbed still running there.
+LEGACY_DIR = ROOT / "var" / "slurm-testbed"
 
 _PLUGINS = Path("/usr/lib") / str(sysconfig.get_config_var("MULTIARCH") or "") / "slurm-wlm"
 # A file of each Debian package the testbed runs, and the package that brings it.
@@ -75,6 +81,31 @@ class TestbedError(RuntimeError):
     """The testbed cannot start or stop; the message says why and where to look."""
 
     __test__ = False
+
+
+def default_directory(checkout: Path = ROOT, base: Path = RUNTIME_BASE) -> Path:
+    """The testbed's directory for ``checkout``: ``slurm-testbed-<hash of its path>`` under
+    ``base``, outside the checkout, so two checkouts never share one and a ``stop`` finds what
+    the ``start`` of the same checkout made."""
+    digest = hashlib.sha256(str(checkout.resolve()).encode()).hexdigest()[:12]
+    return base / f"slurm-testbed-{digest}"
+
+
+DEFAULT_DIR = default_directory()
+
+
+def unsearchable(path: Path) -> Path | None:
+    """The first of ``path``'s existing directories, from ``/`` down, that not everyone may
+    search (no execute bit for others), or None. munged refuses a socket in such a place
+    ("Socket is inaccessible: execute permissions for all required")."""
+    for directory in [*reversed(path.parents), path]:
+        try:
+            mode = directory.stat().st_mode
+        except FileNotFoundError:
+            return None  # neither it nor what is below it exists yet
+        if not mode & stat.S_IXOTH:
+            return directory
+    return None
 
 
 @dataclass(frozen=True)
@@ -182,7 +213,10 @@ class Testbed:
         ports: Ports | None = None,
         mariadb: Mariadb | None = None,
     ) -> None:
-        self.directory = directory.resolve()
+        # The parent resolved, not the directory itself: a symlink planted at a name in /tmp
+        # must be refused (make_directories), not followed.
+        absolute = Path(os.path.abspath(directory))
+        self.directory = absolute.parent.resolve() / absolute.name
         self.definition = cluster_definition_load(spec)
         self.cluster_name = self.definition.slurm_cluster_name or self.definition.name
         self.ports = ports or Ports()
@@ -446,8 +480,7 @@ class Testbed:
                 f"MariaDB is not reachable at {self.mariadb.host}:{self.mariadb.port}"
                 " (SLURM_TESTBED_MARIADB)"
             )
-        for directory in (self.etc, self.run_dir, self.log_dir, self.state_dir, self.dev_dir):
-            directory.mkdir(parents=True, exist_ok=True)
+        self.make_directories()
         changed = self._write_files()
         if changed and any(self.running().values()):
             self.stop()
@@ -473,6 +506,34 @@ class Testbed:
         for daemon in slurmds:
             self._start(daemon, ready=None)
         self._wait(self._nodes_idle, "the nodes to be idle in sinfo", daemons)
+
+    def make_directories(self) -> None:
+        """Create the directory and its subdirectories, 0755 and this user's: munged needs
+        every directory above its socket searchable by all and none writable by others."""
+        self.directory.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o755, exist_ok=True)
+        made = self.directory.lstat()
+        if not stat.S_ISDIR(made.st_mode) or made.st_uid != os.geteuid():
+            raise TestbedError(
+                f"{self.directory} is not a directory of uid {os.geteuid()}'s (a symlink, or"
+                " made by another user): remove it, or choose another with SLURM_TESTBED_DIR"
+            )
+        made_here = (self.etc, self.run_dir, self.log_dir, self.state_dir, self.dev_dir)
+        for directory in (self.directory, *made_here):
+            directory.mkdir(exist_ok=True)
+            directory.chmod(0o755)
+        blocked = unsearchable(self.run_dir)
+        if blocked is not None:
+            raise TestbedError(
+                f"{blocked} (mode {stat.S_IMODE(blocked.stat().st_mode):04o}) is not searchable"
+                f" by everyone, and munged refuses a socket below it: choose a SLURM_TESTBED_DIR"
+                f" outside it (the default is {DEFAULT_DIR})"
+            )
+        if os.statvfs(self.directory).f_flag & os.ST_NOEXEC:
+            raise TestbedError(
+                f"{self.directory} is on a filesystem mounted noexec, and slurmd runs the job"
+                " scripts from its spool there: choose another SLURM_TESTBED_DIR"
+            )
 
     def _write_files(self) -> bool:
         """Write the configuration and keys; True when the configuration changed."""
@@ -576,7 +637,19 @@ class Testbed:
                 if pids[daemon.name] is not None:
                     self._wait_gone(daemon)
                     stopped.append(daemon.name)
+        self._clear_run_dir()
         return stopped
+
+    def _clear_run_dir(self) -> None:
+        """Remove what the daemons leave in ``run/`` (pid files, the munge socket and its lock)
+        once none of them runs, whether they were stopped or had crashed. The configuration,
+        keys, logs and state stay for the next start (slurmctld's state keeps job ids growing,
+        and the database in MariaDB remembers the earlier ones)."""
+        if not self.run_dir.is_dir() or any(self.running().values()):
+            return
+        for leftover in self.run_dir.iterdir():
+            if not leftover.is_dir():
+                leftover.unlink(missing_ok=True)
 
     def _wait_gone(self, daemon: Daemon) -> None:
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
@@ -647,6 +720,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f'slurm-testbed: {testbed.directory}; eval "$(scripts/slurm-testbed env)"')
         elif arguments.command == "stop":
             stopped = testbed.stop()
+            if not os.environ.get("SLURM_TESTBED_DIR", "").strip() and LEGACY_DIR.is_dir():
+                # Started before the testbed left the checkout: its daemons hold the ports.
+                stopped += Testbed(LEGACY_DIR, ports=testbed.ports).stop()
             print(f"slurm-testbed: stopped {', '.join(stopped) or 'nothing (none was running)'}")
         elif arguments.command == "status":
             return _status(testbed)
@@ -661,6 +737,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _status(testbed: Testbed) -> int:
     running = testbed.running()
+    print(f"{'directory':16} {testbed.directory} (logs: {testbed.log_dir})")
     for name, pid in running.items():
         print(f"{name:16} {'running, pid ' + str(pid) if pid else 'stopped'}")
     if running["slurmctld"]:
