@@ -2,9 +2,17 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
-# Debian packages python-ldap (requirements.txt) compiles against; apt installs them when missing.
+# Three installs, each a stamp: the runtime (requirements.txt: all `make demo` needs, no compiler
+# and no root), LDAP sign-in on top (requirements-ldap.txt) and the test and lint tools
+# (requirements-dev.txt, which includes both, as CI tests LDAP against a real slapd).
+STAMP      := $(VENV)/.installed-runtime
+STAMP_LDAP := $(VENV)/.installed-ldap
+STAMP_DEV  := $(VENV)/.installed-dev
+# Debian packages python-ldap (requirements-ldap.txt) compiles against; apt installs them when
+# missing.
 BUILD_DEBS := libldap2-dev libsasl2-dev
+# The run-* targets serve a centre: with PORTAL_LDAP_URI set it signs in with LDAP.
+RUN_INSTALL := $(if $(PORTAL_LDAP_URI),install-ldap,install)
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
@@ -13,7 +21,7 @@ PORT   ?= 8000
 BACKING_SERVICES := postgres redis
 NATIVE_SERVICES  := web worker beat
 
-.PHONY: help install system-packages demo test lint format bench screenshots migrate run run-web run-worker run-beat services clean
+.PHONY: help install install-ldap install-dev system-packages demo test lint format bench screenshots migrate run run-web run-worker run-beat services clean
 
 help:
 	@echo "make demo    set up and serve the portal on http://$(HOST):$(PORT) (SQLite, eager Celery)"
@@ -22,6 +30,7 @@ help:
 	@echo "make bench   benchmarks (figures and ratios)"
 	@echo "make screenshots  refresh docs/screenshots/ (Chromium via Playwright, SQLite)"
 	@echo "make run     web (gunicorn), worker and beat against DATABASE_URL / CELERY_BROKER_URL"
+	@echo "make install-ldap  add LDAP sign-in (requirements-ldap.txt; apt-installs libldap2-dev, libsasl2-dev)"
 
 # Root installs what is missing (noninteractive); anyone else is told which packages to install.
 system-packages:
@@ -38,61 +47,77 @@ system-packages:
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(STAMP): requirements.txt requirements-dev.txt
-	$(MAKE) -s system-packages
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+
+$(STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-install: $(STAMP)
+$(STAMP_LDAP): requirements.txt requirements-ldap.txt | $(PY)
+	$(MAKE) -s system-packages
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt \
+		-r requirements-ldap.txt
+	touch $(STAMP) $(STAMP_LDAP)
 
-# The embedded demo: no services needed, whatever the shell's environment says.
+# One pip run for everything (requirements-dev.txt includes the other two files).
+$(STAMP_DEV): requirements.txt requirements-ldap.txt requirements-dev.txt | $(PY)
+	$(MAKE) -s system-packages
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(STAMP) $(STAMP_LDAP) $(STAMP_DEV)
+
+install: $(STAMP)
+install-ldap: $(STAMP_LDAP)
+install-dev: $(STAMP_DEV)
+
+# The embedded demo: no services needed, whatever the shell's environment says. It installs
+# requirements.txt only: no LDAP, so no compiler and no apt.
 demo: install
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --noinput
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py loaddemo
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
-test: install
+test: install-dev
 	@eval "$$($(PY) scripts/test_services.py)" && $(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
-format: install
+format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: install
+bench: install-dev
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The pages in Chromium at laptop and phone widths; the PNGs land in docs/screenshots/.
-screenshots: install
+screenshots: install-dev
 	env -u DATABASE_URL -u CELERY_BROKER_URL PORTAL_VAR_DIR=$(CURDIR)/var/screenshots \
 		PORTAL_SCREENSHOTS=$(CURDIR)/docs/screenshots \
 		$(PY) -m pytest -q -p no:cacheprovider tests/browser/test_screenshots.py
 
-migrate: install
+migrate: $(RUN_INSTALL)
 	$(PY) manage.py migrate --noinput
 
 services:
 	@echo $(BACKING_SERVICES) $(NATIVE_SERVICES)
 
-run-web: install
+run-web: $(RUN_INSTALL)
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/gunicorn portal.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
-run-worker: install
+run-worker: $(RUN_INSTALL)
 	$(VENV)/bin/celery -A portal worker --queues portal,imports --concurrency 2 --loglevel INFO
 
-run-beat: install
+run-beat: $(RUN_INSTALL)
 	$(VENV)/bin/celery -A portal beat --loglevel INFO --scheduler django_celery_beat.schedulers:DatabaseScheduler
 
-run: install migrate
+run: $(RUN_INSTALL) migrate
 	$(MAKE) -j3 run-web run-worker run-beat
 
 clean:

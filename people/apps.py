@@ -10,4 +10,4 @@ class PeopleConfig(AppConfig):
         from people import schema  # noqa: F401 (registers the token scheme with the schema)
         from people.ldap import ldap_signals_connect
 
-        ldap_signals_connect()
+        ldap_signals_connect()  # only where django-auth-ldap is installed (requirements-ldap.txt)

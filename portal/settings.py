@@ -183,10 +183,19 @@ if PORTAL_TOKEN_DEFAULT_DAYS > PORTAL_TOKEN_MAX_DAYS:
 
 # LDAP (docs/sign-in.md#ldap): on when PORTAL_LDAP_URI is set. The username is the person's
 # uid, their Slurm login; people/ldap.py applies the roles of their LDAP groups at each sign-in.
+# python-ldap and django-auth-ldap are in requirements-ldap.txt, not requirements.txt: a centre
+# that asks for LDAP without them stops here, rather than start and never sign anyone in.
 PORTAL_LDAP_URI = env_optional("PORTAL_LDAP_URI")
 if PORTAL_LDAP_URI:
-    import ldap
-    from django_auth_ldap.config import GroupOfNamesType, LDAPSearch, PosixGroupType
+    try:
+        import ldap
+        from django_auth_ldap.config import GroupOfNamesType, LDAPSearch, PosixGroupType
+    except ImportError as error:
+        raise ImproperlyConfigured(
+            f"PORTAL_LDAP_URI is set but LDAP sign-in is not installed ({error}): "
+            "pip install -r requirements-ldap.txt (python-ldap compiles against the Debian "
+            "packages libldap2-dev and libsasl2-dev; `make install-ldap` does both)"
+        ) from error
 
     AUTHENTICATION_BACKENDS.append("django_auth_ldap.backend.LDAPBackend")
     AUTH_LDAP_SERVER_URI = PORTAL_LDAP_URI
