@@ -1,15 +1,13 @@
-"""Write-side operations of the allocations app. Each one checks who is acting first, and
-either does all of its work or none of it (one transaction)."""
+"""Write-side operations of rounds, requests and reviews: a round opens, a PI applies, the
+committee reviews and the chair decides (which grants SU through ``allocations.grants``). Each
+one checks who is acting first, and either does all of its work or none of it (one transaction)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Sum
@@ -17,15 +15,12 @@ from django.utils import timezone
 
 from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
-from accounting.models import Cluster, Job, Partition
-from allocations import budget
-from allocations.access import can_decide, chairs_any_round, has_conflict, is_committee
+from accounting.models import Partition
+from allocations.access import can_decide, has_conflict, is_committee
+from allocations.grants.services import ZERO, _check, _su, adjustment_top_up, allocation_grant
 from allocations.models import (
-    Adjustment,
-    Allocation,
     AllocationRequest,
     AllocationRound,
-    BudgetPeriod,
     CommitteeMember,
     RequestAmount,
     RequestEstimate,
@@ -33,40 +28,16 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from allocations.notifications import (
+from allocations.rounds.notifications import (
     notify_decision,
     notify_request_submitted,
     notify_review_assigned,
 )
-from allocations.selectors import balance_for_period, budget_period_at, pool_today
-from allocations.slurm_accounts import associations_parse
 from kit.access import is_staff, require
-from kit.errors import ApplicationError
-from kit.queue import task_enqueue
-from projects.access import can_manage_project, is_pi
-from projects.accounts import project_code_of
-from projects.models import Membership, Project, ResourcePool
-from projects.selectors import account_suffixes, project_for_account
-from projects.services import projects_created_announce
+from projects.access import can_manage_project
+from projects.models import Project, ResourcePool
 
 State = AllocationRequest.State
-ZERO = Decimal(0)
-
-
-class AllocationError(ApplicationError):
-    """A rule of the allocation process forbids this; the message says which."""
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise AllocationError(message)
-
-
-def _su(amount: Decimal | int | str, what: str = "amount") -> Decimal:
-    value = Decimal(str(amount))
-    _check(value.is_finite(), f"{what} must be a number")
-    _check(value == value.quantize(budget.SU_QUANTUM), f"{what} has more than 6 decimal places")
-    return value
 
 
 # --- Rounds ---------------------------------------------------------------------------------
@@ -334,219 +305,3 @@ def _check_round_capacity(request: AllocationRequest, decided: Mapping[int, Deci
             f"the round has {item.available_su} SU on {item.pool}; "
             f"this grant would bring its grants to {total}",
         )
-
-
-# --- Allocations ----------------------------------------------------------------------------
-
-
-@transaction.atomic
-def allocation_grant(
-    *,
-    project: Project,
-    pool: ResourcePool,
-    amount: Decimal,
-    period_start: date,
-    period_end: date,
-    actor: User,
-    reason: str = "",
-    request: AllocationRequest | None = None,
-    custom_budgets: list[Decimal] | None = None,
-) -> Allocation:
-    """Grant SU on a pool for a period, split into budget periods by the pool's policy."""
-    allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
-    require(allowed, "only centre staff and a round's chair grant SU")
-    value = _su(amount, "the grant")
-    _check(value >= 0, "a grant cannot be negative")
-    spans = budget.periods(period_start, period_end, months=pool.budget_months)
-    if custom_budgets is not None or pool.split == ResourcePool.Split.CUSTOM:
-        _check(custom_budgets is not None, f"{pool} splits grants by hand: give the budgets")
-        assert custom_budgets is not None
-        budgets = [_su(item, "a budget") for item in custom_budgets]
-        _check(len(budgets) == len(spans), f"the grant has {len(spans)} budget periods")
-        _check(sum(budgets, ZERO) == value, "the budgets must add up to the grant")
-        _check(all(item >= 0 for item in budgets), "a budget cannot be negative")
-    else:
-        budgets = budget.split_even(value, len(spans))
-    allocation = Allocation.objects.create(
-        project=project, pool=pool, request=request, period_start=period_start,
-        period_end=period_end, granted_su=value, granted_by=actor, reason=reason,
-    )  # fmt: skip
-    BudgetPeriod.objects.bulk_create(
-        BudgetPeriod(allocation=allocation, start=start, end=end, budget_su=amount_su)
-        for (start, end), amount_su in zip(spans, budgets, strict=True)
-    )
-    _slurm_limits_follow(pool)
-    return allocation
-
-
-def _slurm_limits_follow(pool: ResourcePool) -> None:
-    """A balance on ``pool`` moved: when the pool says so, Slurm's GrpTRESMins limits of its
-    cluster are set again after the commit, without review (docs/slurm.md)."""
-    if pool.slurm_limits_auto:
-        task_enqueue(
-            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": pool.cluster_id}
-        )
-
-
-def charges_booked_received(*, cluster_id: int, **kwargs: object) -> None:
-    """An import charged jobs on the cluster (``accounting.signals.charges_booked``): its
-    balances moved, so its limits follow where a pool of the cluster says so."""
-    if ResourcePool.objects.filter(cluster_id=cluster_id, slurm_limits_auto=True).exists():
-        task_enqueue(
-            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": cluster_id}
-        )
-
-
-# --- Adjustments ----------------------------------------------------------------------------
-
-
-def _period_for(project: Project, pool: ResourcePool, on: date | None) -> BudgetPeriod:
-    day = on or pool_today(pool)
-    period = budget_period_at(project=project, pool=pool, on=day)
-    _check(period is not None, f"{project} has no budget period on {pool} on {day}")
-    assert period is not None
-    return period
-
-
-@transaction.atomic
-def adjustment_refund(
-    *,
-    project: Project,
-    pool: ResourcePool,
-    actor: User,
-    reason: str,
-    amount: Decimal | None = None,
-    job: Job | None = None,
-    on: date | None = None,
-) -> Adjustment:
-    """Staff give SU back: a job's whole charge (once per job) or an amount."""
-    require(is_staff(actor), "only centre staff refund SU")
-    _check(bool(reason.strip()), "a refund needs a reason")
-    if job is not None:
-        _check(job.project_id == project.pk, f"job {job.job_id} is not a job of {project}")
-        _check(
-            pool.partitions.filter(pk=job.partition_id).exists(),
-            f"job {job.job_id} did not run on {pool}",
-        )
-        _check(job.service_units > 0, f"job {job.job_id} was not charged")
-        _check(
-            not Adjustment.objects.filter(job=job, kind=Adjustment.Kind.REFUND).exists(),
-            f"job {job.job_id} was refunded already",
-        )
-        amount = job.service_units
-    _check(amount is not None, "give an amount or a job")
-    assert amount is not None
-    value = _su(amount, "the refund")
-    _check(value > 0, "a refund must be positive")
-    _slurm_limits_follow(pool)
-    return Adjustment.objects.create(
-        project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.REFUND,
-        amount_su=value, job=job, actor=actor, reason=reason,
-    )  # fmt: skip
-
-
-@transaction.atomic
-def adjustment_top_up(
-    *, project: Project, pool: ResourcePool, amount: Decimal, actor: User, reason: str,
-    on: date | None = None,
-) -> Adjustment:  # fmt: skip
-    """Add SU to the current budget period (staff, or a granted top-up request)."""
-    require(is_staff(actor) or chairs_any_round(actor), "only centre staff top up balances")
-    _check(bool(reason.strip()), "a top-up needs a reason")
-    value = _su(amount, "the top-up")
-    _check(value > 0, "a top-up must be positive")
-    _slurm_limits_follow(pool)
-    return Adjustment.objects.create(
-        project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.TOP_UP,
-        amount_su=value, actor=actor, reason=reason,
-    )  # fmt: skip
-
-
-@transaction.atomic
-def adjustment_transfer(
-    *,
-    source: Project,
-    target: Project,
-    pool: ResourcePool,
-    amount: Decimal,
-    actor: User,
-    reason: str,
-    on: date | None = None,
-) -> tuple[Adjustment, Adjustment]:
-    """Move SU between projects on one pool: staff, or the source project's PI. The two sides
-    cancel out exactly, so a transfer never creates SU."""
-    require(
-        is_staff(actor) or is_pi(actor, source),
-        f"only centre staff or the PI of {source} transfer its SU",
-    )
-    _check(source.pk != target.pk, "a transfer needs two different projects")
-    _check(bool(reason.strip()), "a transfer needs a reason")
-    value = _su(amount, "the transfer")
-    _check(value > 0, "a transfer must be positive")
-    source_period = _period_for(source, pool, on)
-    target_period = _period_for(target, pool, on)
-    # Lock the source's period so two transfers cannot both spend the same remaining SU.
-    BudgetPeriod.objects.select_for_update().filter(pk=source_period.pk).first()
-    remaining = balance_for_period(period=source_period, on=on or pool_today(pool)).remaining_su
-    _check(value <= remaining, f"{source} has {remaining} SU left on {pool}, less than {value}")
-    link = uuid.uuid4()
-    out = Adjustment.objects.create(
-        project=source, budget_period=source_period, kind=Adjustment.Kind.TRANSFER_OUT,
-        amount_su=-value, transfer_id=link, actor=actor, reason=f"to {target}: {reason}",
-    )  # fmt: skip
-    into = Adjustment.objects.create(
-        project=target, budget_period=target_period, kind=Adjustment.Kind.TRANSFER_IN,
-        amount_su=value, transfer_id=link, actor=actor, reason=f"from {source}: {reason}",
-    )  # fmt: skip
-    _slurm_limits_follow(pool)
-    return out, into
-
-
-# --- Onboarding from Slurm ------------------------------------------------------------------
-
-
-@dataclass
-class AccountsSyncResult:
-    projects_created: list[str] = field(default_factory=list)
-    users_created: list[str] = field(default_factory=list)
-    memberships_created: list[tuple[str, str]] = field(default_factory=list)
-    skipped_lines: list[tuple[int, str]] = field(default_factory=list)
-    other_clusters: dict[str, int] = field(default_factory=dict)
-
-
-@transaction.atomic
-def slurm_accounts_sync(*, lines: Iterable[str], cluster: Cluster | str) -> AccountsSyncResult:
-    """Create projects and memberships from sacctmgr associations; idempotent, additive.
-
-    ``cluster`` is the portal cluster (its Slurm name selects the rows), or the Slurm name of a
-    cluster the portal does not know. An account books to the project the import would book its
-    jobs to on that cluster (one rule, ``projects.selectors.project_for_account``, over the
-    cluster's pools): a pool's own account (``code-gpu``) joins its project. Slurm users without
-    a portal login get one with no usable password (they sign in through the centre's identity
-    provider or after a password reset). Nothing is removed.
-    """
-    slurm_name = cluster.slurm_name if isinstance(cluster, Cluster) else cluster
-    associations = associations_parse(lines, cluster=slurm_name)
-    result = AccountsSyncResult(
-        skipped_lines=associations.skipped_lines, other_clusters=dict(associations.other_clusters)
-    )
-    user_model = get_user_model()
-    suffixes = account_suffixes(cluster_ids=[cluster.pk] if isinstance(cluster, Cluster) else [])
-    for account, usernames in sorted(associations.accounts.items()):
-        project = project_for_account(account, suffixes=suffixes)
-        if project is None:
-            code = project_code_of(account, suffixes)
-            project = Project.objects.create(code=code, title=f"{code} (from Slurm)")
-            result.projects_created.append(code)
-        for username in sorted(usernames):
-            user = user_model.objects.filter(username=username).first()
-            if user is None:
-                user = user_model(username=username)
-                user.set_unusable_password()
-                user.save()
-                result.users_created.append(username)
-            _, joined = Membership.objects.get_or_create(project=project, user=user)
-            if joined:
-                result.memberships_created.append((account, username))
-    projects_created_announce(codes=result.projects_created)
-    return result
