@@ -26,7 +26,7 @@ def _su_field(**kwargs: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=SU_DIGITS, decimal_places=SU_PLACES, **kwargs)
 
 
-def _su_out(**kwargs: Any) -> serializers.DecimalField:
+def su_out_field(**kwargs: Any) -> serializers.DecimalField:
     """An SU figure computed by the portal (sums can outgrow a column's digits)."""
     return serializers.DecimalField(max_digits=None, decimal_places=SU_PLACES, **kwargs)
 
@@ -70,7 +70,8 @@ def _pool_field(**kwargs: Any) -> serializers.SlugRelatedField[ResourcePool]:
     )  # fmt: skip
 
 
-def _user_field(**kwargs: Any) -> serializers.SlugRelatedField[User]:
+def user_field(**kwargs: Any) -> serializers.SlugRelatedField[User]:
+    """An active user named by username."""
     return SlugField(
         slug_field="username", queryset=User.objects.filter(is_active=True),
         error_messages={"does_not_exist": "unknown user {value}"}, **kwargs,
@@ -82,7 +83,8 @@ class PoolAmountSerializer(serializers.Serializer):
     su = _su_field(min_value=0)
 
 
-def _amounts(items: list[dict[str, Any]], what: str) -> dict[ResourcePool, Any]:
+def pool_amounts(items: list[dict[str, Any]], what: str) -> dict[ResourcePool, Any]:
+    """``[{pool, su}, ...]`` as one amount per pool; a pool named twice is refused."""
     amounts: dict[ResourcePool, Any] = {}
     for item in items:
         if item["pool"] in amounts:
@@ -107,7 +109,7 @@ class ProjectCreateInputSerializer(serializers.Serializer):
         r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64, help_text="the Slurm account"
     )
     title = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
-    pi = _user_field(required=False, allow_null=True, help_text="username of the PI")
+    pi = user_field(required=False, allow_null=True, help_text="username of the PI")
     field_of_science = serializers.CharField(
         required=False, allow_blank=True, max_length=120, default=""
     )
@@ -128,7 +130,7 @@ class MemberOutputSerializer(ApiModelSerializer):
 
 
 class MemberAddInputSerializer(serializers.Serializer):
-    username = _user_field()
+    username = user_field()
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
 
@@ -183,23 +185,23 @@ class BalanceSerializer(serializers.Serializer):
     period_last_day = serializers.DateField(
         source="last_day", help_text="the last day: what the pages and su-balance show"
     )
-    budget_su = _su_out()
-    carried_in_su = _su_out()
-    adjustments_su = _su_out(help_text="refunds, top-ups, transfers (+/-)")
-    available_su = _su_out(help_text="budget + carried in + adjustments")
-    used_su = _su_out(help_text="charged jobs, from the daily roll-ups")
-    pending_su = _su_out(help_text="so far, of jobs still running (not deducted)")
-    remaining_su = _su_out(help_text="available - used")
+    budget_su = su_out_field()
+    carried_in_su = su_out_field()
+    adjustments_su = su_out_field(help_text="refunds, top-ups, transfers (+/-)")
+    available_su = su_out_field(help_text="budget + carried in + adjustments")
+    used_su = su_out_field(help_text="charged jobs, from the daily roll-ups")
+    pending_su = su_out_field(help_text="so far, of jobs still running (not deducted)")
+    remaining_su = su_out_field(help_text="available - used")
     percent_used = serializers.DecimalField(max_digits=None, decimal_places=2, allow_null=True)
-    used_last_7_days_su = _su_out()
-    used_last_30_days_su = _su_out()
-    burn_rate_7_days = _su_out(help_text="SU per day")
-    burn_rate_30_days = _su_out(help_text="SU per day")
+    used_last_7_days_su = su_out_field()
+    used_last_30_days_su = su_out_field()
+    burn_rate_7_days = su_out_field(help_text="SU per day")
+    burn_rate_30_days = su_out_field(help_text="SU per day")
     projected_exhaustion = serializers.DateField(
         allow_null=True, help_text="at the higher burn rate; null if not before the period ends"
     )
     on = serializers.DateField(help_text="the day this balance is for")
-    used_cost = _su_out(
+    used_cost = su_out_field(
         help_text="money cost of the period's booked jobs (charged and refunded) under the "
         "cluster's cost model, in the pool's currency (0 without a model)"
     )

@@ -31,15 +31,17 @@ class AllocationError(ApplicationError):
     """A rule of the allocation process forbids this; the message says which."""
 
 
-def _check(condition: bool, message: str) -> None:
+def check_rule(condition: bool, message: str) -> None:
+    """Refuse with ``message`` (an ``AllocationError``) unless ``condition`` holds."""
     if not condition:
         raise AllocationError(message)
 
 
-def _su(amount: Decimal | int | str, what: str = "amount") -> Decimal:
+def su_amount(amount: Decimal | int | str, what: str = "amount") -> Decimal:
+    """``amount`` as SU: a finite Decimal of at most 6 places, or an ``AllocationError``."""
     value = Decimal(str(amount))
-    _check(value.is_finite(), f"{what} must be a number")
-    _check(value == value.quantize(budget.SU_QUANTUM), f"{what} has more than 6 decimal places")
+    check_rule(value.is_finite(), f"{what} must be a number")
+    check_rule(value == value.quantize(budget.SU_QUANTUM), f"{what} has more than 6 decimal places")
     return value
 
 
@@ -62,16 +64,16 @@ def allocation_grant(
     """Grant SU on a pool for a period, split into budget periods by the pool's policy."""
     allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
     require(allowed, "only centre staff and a round's chair grant SU")
-    value = _su(amount, "the grant")
-    _check(value >= 0, "a grant cannot be negative")
+    value = su_amount(amount, "the grant")
+    check_rule(value >= 0, "a grant cannot be negative")
     spans = budget.periods(period_start, period_end, months=pool.budget_months)
     if custom_budgets is not None or pool.split == ResourcePool.Split.CUSTOM:
-        _check(custom_budgets is not None, f"{pool} splits grants by hand: give the budgets")
+        check_rule(custom_budgets is not None, f"{pool} splits grants by hand: give the budgets")
         assert custom_budgets is not None
-        budgets = [_su(item, "a budget") for item in custom_budgets]
-        _check(len(budgets) == len(spans), f"the grant has {len(spans)} budget periods")
-        _check(sum(budgets, ZERO) == value, "the budgets must add up to the grant")
-        _check(all(item >= 0 for item in budgets), "a budget cannot be negative")
+        budgets = [su_amount(item, "a budget") for item in custom_budgets]
+        check_rule(len(budgets) == len(spans), f"the grant has {len(spans)} budget periods")
+        check_rule(sum(budgets, ZERO) == value, "the budgets must add up to the grant")
+        check_rule(all(item >= 0 for item in budgets), "a budget cannot be negative")
     else:
         budgets = budget.split_even(value, len(spans))
     allocation = Allocation.objects.create(
@@ -110,7 +112,7 @@ def charges_booked_received(*, cluster_id: int, **kwargs: object) -> None:
 def _period_for(project: Project, pool: ResourcePool, on: date | None) -> BudgetPeriod:
     day = on or pool_today(pool)
     period = budget_period_at(project=project, pool=pool, on=day)
-    _check(period is not None, f"{project} has no budget period on {pool} on {day}")
+    check_rule(period is not None, f"{project} has no budget period on {pool} on {day}")
     assert period is not None
     return period
 
@@ -128,23 +130,23 @@ def adjustment_refund(
 ) -> Adjustment:
     """Staff give SU back: a job's whole charge (once per job) or an amount."""
     require(is_staff(actor), "only centre staff refund SU")
-    _check(bool(reason.strip()), "a refund needs a reason")
+    check_rule(bool(reason.strip()), "a refund needs a reason")
     if job is not None:
-        _check(job.project_id == project.pk, f"job {job.job_id} is not a job of {project}")
-        _check(
+        check_rule(job.project_id == project.pk, f"job {job.job_id} is not a job of {project}")
+        check_rule(
             pool.partitions.filter(pk=job.partition_id).exists(),
             f"job {job.job_id} did not run on {pool}",
         )
-        _check(job.service_units > 0, f"job {job.job_id} was not charged")
-        _check(
+        check_rule(job.service_units > 0, f"job {job.job_id} was not charged")
+        check_rule(
             not Adjustment.objects.filter(job=job, kind=Adjustment.Kind.REFUND).exists(),
             f"job {job.job_id} was refunded already",
         )
         amount = job.service_units
-    _check(amount is not None, "give an amount or a job")
+    check_rule(amount is not None, "give an amount or a job")
     assert amount is not None
-    value = _su(amount, "the refund")
-    _check(value > 0, "a refund must be positive")
+    value = su_amount(amount, "the refund")
+    check_rule(value > 0, "a refund must be positive")
     _slurm_limits_follow(pool)
     return Adjustment.objects.create(
         project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.REFUND,
@@ -159,9 +161,9 @@ def adjustment_top_up(
 ) -> Adjustment:  # fmt: skip
     """Add SU to the current budget period (staff, or a granted top-up request)."""
     require(is_staff(actor) or chairs_any_round(actor), "only centre staff top up balances")
-    _check(bool(reason.strip()), "a top-up needs a reason")
-    value = _su(amount, "the top-up")
-    _check(value > 0, "a top-up must be positive")
+    check_rule(bool(reason.strip()), "a top-up needs a reason")
+    value = su_amount(amount, "the top-up")
+    check_rule(value > 0, "a top-up must be positive")
     _slurm_limits_follow(pool)
     return Adjustment.objects.create(
         project=project, budget_period=_period_for(project, pool, on), kind=Adjustment.Kind.TOP_UP,
@@ -186,16 +188,16 @@ def adjustment_transfer(
         is_staff(actor) or is_pi(actor, source),
         f"only centre staff or the PI of {source} transfer its SU",
     )
-    _check(source.pk != target.pk, "a transfer needs two different projects")
-    _check(bool(reason.strip()), "a transfer needs a reason")
-    value = _su(amount, "the transfer")
-    _check(value > 0, "a transfer must be positive")
+    check_rule(source.pk != target.pk, "a transfer needs two different projects")
+    check_rule(bool(reason.strip()), "a transfer needs a reason")
+    value = su_amount(amount, "the transfer")
+    check_rule(value > 0, "a transfer must be positive")
     source_period = _period_for(source, pool, on)
     target_period = _period_for(target, pool, on)
     # Lock the source's period so two transfers cannot both spend the same remaining SU.
     BudgetPeriod.objects.select_for_update().filter(pk=source_period.pk).first()
     remaining = balance_for_period(period=source_period, on=on or pool_today(pool)).remaining_su
-    _check(value <= remaining, f"{source} has {remaining} SU left on {pool}, less than {value}")
+    check_rule(value <= remaining, f"{source} has {remaining} SU left on {pool}, less than {value}")
     link = uuid.uuid4()
     out = Adjustment.objects.create(
         project=source, budget_period=source_period, kind=Adjustment.Kind.TRANSFER_OUT,

@@ -16,9 +16,9 @@ from allocations.access import requests_visible
 from allocations.grants.serializers import (
     PoolAmountSerializer,
     VisibleProjectField,
-    _amounts,
-    _su_out,
-    _user_field,
+    pool_amounts,
+    su_out_field,
+    user_field,
 )
 from allocations.models import (
     AllocationRequest,
@@ -68,8 +68,8 @@ class RoundCreateInputSerializer(EndsAfterStart):
     period_start = serializers.DateField(help_text="first day the grants cover")
     period_end = serializers.DateField(help_text="the day after the last day the grants cover")
     available = PoolAmountSerializer(many=True, help_text="SU available per pool")
-    chair = _user_field()
-    committee = serializers.ListField(child=_user_field(), required=False, max_length=200)
+    chair = user_field()
+    committee = serializers.ListField(child=user_field(), required=False, max_length=200)
 
     def validate_name(self, value: str) -> str:
         if AllocationRound.objects.filter(name=value).exists():
@@ -77,14 +77,14 @@ class RoundCreateInputSerializer(EndsAfterStart):
         return value
 
     def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "available")
+        return pool_amounts(value, "available")
 
 
 class RoundPoolSummarySerializer(serializers.Serializer):
     pool = serializers.CharField(source="pool.name")
-    available_su = _su_out()
-    requested_su = _su_out()
-    granted_su = _su_out()
+    available_su = su_out_field()
+    requested_su = su_out_field()
+    granted_su = su_out_field()
 
 
 class RoundRequestSummarySerializer(serializers.Serializer):
@@ -191,7 +191,7 @@ class RequestCreateInputSerializer(serializers.Serializer):
     amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
 
     def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "amounts")
+        return pool_amounts(value, "amounts")
 
 
 class RequestUpdateInputSerializer(serializers.Serializer):
@@ -199,7 +199,7 @@ class RequestUpdateInputSerializer(serializers.Serializer):
     amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
 
     def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "amounts")
+        return pool_amounts(value, "amounts")
 
 
 class RequestEstimateInputSerializer(PlannedJobSerializer):
@@ -219,7 +219,7 @@ class RequestDecideInputSerializer(serializers.Serializer):
     )  # fmt: skip
 
     def validate_granted(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "granted")
+        return pool_amounts(value, "granted")
 
 
 class ReviewOutputSerializer(ApiModelSerializer):

@@ -17,7 +17,13 @@ from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
 from accounting.models import Partition
 from allocations.access import can_decide, has_conflict, is_committee
-from allocations.grants.services import ZERO, _check, _su, adjustment_top_up, allocation_grant
+from allocations.grants.services import (
+    ZERO,
+    adjustment_top_up,
+    allocation_grant,
+    check_rule,
+    su_amount,
+)
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
@@ -58,15 +64,15 @@ def round_create(
 ) -> AllocationRound:
     """Staff open a call: dates, the period grants cover, SU per pool, the committee."""
     require(is_staff(actor), "only centre staff create allocation rounds")
-    _check(opens_at < closes_at, "a round must open before it closes")
-    _check(period_start < period_end, "the period a round grants must not be empty")
+    check_rule(opens_at < closes_at, "a round must open before it closes")
+    check_rule(period_start < period_end, "the period a round grants must not be empty")
     round_ = AllocationRound.objects.create(
         name=name, opens_at=opens_at, closes_at=closes_at,
         period_start=period_start, period_end=period_end,
     )  # fmt: skip
     for pool, amount in available.items():
-        value = _su(amount, f"SU available on {pool}")
-        _check(value >= 0, f"SU available on {pool} cannot be negative")
+        value = su_amount(amount, f"SU available on {pool}")
+        check_rule(value >= 0, f"SU available on {pool} cannot be negative")
         RoundPool.objects.create(round=round_, pool=pool, available_su=value)
     CommitteeMember.objects.create(round=round_, user=chair, is_chair=True)
     for member in committee:
@@ -93,9 +99,9 @@ def _round_is_open(round_: AllocationRound, at: datetime) -> bool:
 def _set_amounts(request: AllocationRequest, amounts: Mapping[ResourcePool, Decimal]) -> None:
     offered = set(RoundPool.objects.filter(round=request.round).values_list("pool_id", flat=True))
     for pool, amount in amounts.items():
-        _check(pool.pk in offered, f"the round {request.round} offers no SU on {pool}")
-        value = _su(amount, f"SU requested on {pool}")
-        _check(value >= 0, f"SU requested on {pool} cannot be negative")
+        check_rule(pool.pk in offered, f"the round {request.round} offers no SU on {pool}")
+        value = su_amount(amount, f"SU requested on {pool}")
+        check_rule(value >= 0, f"SU requested on {pool} cannot be negative")
         RequestAmount.objects.update_or_create(
             request=request, pool=pool, defaults={"requested_su": value}
         )
@@ -115,8 +121,8 @@ def request_create(
     require(can_manage_project(actor, project), f"only the PI of {project} applies for it")
     now = timezone.now()
     if kind == AllocationRequest.Kind.NEW:
-        _check(_round_is_open(round_, now), f"the round {round_} is not open for applications")
-        _check(
+        check_rule(_round_is_open(round_, now), f"the round {round_} is not open for applications")
+        check_rule(
             not AllocationRequest.objects.filter(round=round_, project=project, kind=kind).exists(),
             f"{project} already has an application in {round_}",
         )
@@ -133,7 +139,7 @@ def _editable_by(request: AllocationRequest, actor: User) -> None:
         can_manage_project(actor, request.project),
         f"only the PI of {request.project} edits its request",
     )
-    _check(
+    check_rule(
         request.state == State.DRAFT, f"a {request.get_state_display()} request cannot be edited"
     )
 
@@ -167,7 +173,7 @@ def request_estimate_add(
 ) -> RequestEstimate:
     """Add an estimate line priced by the quote engine: ``jobs`` times one job's SU."""
     _editable_by(request, actor)
-    _check(jobs >= 1, "an estimate line covers at least one job")
+    check_rule(jobs >= 1, "an estimate line covers at least one job")
     _, charge = quote_get(partition=partition, request=quote)
     return RequestEstimate.objects.create(
         request=request, partition=partition, description=description, jobs=jobs,
@@ -182,10 +188,12 @@ def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequ
     """The PI submits a draft while the round is open (a top-up any time)."""
     _editable_by(request, actor)
     if request.kind == AllocationRequest.Kind.NEW:
-        _check(
+        check_rule(
             _round_is_open(request.round, timezone.now()), f"the round {request.round} is closed"
         )
-    _check(request.amounts.filter(requested_su__gt=0).exists(), "a request must ask for some SU")
+    check_rule(
+        request.amounts.filter(requested_su__gt=0).exists(), "a request must ask for some SU"
+    )
     _transition(request, State.SUBMITTED, actor)
     notify_request_submitted(request)
     return request
@@ -198,7 +206,7 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
         can_decide(actor, request),
         "only the round's chair opens requests for review",
     )
-    _check(
+    check_rule(
         request.state == State.SUBMITTED,
         f"a {request.get_state_display()} request cannot go to review",
     )
@@ -217,11 +225,11 @@ def review_submit(
         not has_conflict(reviewer, request.project),
         f"conflict of interest: {reviewer} belongs to {request.project}",
     )
-    _check(
+    check_rule(
         request.state == State.UNDER_REVIEW,
         f"a {request.get_state_display()} request is not under review",
     )
-    _check(isinstance(score, int) and 1 <= score <= 5, "a score is a whole number from 1 to 5")
+    check_rule(isinstance(score, int) and 1 <= score <= 5, "a score is a whole number from 1 to 5")
     review, _ = Review.objects.update_or_create(
         request=request, reviewer=reviewer, defaults={"score": score, "comment": comment}
     )
@@ -242,20 +250,20 @@ def request_decide(
     a top-up adds SU to the project's current budget period on each pool.
     """
     require(can_decide(actor, request), "only the round's chair grants SU")
-    _check(
+    check_rule(
         request.state == State.UNDER_REVIEW,
         f"a {request.get_state_display()} request cannot be decided",
     )
     amounts = {amount.pool_id: amount for amount in request.amounts.select_related("pool")}
     for pool in granted:
-        _check(pool.pk in amounts, f"{request.project} did not ask for SU on {pool}")
+        check_rule(pool.pk in amounts, f"{request.project} did not ask for SU on {pool}")
     decided = {
-        pool_id: _su(granted.get(amount.pool, ZERO), "SU granted")
+        pool_id: su_amount(granted.get(amount.pool, ZERO), "SU granted")
         for pool_id, amount in amounts.items()
     }
-    _check(all(value >= 0 for value in decided.values()), "a grant cannot be negative")
+    check_rule(all(value >= 0 for value in decided.values()), "a grant cannot be negative")
     differs = any(decided[pool_id] != amounts[pool_id].requested_su for pool_id in amounts)
-    _check(bool(reason.strip()) or not differs, "say why the grant differs from the request")
+    check_rule(bool(reason.strip()) or not differs, "say why the grant differs from the request")
     if request.kind == AllocationRequest.Kind.NEW:
         _check_round_capacity(request, decided)
 
@@ -300,7 +308,7 @@ def _check_round_capacity(request: AllocationRequest, decided: Mapping[int, Deci
             .aggregate(total=Sum("granted_su"))["total"]
         )
         total = (already or ZERO) + decided[item.pool_id]
-        _check(
+        check_rule(
             total <= item.available_su,
             f"the round has {item.available_su} SU on {item.pool}; "
             f"this grant would bring its grants to {total}",
