@@ -17,8 +17,6 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from allocations import access
-from allocations.access import is_chair
-from allocations.grants.selectors import ZERO
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
@@ -30,6 +28,8 @@ from allocations.models import (
 from kit.access import Actor, is_staff, require
 from projects import access as projects_access
 from projects.models import Project, ResourcePool
+
+ZERO = Decimal(0)
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class RoundRequestSummary:
 def round_overview(*, round_: AllocationRound, actor: Actor) -> dict[str, Any]:
     """The chair's view: requested vs available SU per pool, and each request's scores."""
     require(
-        is_chair(actor, round_) or is_staff(actor),
+        access.is_chair(actor, round_) or is_staff(actor),
         "only the round's chair and centre staff see the whole round",
     )
     amounts = RequestAmount.objects.filter(request__round=round_).exclude(

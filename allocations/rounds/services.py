@@ -17,13 +17,7 @@ from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
 from accounting.models import Partition
 from allocations.access import can_decide, has_conflict, is_committee
-from allocations.grants.services import (
-    ZERO,
-    adjustment_top_up,
-    allocation_grant,
-    check_rule,
-    su_amount,
-)
+from allocations.grants.services import adjustment_top_up, allocation_grant, check_rule, su_amount
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
@@ -44,6 +38,7 @@ from projects.access import can_manage_project
 from projects.models import Project, ResourcePool
 
 State = AllocationRequest.State
+ZERO = Decimal(0)
 
 
 # --- Rounds ---------------------------------------------------------------------------------
