@@ -8,7 +8,6 @@ from typing import Any
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from allocations.enforcement import enforcement_dismiss, enforcement_execute
 from allocations.models import (
     Adjustment,
     Allocation,
@@ -26,11 +25,12 @@ from allocations.models import (
     RoundPool,
     ThresholdNotice,
 )
-from allocations.priorities import (
+from allocations.priorities.services import (
     PriorityError,
     priority_action_dismiss,
     priority_action_execute,
 )
+from allocations.slurm.enforcement import enforcement_dismiss, enforcement_execute
 
 
 class ReadOnlyInline(admin.TabularInline):

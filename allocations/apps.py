@@ -10,6 +10,6 @@ class AllocationsConfig(AppConfig):
 
     def ready(self) -> None:
         from accounting.signals import charges_booked
-        from allocations.services import charges_booked_received
+        from allocations.grants.services import charges_booked_received
 
         charges_booked.connect(charges_booked_received, dispatch_uid="allocations-slurm-limits")

@@ -13,8 +13,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from allocations.forms import InvitationForm, MemberRoleForm
-from allocations.services import AllocationError
+from allocations.grants.forms import InvitationForm, MemberRoleForm
+from allocations.grants.services import AllocationError
 from kit.access import require
 from projects.access import can_delegate, can_manage_project
 from projects.invitations import (

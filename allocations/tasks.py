@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 
 from accounting.locks import ImportLockBusy, named_lock
-from allocations.enforcement import enforcement_run_proposed, thresholds_check
+from allocations.slurm.enforcement import enforcement_run_proposed, thresholds_check
 
 
 @shared_task(name="allocations.tasks.thresholds_check", soft_time_limit=600, time_limit=900)
@@ -32,7 +32,7 @@ def efficiency_summaries_task(month: str | None = None) -> dict[str, int | str]:
     once per month however often it runs, and runs never overlap."""
     from datetime import UTC, date, datetime
 
-    from allocations.efficiency_mail import efficiency_summaries_send, month_before
+    from allocations.grants.efficiency_mail import efficiency_summaries_send, month_before
 
     summarised = (
         date.fromisoformat(month).replace(day=1)
@@ -51,7 +51,7 @@ def efficiency_summaries_task(month: str | None = None) -> dict[str, int | str]:
 def priority_proposals_task() -> dict[str, dict[str, int] | str]:
     """Propose the Slurm commands of dynamic priorities that changed, on every cluster with a
     priority policy. Staff review and run them; beat runs this hourly, never overlapping."""
-    from allocations.priorities import priority_proposals_run
+    from allocations.priorities.services import priority_proposals_run
 
     try:
         with named_lock("priority proposals"):
@@ -72,7 +72,7 @@ def slurm_sync_apply_task(self: Task, plan_id: int) -> dict[str, str]:
     """Apply an approved Slurm plan (one sacctmgr run). When Slurm cannot be read the plan stays
     approved and the task tries again in 5 minutes, for two hours; one apply per cluster at once."""
     from allocations.models import SlurmSyncPlan
-    from allocations.slurm_sync import slurm_sync_apply
+    from allocations.slurm.sync import slurm_sync_apply
 
     plan = SlurmSyncPlan.objects.select_related("cluster").get(pk=plan_id)
     try:
@@ -91,7 +91,7 @@ def slurm_sync_check_task(cluster_id: int | None = None) -> dict[str, str]:
     pools, and record the drift (the staff page shows the last check). Beat runs it hourly for
     every cluster; runs never overlap."""
     from accounting.models import Cluster
-    from allocations.slurm_sync import slurm_sync_check
+    from allocations.slurm.sync import slurm_sync_check
 
     clusters = Cluster.objects.filter(resource_pools__isnull=False).distinct().order_by("name")
     if cluster_id is not None:
@@ -118,7 +118,7 @@ def slurm_sync_plan_task(cluster_id: int, actor_id: int | None = None) -> dict[s
     from django.contrib.auth.models import User
 
     from accounting.models import Cluster
-    from allocations.slurm_sync import SlurmUnavailable, slurm_sync_plan
+    from allocations.slurm.sync import SlurmUnavailable, slurm_sync_plan
 
     cluster = Cluster.objects.get(pk=cluster_id)
     actor = User.objects.filter(pk=actor_id).first() if actor_id is not None else None
@@ -137,7 +137,7 @@ def slurm_limits_refresh_task(cluster_id: int) -> dict[str, str]:
     """Set the cluster's GrpTRESMins limits again after balances moved, where its pools allow
     it without review; other changes are left as a pending plan. One per cluster at a time."""
     from accounting.models import Cluster
-    from allocations.slurm_sync import SlurmUnavailable, slurm_limits_refresh
+    from allocations.slurm.sync import SlurmUnavailable, slurm_limits_refresh
 
     cluster = Cluster.objects.get(pk=cluster_id)
     try:

@@ -1,6 +1,9 @@
 from django.urls import path
 
-from allocations import member_pages, pages, priority_pages, slurm_pages, views
+from allocations import member_pages, project_pages, views
+from allocations.priorities import pages as priority_pages
+from allocations.rounds import pages
+from allocations.slurm import pages as slurm_pages
 
 app_name = "allocations"
 
@@ -43,7 +46,7 @@ urlpatterns = [
         name="priority-action-decide",
     ),
     # Projects, requests and rounds
-    path("projects/<str:code>/", pages.project_detail, name="project-detail"),
+    path("projects/<str:code>/", project_pages.project_detail, name="project-detail"),
     path("projects/<str:code>/requests/new/", pages.request_new, name="request-new"),
     path(
         "projects/<str:code>/invitations/",

@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from allocations.enforcement import enforcement_dismiss, enforcement_execute
 from allocations.models import EnforcementAction
+from allocations.slurm.enforcement import enforcement_dismiss, enforcement_execute
 from kit.access import staff_only
 
 

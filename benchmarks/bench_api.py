@@ -58,7 +58,7 @@ from django.contrib.auth.models import User
 from people.tokens import token_create
 from accounting.models import Cluster, Partition
 from projects.models import Membership, PoolPartition, Project, ResourcePool
-from allocations.services import allocation_grant
+from allocations.grants.services import allocation_grant
 staff = User.objects.create(username="bench-staff", is_staff=True)
 cluster = Cluster.objects.get(name="slurm-testbed")
 pool = ResourcePool.objects.create(name="bench CPU", cluster=cluster)

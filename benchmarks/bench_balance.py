@@ -78,8 +78,8 @@ from decimal import Decimal
 from django.contrib.auth.models import User
 from accounting.models import Cluster, Partition
 from projects.models import PoolPartition, Project, ResourcePool
-from allocations.selectors import balance_get
-from allocations.services import allocation_grant
+from allocations.grants.selectors import balance_get
+from allocations.grants.services import allocation_grant
 staff = User.objects.create(username="bench-staff", is_staff=True)
 cluster = Cluster.objects.get(name="slurm-testbed")
 pool = ResourcePool.objects.create(name="bench CPU", cluster=cluster)
@@ -119,7 +119,7 @@ from accounting.ledger.selectors import JobFilters, jobs_of_project
 from accounting.models import Cluster, Job
 from accounting.utilisation.selectors import utilisation_series_get
 from projects.models import Project, ResourcePool
-from allocations.selectors import balance_get
+from allocations.grants.selectors import balance_get
 project = Project.objects.get(code="bench0042")
 cluster = Cluster.objects.get(name="slurm-testbed")
 pool = ResourcePool.objects.get(name="bench CPU")

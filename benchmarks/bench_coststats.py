@@ -150,7 +150,7 @@ def _load_jobs(url: str, env: dict[str, str], count: int, seed: int) -> None:
         "shell",
         "-c",
         "from accounting.models import Cluster, Partition;"
-        "from allocations.models import Project;"
+        "from projects.models import Project;"
         "c = Cluster.objects.create(name='bench-mistral');"
         "p = Partition.objects.create(cluster=c, name='compute');"
         "j = Project.objects.create(code='bench0001');"

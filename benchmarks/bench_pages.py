@@ -78,8 +78,10 @@ from django.test import Client
 from django.utils import timezone
 from accounting.models import Cluster, Job, Partition
 from projects.models import Membership, PoolPartition, Project, ResourcePool
-from allocations.services import (allocation_grant, request_create, request_review_start,
-                                  request_submit, round_create)
+from allocations.grants.services import allocation_grant
+from allocations.rounds.services import (
+    request_create, request_review_start, request_submit, round_create,
+)
 
 staff = User.objects.create(username="bench-staff", is_staff=True)
 pi = User.objects.create(username="bench-pi")

@@ -49,8 +49,8 @@ def inner(projects: int, members: int) -> dict[str, float | str]:
     from accounting.clusters.services import cluster_apply
     from accounting.clusters.specs import cluster_definition_load
     from accounting.models import Cluster, Partition
-    from allocations.services import allocation_grant
-    from allocations.slurm_sync import (
+    from allocations.grants.services import allocation_grant
+    from allocations.slurm.sync import (
         slurm_sync_apply,
         slurm_sync_approve,
         slurm_sync_check,

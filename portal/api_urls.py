@@ -14,8 +14,9 @@ from accounting.costs import api as cost_api
 from accounting.ledger import api as ledger_api
 from accounting.utilisation import api as utilisation_api
 from accounting.utilisation import overhead_api
-from allocations import api as allocations_api
-from allocations import priority_api
+from allocations.grants import api as grants_api
+from allocations.priorities import api as priority_api
+from allocations.rounds import api as rounds_api
 from kit import api
 from kit.api import CODE_PATTERN, ID_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 from people import api as people_api
@@ -27,20 +28,20 @@ router.register("jobs", ledger_api.JobViewSet, basename="job")
 router.register("usage", ledger_api.UsageViewSet, basename="usage")
 router.register("imports", ledger_api.ImportRunViewSet, basename="import")
 router.register("quarantined-lines", ledger_api.QuarantinedLineViewSet, basename="quarantined-line")
-router.register("projects", allocations_api.ProjectViewSet, basename="project")
-router.register("allocations", allocations_api.AllocationViewSet, basename="allocation")
-router.register("rounds", allocations_api.RoundViewSet, basename="round")
-router.register("requests", allocations_api.RequestViewSet, basename="request")
-router.register("reviews", allocations_api.ReviewViewSet, basename="review")
-router.register("adjustments", allocations_api.AdjustmentViewSet, basename="adjustment")
+router.register("projects", grants_api.ProjectViewSet, basename="project")
+router.register("allocations", grants_api.AllocationViewSet, basename="allocation")
+router.register("rounds", rounds_api.RoundViewSet, basename="round")
+router.register("requests", rounds_api.RequestViewSet, basename="request")
+router.register("reviews", rounds_api.ReviewViewSet, basename="review")
+router.register("adjustments", grants_api.AdjustmentViewSet, basename="adjustment")
 router.register(
     "profiling-coefficients",
     priority_api.ProfilingCoefficientViewSet,
     basename="profiling-coefficient",
 )
 
-members = allocations_api.ProjectMemberViewSet
-invitations = allocations_api.ProjectInvitationViewSet
+members = grants_api.ProjectMemberViewSet
+invitations = grants_api.ProjectInvitationViewSet
 
 app_name = "api"
 
@@ -84,7 +85,7 @@ urlpatterns = [
     ),
     re_path(
         rf"^projects/(?P<code>{CODE_PATTERN})/balance/$",
-        allocations_api.ProjectBalanceView.as_view(),
+        grants_api.ProjectBalanceView.as_view(),
         name="project-balance",
     ),
     re_path(

@@ -4,10 +4,10 @@ One registry, here: grants and their budget periods, adjustments (a transfer is 
 sides, sharing ``transfer_id``), memberships and PIs, committee seats, staff and group changes
 of people, rate versions of partitions, API tokens (never their digest), enforcement actions,
 Slurm provisioning plans and each of their actions. An entry of a project's thing names the
-project (``get_additional_data`` in allocations/models.py), so the project's PI can read it;
-staff read everything (allocations/access.py, ``projects_audited``). The actor is the
-signed-in person for pages, the API and the admin (AuditlogMiddleware), and "the portal" for
-tasks and commands.
+project (``get_additional_data``: ``AuditedInProject`` in projects/models.py, and models of
+allocations/models/), so the project's PI can read it; staff read everything
+(allocations/access.py, ``projects_audited``). The actor is the signed-in person for pages, the
+API and the admin (AuditlogMiddleware), and "the portal" for tasks and commands.
 """
 
 from __future__ import annotations

@@ -30,22 +30,22 @@ from accounting.models import (
     UsageDaily,
 )
 from accounting.utilisation.overhead import overhead_run_compute
-from allocations.enforcement import thresholds_check
+from allocations.grants.services import allocation_grant
 from allocations.models import Allocation, AllocationRound, PriorityPolicy
-from allocations.priorities import (
+from allocations.priorities.services import (
     priority_actions_propose,
     priority_policy_set,
     profiling_coefficient_post,
 )
-from allocations.services import (
-    allocation_grant,
+from allocations.rounds.services import (
     request_create,
     request_review_start,
     request_submit,
     review_submit,
     round_create,
-    slurm_accounts_sync,
 )
+from allocations.slurm.enforcement import thresholds_check
+from allocations.slurm.services import slurm_accounts_sync
 from kit.calendar import add_months
 from projects.models import Membership, PoolPartition, Project, ResourcePool
 

@@ -11,9 +11,9 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from allocations import charts
-from allocations.page_selectors import projects_of_member, rounds_for_user
-from allocations.selectors import balances_for_project
+from allocations.grants import charts
+from allocations.grants.selectors import balances_for_project, projects_of_member
+from allocations.rounds.selectors import rounds_for_user
 from kit.access import is_staff, require
 from portal.audit import audit_changes, audit_entries, audit_kind
 from projects.access import leads_a_project, projects_visible

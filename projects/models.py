@@ -185,7 +185,7 @@ class ResourcePool(models.Model):
         default="sacctmgr -i modify account name={account} set qos=normal",
         help_text="Slurm action when a limited project gets a new budget period",
     )
-    # Provisioning (allocations/slurm_sync.py): where the pool's projects sit in Slurm's tree
+    # Provisioning (allocations/slurm/sync.py): where the pool's projects sit in Slurm's tree
     # and the QOS they get; blank leaves it to Slurm (root, the parent's QOS).
     slurm_parent_account = models.CharField(
         max_length=64, blank=True,

@@ -395,8 +395,8 @@ def pool_ledger_get(
 ) -> PoolLedger:
     """What the balance needs of the ledger, in one query over the daily roll-ups (the days in
     ``[since, until)``) and the running jobs, never over the jobs' history. The balance itself is
-    allocations' (``allocations.selectors``); this is the only place that knows how the ledger
-    stores charges."""
+    allocations' (``allocations.grants.selectors``); this is the only place that knows how the
+    ledger stores charges."""
     partitions: dict[int, list[str]] = defaultdict(list)
     used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
     spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)

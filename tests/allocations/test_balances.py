@@ -9,14 +9,14 @@ import pytest
 
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Job
-from allocations.models import Adjustment
-from allocations.selectors import balance_get, balances_for_project
-from allocations.services import (
+from allocations.grants.selectors import balance_get, balances_for_project
+from allocations.grants.services import (
     AllocationError,
     adjustment_refund,
     adjustment_transfer,
     allocation_grant,
 )
+from allocations.models import Adjustment
 from tests.allocations.conftest import PERIOD, SAMPLE, SAMPLE_DAY
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allocations.budget import Balance, periods, split_even
+from allocations.grants.budget import Balance, periods, split_even
 from kit.calendar import add_months
 
 MICRO = Decimal("0.000001")

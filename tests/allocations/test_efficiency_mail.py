@@ -10,7 +10,7 @@ from django.test import Client
 
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import EfficiencyDaily, UsageDaily
-from allocations.efficiency_mail import efficiency_summaries_send, month_before
+from allocations.grants.efficiency_mail import efficiency_summaries_send, month_before
 from allocations.models import EfficiencySummaryNotice
 from allocations.tasks import efficiency_summaries_task
 from benchmarks.sacct_generator import sacct_lines

@@ -7,8 +7,8 @@ import pytest
 from django.core.management import call_command
 
 from accounting.ledger.pipeline import jobs_import
+from allocations.grants.services import allocation_grant
 from allocations.models import EnforcementAction, ThresholdNotice
-from allocations.services import allocation_grant
 from tests.allocations.conftest import PERIOD, SAMPLE
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from allocations.services import adjustment_transfer, allocation_grant
+from allocations.grants.services import adjustment_transfer, allocation_grant
 from projects.invitations import (
     InvitationError,
     invitation_accept,

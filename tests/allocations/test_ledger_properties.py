@@ -12,15 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accounting.models import Partition, UsageDaily
-from allocations.models import Adjustment, Allocation
-from allocations.selectors import balance_get
-from allocations.services import (
+from allocations.grants.selectors import balance_get
+from allocations.grants.services import (
     AllocationError,
     adjustment_refund,
     adjustment_top_up,
     adjustment_transfer,
     allocation_grant,
 )
+from allocations.models import Adjustment, Allocation
 from tests.allocations.conftest import PERIOD
 
 DAY = date(2026, 11, 22)

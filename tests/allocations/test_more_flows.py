@@ -9,18 +9,17 @@ import pytest
 from django.urls import reverse
 
 from accounting.ledger.pipeline import jobs_import
-from allocations.enforcement import thresholds_check
+from allocations.grants.selectors import balance_get, pool_today
+from allocations.grants.services import AllocationError, allocation_grant
 from allocations.models import AllocationRequest, EnforcementAction
-from allocations.selectors import balance_get, pool_today
-from allocations.services import (
-    AllocationError,
-    allocation_grant,
+from allocations.rounds.services import (
     request_create,
     request_decide,
     request_review_start,
     request_submit,
     round_create,
 )
+from allocations.slurm.enforcement import thresholds_check
 from kit.calendar import add_months
 from tests.allocations.conftest import PERIOD, SAMPLE, SAMPLE_DAY, open_round_times
 

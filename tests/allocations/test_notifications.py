@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from allocations.services import (
+from allocations.rounds.services import (
     request_create,
     request_decide,
     request_review_start,
@@ -112,9 +112,9 @@ def test_people_choose_their_mail_on_their_notifications_page(centre):
 
 
 def test_budget_alerts_skip_who_turned_them_off_has_no_address_or_left(centre):
-    from allocations.enforcement import _recipients
+    from allocations.grants.services import allocation_grant
     from allocations.models import BudgetPeriod
-    from allocations.services import allocation_grant
+    from allocations.slurm.enforcement import _recipients
 
     allocation_grant(
         project=centre.p3, pool=centre.cpu, amount=Decimal(10), period_start=PERIOD[0],

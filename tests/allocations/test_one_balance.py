@@ -1,6 +1,6 @@
 """One balance everywhere: on random ledgers, the project page, the dashboard, the API, the
 ``su-balance`` command's JSON and enforcement show the same figures, because they all read
-``allocations.selectors`` (``_balances``: one implementation).
+``allocations.grants.selectors`` (``_balances``: one implementation).
 
 Each example grants SU on both pools over budget periods around today, books usage on random
 days (before and inside the periods), leaves jobs running, adjusts (refunds, top-ups,
@@ -21,16 +21,16 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from accounting.models import Job, Partition, UsageDaily
-from allocations.enforcement import thresholds_check
-from allocations.models import BudgetPeriod
-from allocations.selectors import balance_for_period, balance_get, pool_today
-from allocations.services import (
+from allocations.grants.selectors import balance_for_period, balance_get, pool_today
+from allocations.grants.services import (
     AllocationError,
     adjustment_refund,
     adjustment_top_up,
     adjustment_transfer,
     allocation_grant,
 )
+from allocations.models import BudgetPeriod
+from allocations.slurm.enforcement import thresholds_check
 from kit.calendar import add_months
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,12 +7,14 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from allocations.models import Adjustment, Allocation, AllocationRequest, RequestTransition, Review
-from allocations.services import (
+from allocations.grants.services import (
     adjustment_refund,
     adjustment_top_up,
     adjustment_transfer,
     allocation_grant,
+)
+from allocations.models import Adjustment, Allocation, AllocationRequest, RequestTransition, Review
+from allocations.rounds.services import (
     request_create,
     request_decide,
     request_review_start,
@@ -116,7 +118,7 @@ def test_a_committee_member_who_belongs_to_the_project_may_not_review_it(centre,
 
 
 def test_a_submitted_request_cannot_be_edited_or_decided_before_review(centre, draft):
-    from allocations.services import AllocationError
+    from allocations.grants.services import AllocationError
 
     request_submit(request=draft, actor=centre.alice)
     before = _snapshot(draft)

@@ -1,4 +1,4 @@
-"""Dynamic priority in the portal (allocations/priorities.py): the cluster's policy, posted
+"""Dynamic priority in the portal (allocations/priorities/services.py): the cluster's policy, posted
 profiling coefficients, each project's effective K, and the reviewable Slurm commands."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from accounting.models import Cluster, Job
 from accounting.utilisation.priority import PriorityPolicy as MathsPolicy
 from accounting.utilisation.priority import dynamic_priority
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
-from allocations.priorities import (
+from allocations.priorities.services import (
     PriorityError,
     ProfilingCsvError,
     priority_action_dismiss,
@@ -497,7 +497,7 @@ def test_the_demo_sets_a_policy_posts_k_and_proposes_once(centre):
 
 
 def test_a_batch_of_coefficients_is_saved_whole_or_not_at_all(centre):
-    from allocations.priorities import profiling_coefficients_post
+    from allocations.priorities.services import profiling_coefficients_post
 
     good = {"cluster": centre.cluster, "project": centre.p1, "k_prof": "0.5"}
     bad = {"cluster": centre.cluster, "project": centre.p2, "k_prof": "-1"}

@@ -12,7 +12,8 @@ from django.core.exceptions import PermissionDenied
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Partition
-from allocations.enforcement import enforcement_run_proposed, thresholds_check
+from allocations.grants.selectors import balance_get
+from allocations.grants.services import AllocationError, adjustment_top_up
 from allocations.models import (
     AllocationRequest,
     BudgetPeriod,
@@ -20,10 +21,8 @@ from allocations.models import (
     RequestTransition,
     ThresholdNotice,
 )
-from allocations.selectors import balance_get, round_overview
-from allocations.services import (
-    AllocationError,
-    adjustment_top_up,
+from allocations.rounds.selectors import round_overview
+from allocations.rounds.services import (
     request_create,
     request_decide,
     request_estimate_add,
@@ -32,6 +31,7 @@ from allocations.services import (
     review_submit,
     round_create,
 )
+from allocations.slurm.enforcement import enforcement_run_proposed, thresholds_check
 from tests.allocations.conftest import PERIOD, SAMPLE, SAMPLE_DAY, open_round_times
 
 State = AllocationRequest.State

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from accounting.models import Cluster
-from allocations.slurm_accounts import AssociationsError, associations_parse
+from allocations.slurm.accounts import AssociationsError, associations_parse
 from projects.models import Membership, Project
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sacct" / "sacctmgr_assoc.psv"

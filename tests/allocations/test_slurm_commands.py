@@ -1,9 +1,9 @@
-"""The one runner of reviewed Slurm commands (allocations/slurm_commands.py): a missing
+"""The one runner of reviewed Slurm commands (allocations/slurm/commands.py): a missing
 program is reported in words, never raised, and SLURM_BIN_DIR says where Slurm lives."""
 
 from __future__ import annotations
 
-from allocations.slurm_commands import slurm_command_run
+from allocations.slurm.commands import slurm_command_run
 
 
 def test_a_missing_sacctmgr_is_reported_clearly_not_raised(settings, tmp_path):

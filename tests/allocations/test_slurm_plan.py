@@ -1,4 +1,4 @@
-"""The provisioning plan (allocations/slurm_plan.py) and the SU to billing-minutes conversion:
+"""The provisioning plan (allocations/slurm/plan.py) and the SU to billing-minutes conversion:
 pure, no database, no Slurm."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from accounting.clusters.slurmconf import (
     tres_billing_weights,
 )
 from accounting.clusters.specs import cluster_definition_load
-from allocations.slurm_plan import (
+from allocations.slurm.plan import (
     LOAD_ABOVE,
     Account,
     Action,

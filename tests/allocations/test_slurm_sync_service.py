@@ -7,9 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from allocations.services import allocation_grant
-from allocations.slurm_plan import Account, Action
-from allocations.slurm_sync import _renderable, actions_json, desired_state_build
+from allocations.grants.services import allocation_grant
+from allocations.slurm.plan import Account, Action
+from allocations.slurm.sync import _renderable, actions_json, desired_state_build
 from projects.models import Project
 from tests.factories import (
     MembershipFactory,

@@ -28,11 +28,9 @@ from rest_framework.test import APIClient
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import ImportRun, Job, Partition, QuarantinedRecord
+from allocations.grants.services import adjustment_refund, adjustment_top_up, allocation_grant
 from allocations.models import Adjustment, Allocation, AllocationRequest, AllocationRound, Review
-from allocations.services import (
-    adjustment_refund,
-    adjustment_top_up,
-    allocation_grant,
+from allocations.rounds.services import (
     request_create,
     request_estimate_add,
     request_review_start,

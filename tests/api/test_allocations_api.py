@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from allocations.grants.selectors import balance_get
 from allocations.models import (
     Adjustment,
     Allocation,
@@ -15,7 +16,6 @@ from allocations.models import (
     BudgetPeriod,
     RequestTransition,
 )
-from allocations.selectors import balance_get
 from projects.models import Membership, Project, ResourcePool
 from tests.allocations.conftest import SAMPLE_DAY
 
@@ -253,7 +253,7 @@ def test_committee_members_see_the_rounds_submitted_requests_and_not_the_drafts(
 )
 def test_the_apis_balances_are_the_figures_of_balance_get_for_every_pool_and_day(world, on):
     from accounting.models import Job, Partition
-    from allocations.selectors import balance_for_period, project_balances_get
+    from allocations.grants.selectors import balance_for_period, project_balances_get
 
     c = world.centre
     c.gpu.carry_over = True  # carried-in SU take the earlier periods into account

@@ -119,14 +119,16 @@ def _model_serializers():
     from accounting.clusters import serializers as cluster_serializers
     from accounting.ledger import serializers as ledger_serializers
     from accounting.utilisation import serializers as utilisation_serializers
-    from allocations import api_serializers as allocations_serializers
+    from allocations.grants import serializers as grants_serializers
+    from allocations.rounds import serializers as rounds_serializers
     from kit.api import ApiModelSerializer
 
     modules = (
         cluster_serializers,
         ledger_serializers,
         utilisation_serializers,
-        allocations_serializers,
+        grants_serializers,
+        rounds_serializers,
     )
     for module in modules:
         for value in vars(module).values():

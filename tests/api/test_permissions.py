@@ -69,7 +69,7 @@ def _with_priorities(text: str) -> Callable[[World], str]:
     each role's rolled-back savepoint)."""
 
     def build(world: World) -> str:
-        from allocations.priorities import priority_policy_set, profiling_coefficient_post
+        from allocations.priorities.services import priority_policy_set, profiling_coefficient_post
 
         c = world.centre
         priority_policy_set(

@@ -13,7 +13,7 @@ from accounting.models import Job
 from accounting.utilisation.priority import PriorityPolicy as MathsPolicy
 from accounting.utilisation.priority import dynamic_priority
 from allocations.models import PriorityPolicy, ProfilingCoefficient
-from allocations.priorities import priority_policy_set, profiling_coefficient_post
+from allocations.priorities.services import priority_policy_set, profiling_coefficient_post
 
 pytestmark = pytest.mark.django_db
 
@@ -242,7 +242,7 @@ def test_a_policy_with_k1_not_below_k2_or_a_bad_template_is_a_400(world):
 
 
 def test_the_quicker_rendering_is_exactly_drfs_for_the_priority_serializers(world):
-    from allocations.priority_api import (
+    from allocations.priorities.api import (
         PriorityPolicyOutputSerializer,
         ProfilingCoefficientOutputSerializer,
     )

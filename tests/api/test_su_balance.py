@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from accounting.models import Partition, UsageDaily
-from allocations.selectors import pool_today
-from allocations.services import adjustment_top_up, allocation_grant
+from allocations.grants.selectors import pool_today
+from allocations.grants.services import adjustment_top_up, allocation_grant
 from kit.calendar import add_months
 from tests.factories import api_token
 

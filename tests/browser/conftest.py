@@ -24,12 +24,10 @@ from django.utils import timezone
 from accounting.clusters.quotes import QuoteRequest
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, Partition
-from allocations.enforcement import thresholds_check
+from allocations.grants.selectors import balance_get
+from allocations.grants.services import adjustment_refund, allocation_grant
 from allocations.models import AllocationRequest, AllocationRound
-from allocations.selectors import balance_get
-from allocations.services import (
-    adjustment_refund,
-    allocation_grant,
+from allocations.rounds.services import (
     request_create,
     request_estimate_add,
     request_review_start,
@@ -37,6 +35,7 @@ from allocations.services import (
     review_submit,
     round_create,
 )
+from allocations.slurm.enforcement import thresholds_check
 from benchmarks.sacct_generator import sacct_lines
 from projects.models import Project, ResourcePool
 from tests.conftest import IN_CI

@@ -66,7 +66,7 @@ def test_staff_see_utilisation_overhead_costs_and_priorities_drawn(live_server, 
 
     from accounting.costs.services import cost_model_version_create
     from accounting.utilisation.overhead import overhead_run_compute
-    from allocations.priorities import priority_policy_set, profiling_coefficient_post
+    from allocations.priorities.services import priority_policy_set, profiling_coefficient_post
     from tests.browser.conftest import ROOT
 
     cluster, staff = scenario.cluster, scenario.users["staff"]

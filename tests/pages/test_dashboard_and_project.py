@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from allocations.grants.selectors import balance_get
+from allocations.grants.services import adjustment_top_up
 from allocations.models import BudgetPeriod
-from allocations.selectors import balance_get
-from allocations.services import adjustment_top_up
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -32,6 +32,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from accounting.models import ImportRun, Partition, QuarantinedRecord
+from allocations.grants.services import adjustment_top_up
 from allocations.models import (
     Adjustment,
     Allocation,
@@ -40,8 +41,7 @@ from allocations.models import (
     Review,
     SlurmSyncPlan,
 )
-from allocations.priorities import priority_policy_set
-from allocations.services import adjustment_top_up
+from allocations.priorities.services import priority_policy_set
 from tests.pages.conftest import Site
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from accounting.models import Job
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
-from allocations.priorities import priority_policy_set, profiling_coefficient_post
+from allocations.priorities.services import priority_policy_set, profiling_coefficient_post
 from tests.allocations.conftest import SAMPLE, centre  # noqa: F401 (pytest fixture)
 
 pytestmark = pytest.mark.django_db

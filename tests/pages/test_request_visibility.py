@@ -8,7 +8,7 @@ request of the reviewer's own project (saving was refused)."""
 from __future__ import annotations
 
 from allocations.models import AllocationRequest
-from allocations.services import request_create
+from allocations.rounds.services import request_create
 from projects.models import Membership
 from tests.pages.conftest import client_for
 

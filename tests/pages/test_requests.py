@@ -160,7 +160,7 @@ def test_the_estimate_fills_the_amount_and_a_request_far_from_it_is_warned_about
 
 
 def test_the_estimate_tolerance_is_a_factor_of_two_either_way():
-    from allocations.budget import estimate_mismatch
+    from allocations.grants.budget import estimate_mismatch
 
     assert estimate_mismatch(requested_su=Decimal(200), estimated_su=Decimal(100)) is None
     assert estimate_mismatch(requested_su=Decimal(50), estimated_su=Decimal(100)) is None

@@ -22,7 +22,7 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_parse
 from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, Job, QuarantinedRecord
-from allocations.services import slurm_accounts_sync
+from allocations.slurm.services import slurm_accounts_sync
 from projects.accounts import account_candidates, pool_account, project_code_of
 from projects.models import Membership
 from tests.factories import ResourcePoolFactory

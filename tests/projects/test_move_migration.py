@@ -15,8 +15,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from accounting.models import UsageDaily
+from allocations.grants.services import allocation_grant
 from allocations.models import Allocation
-from allocations.services import allocation_grant
 from projects.models import Invitation, Membership, PoolPartition, Project, ResourcePool
 from tests.factories import (
     MembershipFactory,

@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from accounting.clusters.charging import NodeUsage, charge
 from accounting.models import Cluster
+from allocations.grants.services import adjustment_top_up, allocation_grant
 from allocations.models import SlurmDriftCheck, SlurmSyncPlan
-from allocations.services import adjustment_top_up, allocation_grant
-from allocations.slurm_sync import (
+from allocations.slurm.sync import (
     slurm_sync_apply,
     slurm_sync_approve,
     slurm_sync_check,
@@ -536,7 +536,7 @@ def test_the_whole_way_round_grant_provision_run_import_and_agree_with_slurm(
     truncation to whole minutes. (Held when used up, and run again after a top-up:
     test_an_exhausted_project_is_held_by_slurm_and_runs_after_a_top_up.)"""
     from accounting.models import Job
-    from allocations.selectors import balance_get
+    from allocations.grants.selectors import balance_get
 
     centre = _centre(su="50", members=1)
     ((project, _),) = centre.projects

@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from allocations.enforcement import enforcement_run_proposed, thresholds_check
 from allocations.models import EnforcementAction
+from allocations.slurm.enforcement import enforcement_run_proposed, thresholds_check
 
 
 class _Rollback(Exception):

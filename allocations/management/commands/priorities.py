@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounting.clusters.selectors import NotFound, cluster_get
-from allocations.priorities import (
+from allocations.priorities.services import (
     PriorityError,
     priority_actions_execute_proposed,
     priority_actions_propose,

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.models import Cluster
-from allocations.services import slurm_accounts_sync
-from allocations.slurm_accounts import AssociationsError
+from allocations.slurm.accounts import AssociationsError
+from allocations.slurm.services import slurm_accounts_sync
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.locks import ImportLockBusy, named_lock
-from allocations.slurm_plan import Action
-from allocations.slurm_sync import (
+from allocations.slurm.plan import Action
+from allocations.slurm.sync import (
     SlurmUnavailable,
     actions_json,
     slurm_sync_apply,

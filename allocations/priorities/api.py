@@ -1,6 +1,6 @@
 """REST API of dynamic priority (docs/api.md), staff only: profiling coefficients (post one,
 a list, or a CSV file; read them), each project's K, Pr_dyn and Slurm command per cluster,
-and each cluster's priority policy. Thin: serializers parse, ``allocations/priorities.py``
+and each cluster's priority policy. Thin: serializers parse, ``allocations/priorities/services.py``
 decides. Everyone else gets 404, as on the staff pages; anonymous callers 401.
 """
 
@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.models import Cluster, Job
 from allocations.models import PriorityPolicy, ProfilingCoefficient
-from allocations.priorities import (
+from allocations.priorities.services import (
     CSV_MAX_LINES,
     DEFAULT_COMMAND_TEMPLATE,
     PriorityError,

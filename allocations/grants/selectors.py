@@ -1,4 +1,5 @@
-"""Read-side queries of allocations. Balances read the import's daily roll-ups, never jobs."""
+"""Read-side queries of grants and balances (the one balance). Balances read the import's daily
+roll-ups, never jobs."""
 
 from __future__ import annotations
 
@@ -11,37 +12,22 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.db import connection
-from django.db.models import (
-    Avg,
-    Count,
-    DecimalField,
-    Q,
-    QuerySet,
-    Subquery,
-    Sum,
-    Value,
-)
+from django.db.models import DecimalField, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounting.ledger.selectors import pool_ledger_get
 from accounting.models import Cluster, CostModelVersion
-from allocations.access import is_chair
-from allocations.budget import Balance
-from allocations.models import (
-    Adjustment,
-    Allocation,
-    AllocationRequest,
-    AllocationRound,
-    BudgetPeriod,
-    RequestAmount,
-    RoundPool,
-)
-from kit.access import Actor, is_staff, require
+from allocations.grants.budget import Balance
+from allocations.models import Adjustment, Allocation, BudgetPeriod
+from kit.access import Actor
 from kit.sql import sql_day, sql_decimal, table_names
+from projects import access as projects_access
 from projects.models import Project, ResourcePool
 
 ZERO = Decimal(0)
+
+
 _SU_FIELD = DecimalField(max_digits=24, decimal_places=6)
 
 
@@ -305,73 +291,6 @@ def adjustments_for_project(*, project: Project) -> QuerySet[Adjustment]:
     )
 
 
-@dataclass(frozen=True)
-class RoundPoolSummary:
-    pool: ResourcePool
-    available_su: Decimal
-    requested_su: Decimal
-    granted_su: Decimal
-
-    @property
-    def left_su(self) -> Decimal:
-        """What the round can still grant on the pool."""
-        return self.available_su - self.granted_su
-
-
-@dataclass(frozen=True)
-class RoundRequestSummary:
-    request: AllocationRequest
-    requested: dict[int, Decimal]
-    average_score: Decimal | None
-    reviews: int
-
-
-def round_overview(*, round_: AllocationRound, actor: Actor) -> dict[str, Any]:
-    """The chair's view: requested vs available SU per pool, and each request's scores."""
-    require(
-        is_chair(actor, round_) or is_staff(actor),
-        "only the round's chair and centre staff see the whole round",
-    )
-    amounts = RequestAmount.objects.filter(request__round=round_).exclude(
-        request__state=AllocationRequest.State.DRAFT
-    )
-    totals: dict[int, Any] = {
-        row["pool"]: row
-        for row in amounts.values("pool").annotate(
-            requested=Sum("requested_su"), granted=Coalesce(Sum("granted_su"), Value(ZERO))
-        )
-    }
-    pools = [
-        RoundPoolSummary(
-            pool=item.pool,
-            available_su=item.available_su,
-            requested_su=totals.get(item.pool_id, {}).get("requested") or ZERO,
-            granted_su=totals.get(item.pool_id, {}).get("granted") or ZERO,
-        )
-        for item in RoundPool.objects.filter(round=round_).select_related("pool")
-    ]
-    requests = (
-        AllocationRequest.objects.filter(round=round_)
-        .exclude(state=AllocationRequest.State.DRAFT)
-        .select_related("project")
-        .annotate(average_score=Avg("reviews__score"), review_count=Count("reviews", distinct=True))
-        .prefetch_related("amounts")
-        .order_by("-average_score", "project__code")
-    )
-    return {
-        "round": round_,
-        "pools": pools,
-        "requests": [
-            RoundRequestSummary(
-                request=request,
-                requested={amount.pool_id: amount.requested_su for amount in request.amounts.all()},
-                average_score=(
-                    Decimal(request.average_score).quantize(Decimal("0.01"))
-                    if request.average_score is not None
-                    else None
-                ),
-                reviews=request.review_count,
-            )
-            for request in requests
-        ],
-    }
+def projects_of_member(*, user: Actor) -> QuerySet[Project]:
+    """The projects a user belongs to or leads, by code (staff too: their own only)."""
+    return projects_access.projects_of_member(user=user).order_by("code")

@@ -17,9 +17,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from allocations.grants.selectors import balance_for_period, pool_today
 from allocations.models import BudgetPeriod, EnforcementAction, ThresholdNotice
-from allocations.selectors import balance_for_period, pool_today
-from allocations.slurm_commands import slurm_command_run
+from allocations.slurm.commands import slurm_command_run
 from kit.access import is_staff, require
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 from projects.models import Membership

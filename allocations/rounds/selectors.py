@@ -1,17 +1,19 @@
-"""Read queries of the allocation pages: who sees which project, round and request.
+"""Read queries of rounds, requests and reviews: the chair's round overview, and what the
+request and round pages show.
 
 Who sees what is decided in ``projects/access.py`` (projects) and ``allocations/access.py``
-(requests, rounds); these
-functions only shape what the pages show. Everything a user may not see is answered with
-"not found" by the pages, so that its existence does not leak.
-"""
+(requests, rounds); these functions only shape what the pages show. Everything a user may not
+see is answered with "not found" by the pages, so that its existence does not leak."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
+from django.db.models import Avg, Count, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from allocations import access
@@ -19,17 +21,87 @@ from allocations.models import (
     AllocationRequest,
     AllocationRound,
     CommitteeMember,
+    RequestAmount,
     Review,
     RoundPool,
 )
-from kit.access import Actor, is_staff
+from kit.access import Actor, is_staff, require
 from projects import access as projects_access
-from projects.models import Project
+from projects.models import Project, ResourcePool
+
+ZERO = Decimal(0)
 
 
-def projects_of_member(*, user: Actor) -> QuerySet[Project]:
-    """The projects a user belongs to or leads, by code (staff too: their own only)."""
-    return projects_access.projects_of_member(user=user).order_by("code")
+@dataclass(frozen=True)
+class RoundPoolSummary:
+    pool: ResourcePool
+    available_su: Decimal
+    requested_su: Decimal
+    granted_su: Decimal
+
+    @property
+    def left_su(self) -> Decimal:
+        """What the round can still grant on the pool."""
+        return self.available_su - self.granted_su
+
+
+@dataclass(frozen=True)
+class RoundRequestSummary:
+    request: AllocationRequest
+    requested: dict[int, Decimal]
+    average_score: Decimal | None
+    reviews: int
+
+
+def round_overview(*, round_: AllocationRound, actor: Actor) -> dict[str, Any]:
+    """The chair's view: requested vs available SU per pool, and each request's scores."""
+    require(
+        access.is_chair(actor, round_) or is_staff(actor),
+        "only the round's chair and centre staff see the whole round",
+    )
+    amounts = RequestAmount.objects.filter(request__round=round_).exclude(
+        request__state=AllocationRequest.State.DRAFT
+    )
+    totals: dict[int, Any] = {
+        row["pool"]: row
+        for row in amounts.values("pool").annotate(
+            requested=Sum("requested_su"), granted=Coalesce(Sum("granted_su"), Value(ZERO))
+        )
+    }
+    pools = [
+        RoundPoolSummary(
+            pool=item.pool,
+            available_su=item.available_su,
+            requested_su=totals.get(item.pool_id, {}).get("requested") or ZERO,
+            granted_su=totals.get(item.pool_id, {}).get("granted") or ZERO,
+        )
+        for item in RoundPool.objects.filter(round=round_).select_related("pool")
+    ]
+    requests = (
+        AllocationRequest.objects.filter(round=round_)
+        .exclude(state=AllocationRequest.State.DRAFT)
+        .select_related("project")
+        .annotate(average_score=Avg("reviews__score"), review_count=Count("reviews", distinct=True))
+        .prefetch_related("amounts")
+        .order_by("-average_score", "project__code")
+    )
+    return {
+        "round": round_,
+        "pools": pools,
+        "requests": [
+            RoundRequestSummary(
+                request=request,
+                requested={amount.pool_id: amount.requested_su for amount in request.amounts.all()},
+                average_score=(
+                    Decimal(request.average_score).quantize(Decimal("0.01"))
+                    if request.average_score is not None
+                    else None
+                ),
+                reviews=request.review_count,
+            )
+            for request in requests
+        ],
+    }
 
 
 @dataclass(frozen=True)

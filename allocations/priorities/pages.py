@@ -1,7 +1,7 @@
 """Staff pages of dynamic priority (eq 14): a cluster's policy, Figure 2 with each project
 on the curve, the projects' K and Pr_dyn with their Slurm commands, and forms to post
 profiling coefficients one by one or as a CSV file. Thin: forms check input, the services in
-``allocations/priorities.py`` decide."""
+``allocations/priorities/services.py`` decide."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
 from accounting.utilisation.priority import priority_curve
-from allocations import charts
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
-from allocations.priorities import (
+from allocations.priorities import charts
+from allocations.priorities.services import (
     DEFAULT_COMMAND_TEMPLATE,
     CsvLineError,
     PriorityError,

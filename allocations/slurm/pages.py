@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.models import Cluster
 from allocations.models import SlurmSyncPlan
-from allocations.slurm_sync import slurm_sync_approve, slurm_sync_overview, slurm_sync_request
+from allocations.slurm.sync import slurm_sync_approve, slurm_sync_overview, slurm_sync_request
 from kit.access import staff_only
 
 

@@ -1,10 +1,8 @@
-"""Forms of the allocation pages: requests, estimates, reviews and grants, and the usage chart's
-step. They check input; the rules of the allocation process stay in the services.
-"""
+"""Forms of the request pages: requests, estimates, reviews and grants. They check input; the
+rules of the allocation process stay in the services."""
 
 from __future__ import annotations
 
-from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -13,13 +11,6 @@ from django import forms
 from accounting.clusters.forms import QuoteForm, positive
 from accounting.models import Partition
 from allocations.models import AllocationRound, Review, RoundPool
-from projects.models import INVITABLE_ROLES, Membership
-
-STEP_CHOICES = [("day", "day"), ("week", "week"), ("month", "month")]
-
-
-class UsageStepForm(forms.Form):
-    step = forms.ChoiceField(choices=STEP_CHOICES, required=False, label="Usage per")
 
 
 class RequestCreateForm(forms.Form):
@@ -124,22 +115,3 @@ class GrantForm(forms.Form):
             amount.pool: self.cleaned_data[f"pool_{amount.pool_id}"]
             for amount in self.request_amounts
         }
-
-
-def parse_day(text: str | None) -> date | None:
-    try:
-        return date.fromisoformat(text) if text else None
-    except ValueError:
-        return None
-
-
-class InvitationForm(forms.Form):
-    email = forms.EmailField(max_length=254, label="E-mail")
-    role = forms.ChoiceField(
-        choices=INVITABLE_ROLES,
-        initial=Membership.Role.MEMBER,
-    )
-
-
-class MemberRoleForm(forms.Form):
-    role = forms.ChoiceField(choices=INVITABLE_ROLES)

@@ -1,9 +1,9 @@
-"""Input and output serializers of the allocations API (allocations/api.py, docs/api.md).
+"""Input and output serializers of the projects, balances, allocations and adjustments API
+(allocations/grants/api.py, docs/api.md).
 
 Objects named in a request body are looked up among those the caller may see: a project code
-of someone else's project is "unknown", exactly like one that does not exist. The rules of the
-allocation process (who may act, states, amounts) stay in ``allocations.services``.
-"""
+of someone else's project is "unknown", exactly like one that does not exist. The rules (who
+may act, amounts) stay in the services."""
 
 from __future__ import annotations
 
@@ -15,28 +15,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounting.clusters.serializers import SU_DIGITS, SU_PLACES, PlannedJobSerializer
-from allocations.access import requests_visible
-from allocations.models import (
-    Adjustment,
-    Allocation,
-    AllocationRequest,
-    AllocationRound,
-    BudgetPeriod,
-    RequestAmount,
-    RequestEstimate,
-    RequestTransition,
-    Review,
-    RoundPool,
-)
-from kit.api import (
-    ApiModelSerializer,
-    EndsAfterStart,
-    QuerySerializer,
-    SlugField,
-    UtcDateTimeField,
-    slug_of,
-)
+from accounting.clusters.serializers import SU_DIGITS, SU_PLACES
+from allocations.models import Adjustment, Allocation, BudgetPeriod
+from kit.api import ApiModelSerializer, EndsAfterStart, QuerySerializer, SlugField, slug_of
 from projects.access import projects_visible
 from projects.models import INVITABLE_ROLES, Invitation, Membership, Project, ResourcePool
 
@@ -45,7 +26,7 @@ def _su_field(**kwargs: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=SU_DIGITS, decimal_places=SU_PLACES, **kwargs)
 
 
-def _su_out(**kwargs: Any) -> serializers.DecimalField:
+def su_out_field(**kwargs: Any) -> serializers.DecimalField:
     """An SU figure computed by the portal (sums can outgrow a column's digits)."""
     return serializers.DecimalField(max_digits=None, decimal_places=SU_PLACES, **kwargs)
 
@@ -89,7 +70,8 @@ def _pool_field(**kwargs: Any) -> serializers.SlugRelatedField[ResourcePool]:
     )  # fmt: skip
 
 
-def _user_field(**kwargs: Any) -> serializers.SlugRelatedField[User]:
+def user_field(**kwargs: Any) -> serializers.SlugRelatedField[User]:
+    """An active user named by username."""
     return SlugField(
         slug_field="username", queryset=User.objects.filter(is_active=True),
         error_messages={"does_not_exist": "unknown user {value}"}, **kwargs,
@@ -101,7 +83,8 @@ class PoolAmountSerializer(serializers.Serializer):
     su = _su_field(min_value=0)
 
 
-def _amounts(items: list[dict[str, Any]], what: str) -> dict[ResourcePool, Any]:
+def pool_amounts(items: list[dict[str, Any]], what: str) -> dict[ResourcePool, Any]:
+    """``[{pool, su}, ...]`` as one amount per pool; a pool named twice is refused."""
     amounts: dict[ResourcePool, Any] = {}
     for item in items:
         if item["pool"] in amounts:
@@ -126,7 +109,7 @@ class ProjectCreateInputSerializer(serializers.Serializer):
         r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64, help_text="the Slurm account"
     )
     title = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
-    pi = _user_field(required=False, allow_null=True, help_text="username of the PI")
+    pi = user_field(required=False, allow_null=True, help_text="username of the PI")
     field_of_science = serializers.CharField(
         required=False, allow_blank=True, max_length=120, default=""
     )
@@ -147,7 +130,7 @@ class MemberOutputSerializer(ApiModelSerializer):
 
 
 class MemberAddInputSerializer(serializers.Serializer):
-    username = _user_field()
+    username = user_field()
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
 
@@ -195,30 +178,30 @@ class BalanceQuerySerializer(QuerySerializer):
 
 
 class BalanceSerializer(serializers.Serializer):
-    """``allocations.budget.Balance``: one budget period of one pool."""
+    """``allocations.grants.budget.Balance``: one budget period of one pool."""
 
     period_start = serializers.DateField(source="start")
     period_end = serializers.DateField(source="end", help_text="the day after the last day")
     period_last_day = serializers.DateField(
         source="last_day", help_text="the last day: what the pages and su-balance show"
     )
-    budget_su = _su_out()
-    carried_in_su = _su_out()
-    adjustments_su = _su_out(help_text="refunds, top-ups, transfers (+/-)")
-    available_su = _su_out(help_text="budget + carried in + adjustments")
-    used_su = _su_out(help_text="charged jobs, from the daily roll-ups")
-    pending_su = _su_out(help_text="so far, of jobs still running (not deducted)")
-    remaining_su = _su_out(help_text="available - used")
+    budget_su = su_out_field()
+    carried_in_su = su_out_field()
+    adjustments_su = su_out_field(help_text="refunds, top-ups, transfers (+/-)")
+    available_su = su_out_field(help_text="budget + carried in + adjustments")
+    used_su = su_out_field(help_text="charged jobs, from the daily roll-ups")
+    pending_su = su_out_field(help_text="so far, of jobs still running (not deducted)")
+    remaining_su = su_out_field(help_text="available - used")
     percent_used = serializers.DecimalField(max_digits=None, decimal_places=2, allow_null=True)
-    used_last_7_days_su = _su_out()
-    used_last_30_days_su = _su_out()
-    burn_rate_7_days = _su_out(help_text="SU per day")
-    burn_rate_30_days = _su_out(help_text="SU per day")
+    used_last_7_days_su = su_out_field()
+    used_last_30_days_su = su_out_field()
+    burn_rate_7_days = su_out_field(help_text="SU per day")
+    burn_rate_30_days = su_out_field(help_text="SU per day")
     projected_exhaustion = serializers.DateField(
         allow_null=True, help_text="at the higher burn rate; null if not before the period ends"
     )
     on = serializers.DateField(help_text="the day this balance is for")
-    used_cost = _su_out(
+    used_cost = su_out_field(
         help_text="money cost of the period's booked jobs (charged and refunded) under the "
         "cluster's cost model, in the pool's currency (0 without a model)"
     )
@@ -286,225 +269,6 @@ class AllocationGrantInputSerializer(EndsAfterStart):
         child=_su_field(min_value=0), required=False, allow_null=True, max_length=1200,
         help_text="SU per budget period, for pools that split grants by hand",
     )  # fmt: skip
-
-
-# --- Rounds ---------------------------------------------------------------------------------
-
-
-class RoundPoolOutputSerializer(ApiModelSerializer):
-    pool = slug_of("name")
-
-    class Meta:
-        model = RoundPool
-        fields = ["pool", "available_su"]
-
-
-class RoundOutputSerializer(ApiModelSerializer):
-    pools = RoundPoolOutputSerializer(many=True, read_only=True)
-
-    class Meta:
-        model = AllocationRound
-        fields = [
-            "id",
-            "name",
-            "opens_at",
-            "closes_at",
-            "period_start",
-            "period_end",
-            "pools",
-            "created_at",
-        ]
-
-
-class RoundCreateInputSerializer(EndsAfterStart):
-    spans = (("opens_at", "closes_at"), ("period_start", "period_end"))
-    name = serializers.CharField(max_length=200)
-    opens_at = UtcDateTimeField()
-    closes_at = UtcDateTimeField()
-    period_start = serializers.DateField(help_text="first day the grants cover")
-    period_end = serializers.DateField(help_text="the day after the last day the grants cover")
-    available = PoolAmountSerializer(many=True, help_text="SU available per pool")
-    chair = _user_field()
-    committee = serializers.ListField(child=_user_field(), required=False, max_length=200)
-
-    def validate_name(self, value: str) -> str:
-        if AllocationRound.objects.filter(name=value).exists():
-            raise serializers.ValidationError(f"a round named {value!r} exists already")
-        return value
-
-    def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "available")
-
-
-class RoundPoolSummarySerializer(serializers.Serializer):
-    pool = serializers.CharField(source="pool.name")
-    available_su = _su_out()
-    requested_su = _su_out()
-    granted_su = _su_out()
-
-
-class RoundRequestSummarySerializer(serializers.Serializer):
-    id = serializers.IntegerField(source="request.pk")
-    project = serializers.CharField(source="request.project.code")
-    kind = serializers.CharField(source="request.kind")
-    state = serializers.CharField(source="request.state")
-    requested = serializers.SerializerMethodField()
-    average_score = serializers.DecimalField(max_digits=4, decimal_places=2, allow_null=True)
-    reviews = serializers.IntegerField()
-
-    @extend_schema_field(PoolAmountSerializer(many=True))
-    def get_requested(self, summary: Any) -> list[dict[str, Any]]:
-        names = self.context["pool_names"]
-        return [
-            {"pool": names.get(pool_id, str(pool_id)), "su": f"{amount:.{SU_PLACES}f}"}
-            for pool_id, amount in sorted(summary.requested.items())
-        ]
-
-
-class RoundOverviewOutputSerializer(serializers.Serializer):
-    round = RoundOutputSerializer()
-    pools = RoundPoolSummarySerializer(many=True)
-    requests = RoundRequestSummarySerializer(many=True)
-
-
-# --- Requests and reviews -------------------------------------------------------------------
-
-
-class RequestAmountOutputSerializer(ApiModelSerializer):
-    pool = slug_of("name")
-
-    class Meta:
-        model = RequestAmount
-        fields = ["pool", "requested_su", "granted_su"]
-
-
-class RequestEstimateOutputSerializer(ApiModelSerializer):
-    cluster = serializers.CharField(source="partition.cluster.name", read_only=True)
-    partition = slug_of("name")
-
-    class Meta:
-        model = RequestEstimate
-        fields = [
-            "id",
-            "cluster",
-            "partition",
-            "description",
-            "jobs",
-            "nodes",
-            "hours",
-            "cores_per_node",
-            "gpus_per_node",
-            "memory_per_node_mb",
-            "service_units",
-        ]
-
-
-class RequestTransitionOutputSerializer(ApiModelSerializer):
-    actor = slug_of("username")
-
-    class Meta:
-        model = RequestTransition
-        fields = ["from_state", "to_state", "actor", "at", "note"]
-
-
-class RequestOutputSerializer(ApiModelSerializer):
-    round_name = serializers.CharField(source="round.name", read_only=True)
-    project = slug_of("code")
-    created_by = slug_of("username")
-    amounts = RequestAmountOutputSerializer(many=True, read_only=True)
-    estimates = RequestEstimateOutputSerializer(many=True, read_only=True)
-    transitions = RequestTransitionOutputSerializer(many=True, read_only=True)
-
-    class Meta:
-        model = AllocationRequest
-        fields = [
-            "id",
-            "round",
-            "round_name",
-            "project",
-            "kind",
-            "state",
-            "justification",
-            "created_by",
-            "created_at",
-            "decided_at",
-            "decision_reason",
-            "amounts",
-            "estimates",
-            "transitions",
-        ]
-
-
-class RequestCreateInputSerializer(serializers.Serializer):
-    round = serializers.PrimaryKeyRelatedField(queryset=AllocationRound.objects.all())
-    project = VisibleProjectField()
-    kind = serializers.ChoiceField(
-        choices=AllocationRequest.Kind.choices, default=AllocationRequest.Kind.NEW
-    )
-    justification = serializers.CharField(
-        required=False, allow_blank=True, max_length=50_000, default=""
-    )
-    amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
-
-    def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "amounts")
-
-
-class RequestUpdateInputSerializer(serializers.Serializer):
-    justification = serializers.CharField(required=False, allow_blank=True, max_length=50_000)
-    amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
-
-    def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "amounts")
-
-
-class RequestEstimateInputSerializer(PlannedJobSerializer):
-    """One estimate line: ``jobs`` times the quote of one job (energy model) on a partition."""
-
-    jobs = serializers.IntegerField(min_value=1, max_value=10**6)
-    description = serializers.CharField(
-        required=False, allow_blank=True, max_length=200, default=""
-    )
-
-
-class RequestDecideInputSerializer(serializers.Serializer):
-    granted = PoolAmountSerializer(many=True, help_text="SU granted per pool (0: none)")
-    reason = serializers.CharField(
-        required=False, allow_blank=True, max_length=5000, default="",
-        help_text="required when the grant differs from the request",
-    )  # fmt: skip
-
-    def validate_granted(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
-        return _amounts(value, "granted")
-
-
-class ReviewOutputSerializer(ApiModelSerializer):
-    round = serializers.IntegerField(source="request.round_id", read_only=True)
-    project = serializers.CharField(source="request.project.code", read_only=True)
-    reviewer = slug_of("username")
-
-    class Meta:
-        model = Review
-        fields = ["id", "request", "round", "project", "reviewer", "score", "comment", "created_at"]
-
-
-@extend_schema_field(OpenApiTypes.INT)
-class VisibleRequestField(serializers.PrimaryKeyRelatedField):
-    """A request the caller may see (see ``requests_visible``)."""
-
-    default_error_messages = {
-        "does_not_exist": "unknown request {pk_value}",
-        "incorrect_type": "a request id is a number",
-    }
-
-    def get_queryset(self) -> QuerySet[AllocationRequest]:
-        return requests_visible(user=self.context["request"].user)
-
-
-class ReviewInputSerializer(serializers.Serializer):
-    request = VisibleRequestField()
-    score = serializers.IntegerField(min_value=1, max_value=5)
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=20_000, default="")
 
 
 # --- Adjustments ----------------------------------------------------------------------------

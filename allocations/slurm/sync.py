@@ -7,7 +7,7 @@ current budget periods have left (60 billing-minutes per SU, accounting/clusters
 :class:`SlurmSyncPlan` for staff to approve; ``slurm_sync_apply`` runs it in ONE ``sacctmgr -i``
 process that reads the plan's lines on its standard input, then reads Slurm again and records
 which actions took effect. ``slurm_sync_check`` reports drift both ways without planning.
-The rules of the plan itself (order, what is never deleted) are in allocations/slurm_plan.py.
+The rules of the plan itself (order, what is never deleted) are in allocations/slurm/plan.py.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from django.utils import timezone
 
 from accounting.clusters.slurmconf import billing_minutes
 from accounting.models import Cluster
+from allocations.grants.selectors import project_balances_get
 from allocations.models import Allocation, SlurmDriftCheck, SlurmSyncAction, SlurmSyncPlan
-from allocations.selectors import project_balances_get
-from allocations.slurm_commands import CommandOutcome, slurm_program_run
-from allocations.slurm_plan import (
+from allocations.slurm.commands import CommandOutcome, slurm_program_run
+from allocations.slurm.plan import (
     ACCOUNT_FORMAT,
     ASSOCIATION_FORMAT,
     ROOT_ACCOUNT,

@@ -1,6 +1,6 @@
 """Dynamic priority in the portal: a cluster's policy (eq 14, corrected in DESIGN section 4),
 the profilers' coefficients ``K_prof`` staff post, each project's effective K and Pr_dyn, and
-the reviewable Slurm commands that apply them (like ``allocations/enforcement.py``).
+the reviewable Slurm commands that apply them (like ``allocations/slurm/enforcement.py``).
 
 The maths is ``accounting/utilisation/priority.py``; here are the rules that need the database:
 
@@ -44,9 +44,9 @@ from django.utils import timezone
 
 from accounting.models import Cluster, Job
 from accounting.utilisation import priority as maths
+from allocations.grants.services import AllocationError
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
-from allocations.services import AllocationError
-from allocations.slurm_commands import slurm_command_run
+from allocations.slurm.commands import slurm_command_run
 from kit.access import is_staff, require
 from projects.models import Project
 
@@ -608,7 +608,7 @@ def priority_actions_propose(*, cluster: Cluster) -> list[PriorityAction]:
 
 def priority_action_execute(*, action: PriorityAction, reviewed_by: User) -> PriorityAction:
     """Run a proposed action's command (staff), when the cluster's policy enables execution;
-    records the reviewer, exit code and output (``allocations.slurm_commands``).
+    records the reviewer, exit code and output (``allocations.slurm.commands``).
 
     The action is claimed in a short transaction (reviewer and start time set), and the
     command runs after it commits, so no database lock is held while Slurm answers; a second

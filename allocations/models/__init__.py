@@ -1,0 +1,58 @@
+"""Merit allocations' models, one module per domain (rounds, grants, slurm, priorities). Every
+model is re-exported here: Django registers them under the app ``allocations`` from this
+package, and the code imports them from ``allocations.models``.
+
+SU are Decimal with 6 places everywhere, like the ledger of charges.
+"""
+
+# Migration 0005 names ``allocations.models.AuditedInProject`` (the mixin lived here before it
+# moved to ``projects.models``); migrations are never edited, so the name must stay importable.
+from allocations.models.grants import (
+    Adjustment,
+    Allocation,
+    BudgetPeriod,
+    EfficiencySummaryNotice,
+    ThresholdNotice,
+)
+from allocations.models.priorities import PriorityAction, PriorityPolicy, ProfilingCoefficient
+from allocations.models.rounds import (
+    AllocationRequest,
+    AllocationRound,
+    CommitteeMember,
+    RequestAmount,
+    RequestEstimate,
+    RequestTransition,
+    Review,
+    RoundPool,
+)
+from allocations.models.slurm import (
+    EnforcementAction,
+    SlurmDriftCheck,
+    SlurmSyncAction,
+    SlurmSyncPlan,
+)
+from projects.models import AuditedInProject
+
+__all__ = [
+    "Adjustment",
+    "Allocation",
+    "AllocationRequest",
+    "AllocationRound",
+    "AuditedInProject",
+    "BudgetPeriod",
+    "CommitteeMember",
+    "EfficiencySummaryNotice",
+    "EnforcementAction",
+    "PriorityAction",
+    "PriorityPolicy",
+    "ProfilingCoefficient",
+    "RequestAmount",
+    "RequestEstimate",
+    "RequestTransition",
+    "Review",
+    "RoundPool",
+    "SlurmDriftCheck",
+    "SlurmSyncAction",
+    "SlurmSyncPlan",
+    "ThresholdNotice",
+]

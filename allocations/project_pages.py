@@ -1,0 +1,169 @@
+"""The project page: balances with burn-down, usage by partition and by user, top jobs,
+adjustments, members and requests. It shows every domain of a project at once, so it sits
+above the domains (it reads grants' balances and rounds' requests)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from functools import partial
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
+from allocations.grants import charts
+from allocations.grants.forms import InvitationForm, UsageStepForm
+from allocations.grants.selectors import adjustments_for_project, balances_for_project
+from allocations.rounds.selectors import requests_of_project
+from kit.caching import remembered
+from kit.charts import Chart, find_chart
+from projects.access import can_delegate, can_manage_project
+from projects.invitations import invitations_of
+from projects.models import Project, ResourcePool
+from projects.selectors import memberships_of, project_for_user, role_in_project
+
+# How far back the usage charts reach for each step.
+USAGE_WINDOWS = {"day": 60, "week": 26 * 7, "month": 365}
+
+
+def _usage_window(step: str, today: date) -> tuple[date, date]:
+    end = today + timedelta(days=1)
+    start = today - timedelta(days=USAGE_WINDOWS[step] - 1)
+    if step == "week":
+        start -= timedelta(days=start.weekday())
+    elif step == "month":
+        start = start.replace(day=1)
+    return start, end
+
+
+# --- Project page -----------------------------------------------------------------------------
+
+
+def _pool_usage_per_day(
+    *, project: Project, pool: ResourcePool, start: date, end: date
+) -> dict[date, Decimal]:
+    partition_ids = list(pool.partitions.values_list("pk", flat=True))
+    return usage_per_day(project=project, partition_ids=partition_ids, start=start, end=end)
+
+
+@require_GET
+@login_required
+def project_detail(request: HttpRequest, code: str) -> HttpResponse:
+    """Balances with burn-down, usage by partition and by user, top jobs, adjustments, members."""
+    project = project_for_user(user=request.user, code=code)
+    if project is None:
+        raise Http404
+    step_form = UsageStepForm(request.GET or None)
+    step = (step_form.is_valid() and step_form.cleaned_data.get("step")) or "week"
+    pool_balances = balances_for_project(project=project)
+    today = pool_balances[0].balance.on if pool_balances and pool_balances[0].balance else None
+    today = today or datetime.now(UTC).date()
+
+    pools = []
+    chart_list: list[Chart] = []
+    # Chart data changes only with the ledger: cached under its stamp (portal/caching.py).
+    stamp = ledger_stamp()
+    for item in pool_balances:
+        balance = item.balance
+        burn = None
+        if balance is not None:
+            used_until = min(balance.end, balance.on + timedelta(days=1))
+            used = remembered(
+                ("burn", project.pk, item.pool.pk, balance.start, used_until, stamp),
+                partial(
+                    _pool_usage_per_day,
+                    project=project,
+                    pool=item.pool,
+                    start=balance.start,
+                    end=used_until,
+                ),
+            )
+            burn = charts.burn_down(
+                key=f"burn-{item.pool.pk}", pool=item.pool.name, start=balance.start,
+                end=balance.end, today=balance.on, available_su=balance.available_su,
+                used_per_day=used,
+                burn_rate_per_day=max(balance.burn_rate_7_days, balance.burn_rate_30_days),
+                projected_exhaustion=balance.projected_exhaustion,
+            )  # fmt: skip
+            chart_list.append(burn)
+        pools.append(
+            {
+                "pool": item.pool,
+                "balance": balance,
+                "currency": item.currency,
+                "burn": burn,
+                "alert": charts.alert_level(
+                    balance.percent_used if balance else None, item.pool.thresholds
+                ),
+            }
+        )
+
+    start, end = _usage_window(step, today)
+    by_partition = charts.usage_stacked(
+        key="usage-partition",
+        title=f"SU per {step} by partition",
+        points=[
+            (p.period, p.key, p.service_units)
+            for p in remembered(
+                ("usage", project.pk, start, end, step, "partition", stamp),
+                lambda: usage_series(
+                    project=project, start=start, end=end, step=step, group="partition"
+                ),
+            )
+        ],
+        step=step,
+        group_label="partition",
+    )
+    by_user = charts.usage_stacked(
+        key="usage-user",
+        title=f"SU per {step} by user",
+        points=[
+            (p.period, p.key, p.service_units)
+            for p in remembered(
+                ("usage", project.pk, start, end, step, "user", stamp),
+                lambda: usage_series(
+                    project=project, start=start, end=end, step=step, group="user"
+                ),
+            )
+        ],
+        step=step,
+        group_label="user",
+    )
+    chart_list += [by_partition, by_user]
+    wanted = find_chart(chart_list, request.GET.get("csv", ""))
+    if wanted is not None:
+        return wanted.csv_response(project.code)
+
+    manages = can_manage_project(request.user, project)
+    context = {
+        "project": project,
+        "role": role_in_project(user=request.user, project=project),
+        "can_apply": manages,
+        "can_delegate": manages and can_delegate(request.user, project),  # PIs manage too
+        "invitations": (
+            invitations_of(project=project).filter(accepted_at__isnull=True)[:20] if manages else []
+        ),
+        "invitation_form": InvitationForm(),
+        "role_choices": [("member", "member"), ("manager", "manager")],
+        "pools": pools,
+        "step_form": step_form,
+        "step": step,
+        "usage_start": start,
+        "by_partition": by_partition,
+        "by_user": by_user,
+        # The ten costliest jobs since the window's start read one heap block per job of the
+        # project in it (300 ms at 10M jobs): cached like the charts, under the ledger's stamp.
+        "top_jobs": remembered(
+            ("top jobs", project.pk, start, stamp),
+            partial(
+                top_jobs, project=project, ended_from=datetime.combine(start, time.min, tzinfo=UTC)
+            ),
+        ),
+        "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
+        "members": memberships_of(project=project),
+        "requests": requests_of_project(project=project)[:20],
+    }
+    return render(request, "allocations/project_detail.html", context)

@@ -1,0 +1,281 @@
+"""REST API of rounds, requests (and their submit / review-start / decide steps) and reviews
+(docs/api.md).
+
+Views are thin: an input serializer parses, a service or selector does the work, an output
+serializer renders. Querysets are scoped to what the caller may see, so another project's
+objects are 404; the services decide who may change what (``PermissionDenied`` is a 403)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters  # type: ignore[import-untyped]
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounting.clusters.quotes import QuoteRequest
+from allocations.access import can_decide, requests_visible, reviews_visible, sits_on_a_committee
+from allocations.models import AllocationRequest, AllocationRound, RequestTransition, Review
+from allocations.rounds.selectors import round_overview
+from allocations.rounds.serializers import (
+    RequestCreateInputSerializer,
+    RequestDecideInputSerializer,
+    RequestEstimateInputSerializer,
+    RequestEstimateOutputSerializer,
+    RequestOutputSerializer,
+    RequestUpdateInputSerializer,
+    ReviewInputSerializer,
+    ReviewOutputSerializer,
+    RoundCreateInputSerializer,
+    RoundOutputSerializer,
+    RoundOverviewOutputSerializer,
+)
+from allocations.rounds.services import (
+    request_create,
+    request_decide,
+    request_estimate_add,
+    request_review_start,
+    request_submit,
+    request_update,
+    review_submit,
+    round_create,
+)
+from kit.access import require
+from kit.api import ID_PATTERN, ApiViewSet, EnumFilter, IdFilter, IsStaffOrReadOnly, acting_user
+from projects.access import can_manage_project, leads_a_project
+
+
+class RequestFilter(django_filters.FilterSet):
+    round = IdFilter(field_name="round_id")
+    project = django_filters.CharFilter(field_name="project__code")
+    state = EnumFilter(choices=AllocationRequest.State.choices)
+    kind = EnumFilter(choices=AllocationRequest.Kind.choices)
+
+    class Meta:
+        model = AllocationRequest
+        fields: list[str] = []
+
+
+class ReviewFilter(django_filters.FilterSet):
+    request = IdFilter(field_name="request_id")
+    round = IdFilter(field_name="request__round_id")
+
+    class Meta:
+        model = Review
+        fields: list[str] = []
+
+
+@extend_schema(tags=["rounds"])
+class RoundViewSet(ApiViewSet):
+    """Allocation rounds (calls for applications): everyone signed in sees them."""
+
+    permission_classes = [IsAuthenticated, IsStaffOrReadOnly]
+    serializer_class = RoundOutputSerializer
+    lookup_value_regex = ID_PATTERN
+    filter_backends: list[Any] = []
+
+    def get_queryset(self) -> QuerySet[AllocationRound]:
+        return AllocationRound.objects.prefetch_related("pools__pool").order_by("-opens_at", "id")
+
+    def list(self, request: Request) -> Response:
+        """Rounds, the newest first, with the SU each offers per pool."""
+        return self.paginated(self.get_queryset(), RoundOutputSerializer)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(RoundOutputSerializer(self.get_object()).data)
+
+    @extend_schema(request=RoundCreateInputSerializer, responses={201: RoundOutputSerializer})
+    def create(self, request: Request) -> Response:
+        """Staff: open a call with its dates, SU per pool and its committee and chair."""
+        data = RoundCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        round_ = round_create(
+            name=values["name"], opens_at=values["opens_at"], closes_at=values["closes_at"],
+            period_start=values["period_start"], period_end=values["period_end"],
+            available=values["available"], chair=values["chair"],
+            committee=values.get("committee", []), actor=acting_user(request),
+        )  # fmt: skip
+        round_ = self.get_queryset().get(pk=round_.pk)
+        return Response(RoundOutputSerializer(round_).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=RoundOverviewOutputSerializer)
+    @action(detail=True, methods=["get"])
+    def overview(self, request: Request, pk: str) -> Response:
+        """The chair's view (and staff's): requested against available SU per pool, and each
+        submitted request with its average score."""
+        round_ = self.get_object()
+        overview = round_overview(round_=round_, actor=request.user)
+        names = {item.pool.pk: item.pool.name for item in overview["pools"]}
+        return Response(RoundOverviewOutputSerializer(overview, context={"pool_names": names}).data)
+
+
+# --- Requests and reviews -------------------------------------------------------------------
+
+
+def _request_detail(pk: int) -> AllocationRequest:
+    return (
+        AllocationRequest.objects.select_related("round", "project", "created_by")
+        .prefetch_related(
+            "amounts__pool",
+            "estimates__partition__cluster",
+            Prefetch("transitions", RequestTransition.objects.select_related("actor")),
+        )
+        .get(pk=pk)
+    )
+
+
+@extend_schema(tags=["requests"])
+class RequestViewSet(ApiViewSet):
+    """Applications and top-up requests. PIs write their projects' requests; the round's
+    committee sees the submitted ones, its chair opens review and decides."""
+
+    serializer_class = RequestOutputSerializer
+    lookup_value_regex = ID_PATTERN
+    filterset_class = RequestFilter
+    ordering_fields = ["created_at", "id"]
+    ordering = ["-created_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[AllocationRequest]:
+        return (
+            requests_visible(user=self.request.user)
+            .select_related("round", "project", "created_by")
+            .prefetch_related(
+                "amounts__pool",
+                "estimates__partition__cluster",
+                Prefetch("transitions", RequestTransition.objects.select_related("actor")),
+            )
+        )
+
+    def _respond(self, request_: AllocationRequest, code: int = status.HTTP_200_OK) -> Response:
+        return Response(RequestOutputSerializer(_request_detail(request_.pk)).data, status=code)
+
+    def list(self, request: Request) -> Response:
+        queryset = self.filter_queryset(self.get_queryset())
+        return self.paginated(queryset, RequestOutputSerializer)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(RequestOutputSerializer(self.get_object()).data)
+
+    @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestOutputSerializer})
+    def create(self, request: Request) -> Response:
+        """The PI starts a request (a draft) in a round: SU per pool and a justification."""
+        require(leads_a_project(request.user), "only a project's PI applies for it")
+        data = RequestCreateInputSerializer(data=request.data, context={"request": request})
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        created = request_create(
+            round_=values["round"], project=values["project"], actor=acting_user(request),
+            kind=values["kind"], justification=values["justification"],
+            amounts=values.get("amounts", {}),
+        )  # fmt: skip
+        return self._respond(created, status.HTTP_201_CREATED)
+
+    @extend_schema(request=RequestUpdateInputSerializer, responses=RequestOutputSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        """The PI edits a draft: justification and/or SU per pool."""
+        request_ = self.get_object()
+        project = request_.project
+        require(can_manage_project(request.user, project), f"only the PI of {project} edits it")
+        data = RequestUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        request_update(
+            request=request_, actor=acting_user(request),
+            justification=data.validated_data.get("justification"),
+            amounts=data.validated_data.get("amounts"),
+        )  # fmt: skip
+        return self._respond(request_)
+
+    @extend_schema(
+        request=RequestEstimateInputSerializer, responses={201: RequestEstimateOutputSerializer}
+    )
+    @action(detail=True, methods=["post"])
+    def estimates(self, request: Request, pk: str) -> Response:
+        """The PI adds an estimate line to a draft, priced by the quote engine."""
+        request_ = self.get_object()
+        project = request_.project
+        require(can_manage_project(request.user, project), f"only the PI of {project} edits it")
+        data = RequestEstimateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        line = request_estimate_add(
+            request=request_, actor=acting_user(request), partition=values["partition_object"],
+            jobs=values["jobs"], description=values["description"],
+            quote=QuoteRequest(
+                nodes=values["nodes"], hours=values["hours"],
+                cores_per_node=values.get("cores_per_node"),
+                gpus_per_node=values.get("gpus_per_node"),
+                memory_per_node_mb=values.get("memory_per_node"),
+            ),
+        )  # fmt: skip
+        return Response(RequestEstimateOutputSerializer(line).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=RequestOutputSerializer)
+    @action(detail=True, methods=["post"])
+    def submit(self, request: Request, pk: str) -> Response:
+        """The PI submits a draft while the round is open (a top-up any time)."""
+        request_ = request_submit(request=self.get_object(), actor=acting_user(request))
+        return self._respond(request_)
+
+    @extend_schema(request=None, responses=RequestOutputSerializer)
+    @action(detail=True, methods=["post"], url_path="review-start")
+    def review_start(self, request: Request, pk: str) -> Response:
+        """The round's chair opens a submitted request for review."""
+        request_ = request_review_start(request=self.get_object(), actor=acting_user(request))
+        return self._respond(request_)
+
+    @extend_schema(request=RequestDecideInputSerializer, responses=RequestOutputSerializer)
+    @action(detail=True, methods=["post"])
+    def decide(self, request: Request, pk: str) -> Response:
+        """The round's chair grants SU per pool (a reason when it differs from the request);
+        an application becomes allocations, a top-up adds to the current budget period."""
+        request_ = self.get_object()
+        require(can_decide(request.user, request_), "only the round's chair grants SU")
+        data = RequestDecideInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        request_decide(
+            request=request_, actor=acting_user(request),
+            granted=data.validated_data["granted"], reason=data.validated_data["reason"],
+        )  # fmt: skip
+        return self._respond(request_)
+
+
+@extend_schema(tags=["reviews"])
+class ReviewViewSet(ApiViewSet):
+    """Reviews: the round's committee (and staff) read them; committee members write theirs."""
+
+    serializer_class = ReviewOutputSerializer
+    lookup_value_regex = ID_PATTERN
+    filterset_class = ReviewFilter
+    ordering_fields = ["created_at", "score", "id"]
+    ordering = ["request_id", "id"]
+
+    def get_queryset(self) -> QuerySet[Review]:
+        return reviews_visible(user=self.request.user).select_related(
+            "request__project", "reviewer"
+        )
+
+    def list(self, request: Request) -> Response:
+        return self.paginated(self.filter_queryset(self.get_queryset()), ReviewOutputSerializer)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(ReviewOutputSerializer(self.get_object()).data)
+
+    @extend_schema(request=ReviewInputSerializer, responses={201: ReviewOutputSerializer})
+    def create(self, request: Request) -> Response:
+        """A committee member scores (1-5) and comments a request under review; again
+        replaces their review. Never on a project they belong to."""
+        require(sits_on_a_committee(request.user), "only the round's committee reviews requests")
+        data = ReviewInputSerializer(data=request.data, context={"request": request})
+        data.is_valid(raise_exception=True)
+        review = review_submit(
+            request=data.validated_data["request"], reviewer=acting_user(request),
+            score=data.validated_data["score"], comment=data.validated_data["comment"],
+        )  # fmt: skip
+        review = self.get_queryset().get(pk=review.pk)
+        return Response(ReviewOutputSerializer(review).data, status=status.HTTP_201_CREATED)

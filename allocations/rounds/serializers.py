@@ -1,0 +1,251 @@
+"""Input and output serializers of the rounds, requests and reviews API
+(allocations/rounds/api.py, docs/api.md). The rules of the allocation process (who may act,
+states, amounts) stay in ``allocations.rounds.services``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from accounting.clusters.serializers import SU_PLACES, PlannedJobSerializer
+from allocations.access import requests_visible
+from allocations.grants.serializers import (
+    PoolAmountSerializer,
+    VisibleProjectField,
+    pool_amounts,
+    su_out_field,
+    user_field,
+)
+from allocations.models import (
+    AllocationRequest,
+    AllocationRound,
+    RequestAmount,
+    RequestEstimate,
+    RequestTransition,
+    Review,
+    RoundPool,
+)
+from kit.api import ApiModelSerializer, EndsAfterStart, UtcDateTimeField, slug_of
+from projects.models import ResourcePool
+
+# --- Rounds ---------------------------------------------------------------------------------
+
+
+class RoundPoolOutputSerializer(ApiModelSerializer):
+    pool = slug_of("name")
+
+    class Meta:
+        model = RoundPool
+        fields = ["pool", "available_su"]
+
+
+class RoundOutputSerializer(ApiModelSerializer):
+    pools = RoundPoolOutputSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = AllocationRound
+        fields = [
+            "id",
+            "name",
+            "opens_at",
+            "closes_at",
+            "period_start",
+            "period_end",
+            "pools",
+            "created_at",
+        ]
+
+
+class RoundCreateInputSerializer(EndsAfterStart):
+    spans = (("opens_at", "closes_at"), ("period_start", "period_end"))
+    name = serializers.CharField(max_length=200)
+    opens_at = UtcDateTimeField()
+    closes_at = UtcDateTimeField()
+    period_start = serializers.DateField(help_text="first day the grants cover")
+    period_end = serializers.DateField(help_text="the day after the last day the grants cover")
+    available = PoolAmountSerializer(many=True, help_text="SU available per pool")
+    chair = user_field()
+    committee = serializers.ListField(child=user_field(), required=False, max_length=200)
+
+    def validate_name(self, value: str) -> str:
+        if AllocationRound.objects.filter(name=value).exists():
+            raise serializers.ValidationError(f"a round named {value!r} exists already")
+        return value
+
+    def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return pool_amounts(value, "available")
+
+
+class RoundPoolSummarySerializer(serializers.Serializer):
+    pool = serializers.CharField(source="pool.name")
+    available_su = su_out_field()
+    requested_su = su_out_field()
+    granted_su = su_out_field()
+
+
+class RoundRequestSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="request.pk")
+    project = serializers.CharField(source="request.project.code")
+    kind = serializers.CharField(source="request.kind")
+    state = serializers.CharField(source="request.state")
+    requested = serializers.SerializerMethodField()
+    average_score = serializers.DecimalField(max_digits=4, decimal_places=2, allow_null=True)
+    reviews = serializers.IntegerField()
+
+    @extend_schema_field(PoolAmountSerializer(many=True))
+    def get_requested(self, summary: Any) -> list[dict[str, Any]]:
+        names = self.context["pool_names"]
+        return [
+            {"pool": names.get(pool_id, str(pool_id)), "su": f"{amount:.{SU_PLACES}f}"}
+            for pool_id, amount in sorted(summary.requested.items())
+        ]
+
+
+class RoundOverviewOutputSerializer(serializers.Serializer):
+    round = RoundOutputSerializer()
+    pools = RoundPoolSummarySerializer(many=True)
+    requests = RoundRequestSummarySerializer(many=True)
+
+
+# --- Requests and reviews -------------------------------------------------------------------
+
+
+class RequestAmountOutputSerializer(ApiModelSerializer):
+    pool = slug_of("name")
+
+    class Meta:
+        model = RequestAmount
+        fields = ["pool", "requested_su", "granted_su"]
+
+
+class RequestEstimateOutputSerializer(ApiModelSerializer):
+    cluster = serializers.CharField(source="partition.cluster.name", read_only=True)
+    partition = slug_of("name")
+
+    class Meta:
+        model = RequestEstimate
+        fields = [
+            "id",
+            "cluster",
+            "partition",
+            "description",
+            "jobs",
+            "nodes",
+            "hours",
+            "cores_per_node",
+            "gpus_per_node",
+            "memory_per_node_mb",
+            "service_units",
+        ]
+
+
+class RequestTransitionOutputSerializer(ApiModelSerializer):
+    actor = slug_of("username")
+
+    class Meta:
+        model = RequestTransition
+        fields = ["from_state", "to_state", "actor", "at", "note"]
+
+
+class RequestOutputSerializer(ApiModelSerializer):
+    round_name = serializers.CharField(source="round.name", read_only=True)
+    project = slug_of("code")
+    created_by = slug_of("username")
+    amounts = RequestAmountOutputSerializer(many=True, read_only=True)
+    estimates = RequestEstimateOutputSerializer(many=True, read_only=True)
+    transitions = RequestTransitionOutputSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = AllocationRequest
+        fields = [
+            "id",
+            "round",
+            "round_name",
+            "project",
+            "kind",
+            "state",
+            "justification",
+            "created_by",
+            "created_at",
+            "decided_at",
+            "decision_reason",
+            "amounts",
+            "estimates",
+            "transitions",
+        ]
+
+
+class RequestCreateInputSerializer(serializers.Serializer):
+    round = serializers.PrimaryKeyRelatedField(queryset=AllocationRound.objects.all())
+    project = VisibleProjectField()
+    kind = serializers.ChoiceField(
+        choices=AllocationRequest.Kind.choices, default=AllocationRequest.Kind.NEW
+    )
+    justification = serializers.CharField(
+        required=False, allow_blank=True, max_length=50_000, default=""
+    )
+    amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
+
+    def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return pool_amounts(value, "amounts")
+
+
+class RequestUpdateInputSerializer(serializers.Serializer):
+    justification = serializers.CharField(required=False, allow_blank=True, max_length=50_000)
+    amounts = PoolAmountSerializer(many=True, required=False, help_text="SU requested per pool")
+
+    def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return pool_amounts(value, "amounts")
+
+
+class RequestEstimateInputSerializer(PlannedJobSerializer):
+    """One estimate line: ``jobs`` times the quote of one job (energy model) on a partition."""
+
+    jobs = serializers.IntegerField(min_value=1, max_value=10**6)
+    description = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, default=""
+    )
+
+
+class RequestDecideInputSerializer(serializers.Serializer):
+    granted = PoolAmountSerializer(many=True, help_text="SU granted per pool (0: none)")
+    reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=5000, default="",
+        help_text="required when the grant differs from the request",
+    )  # fmt: skip
+
+    def validate_granted(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return pool_amounts(value, "granted")
+
+
+class ReviewOutputSerializer(ApiModelSerializer):
+    round = serializers.IntegerField(source="request.round_id", read_only=True)
+    project = serializers.CharField(source="request.project.code", read_only=True)
+    reviewer = slug_of("username")
+
+    class Meta:
+        model = Review
+        fields = ["id", "request", "round", "project", "reviewer", "score", "comment", "created_at"]
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class VisibleRequestField(serializers.PrimaryKeyRelatedField):
+    """A request the caller may see (see ``requests_visible``)."""
+
+    default_error_messages = {
+        "does_not_exist": "unknown request {pk_value}",
+        "incorrect_type": "a request id is a number",
+    }
+
+    def get_queryset(self) -> QuerySet[AllocationRequest]:
+        return requests_visible(user=self.context["request"].user)
+
+
+class ReviewInputSerializer(serializers.Serializer):
+    request = VisibleRequestField()
+    score = serializers.IntegerField(min_value=1, max_value=5)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=20_000, default="")
