@@ -817,7 +817,7 @@ class JobFairShare(models.Model):
     plus its pro-rata share of the unallocated resources that are not true overhead."""
 
     run = models.ForeignKey(OverheadRun, on_delete=models.CASCADE, related_name="fair_shares")
-    # Enforced by PostgreSQL against the ledger's key table (accounting/partitions.py).
+    # Enforced by PostgreSQL against the ledger's key table (accounting/ledger_storage.py).
     job = models.ForeignKey(
         Job, on_delete=models.CASCADE, related_name="fair_shares", db_constraint=False
     )

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
 from accounting.ledger.sources import import_file, sacct_window_import
+from accounting.ledger_storage import partitions_ahead
 from accounting.locks import (
     ImportLockBusy,
     cluster_import_lock,
@@ -21,7 +22,6 @@ from accounting.locks import (
     window_import_lock,
 )
 from accounting.models import Cluster, ImportRun, OverheadRun
-from accounting.partitions import partitions_ahead
 
 
 def _progress(task: Task, run_id: int) -> Any:

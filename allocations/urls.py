@@ -1,15 +1,16 @@
 from django.urls import path
 
-from allocations import member_pages, project_pages, views
+from allocations import member_pages, project_pages
 from allocations.priorities import pages as priority_pages
 from allocations.rounds import pages
+from allocations.slurm import enforcement_pages
 from allocations.slurm import pages as slurm_pages
 
 app_name = "allocations"
 
 urlpatterns = [
-    path("enforcement/", views.enforcement_list, name="enforcement-list"),
-    path("enforcement/<int:pk>/", views.enforcement_decide, name="enforcement-decide"),
+    path("enforcement/", enforcement_pages.enforcement_list, name="enforcement-list"),
+    path("enforcement/<int:pk>/", enforcement_pages.enforcement_decide, name="enforcement-decide"),
     # Slurm provisioning (staff)
     path("slurm/", slurm_pages.slurm_sync_page, name="slurm-sync"),
     path(

@@ -114,7 +114,7 @@ import json, re
 from datetime import datetime, timezone as tz
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from accounting.partitions import TABLE
+from accounting.ledger_storage import TABLE
 from accounting.ledger.selectors import JobFilters, jobs_of_project
 from accounting.models import Cluster, Job
 from accounting.utilisation.selectors import utilisation_series_get

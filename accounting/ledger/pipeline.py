@@ -64,6 +64,13 @@ from accounting.ledger.sacct import (
 )
 from accounting.ledger.sacct_json import JSON_HEADER, parse_sacct_json
 from accounting.ledger.usage import USAGE_COLUMNS, held_of, usage_of, usage_values
+from accounting.ledger_storage import (
+    KEY_TABLE,
+    is_partitioned,
+    ledger_write_lock,
+    month_of,
+    partitions_ensure,
+)
 from accounting.locks import cluster_row_lock
 from accounting.models import (
     Cluster,
@@ -72,13 +79,6 @@ from accounting.models import (
     Partition,
     PartitionVersion,
     QuarantinedRecord,
-)
-from accounting.partitions import (
-    KEY_TABLE,
-    is_partitioned,
-    ledger_write_lock,
-    month_of,
-    partitions_ensure,
 )
 from accounting.signals import charges_booked
 from projects.accounts import project_code_of
@@ -642,7 +642,7 @@ def _batch_write(
             # the rerun an interrupted import needs anyway books them again.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        ledger_write_lock()  # before any table lock: see accounting.partitions
+        ledger_write_lock()  # before any table lock: see accounting.ledger_storage
         # The cost model versions this batch prices with stay the newest until it commits.
         cluster_row_lock(cluster, exclusive=False)
         lookups.pricer_refresh()

@@ -27,6 +27,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
+from accounting.ledger_storage import KEY_TABLE, is_partitioned
 from accounting.models import (
     Cluster,
     CostModelVersion,
@@ -36,7 +37,6 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
-from accounting.partitions import KEY_TABLE, is_partitioned
 from kit.sql import placeholders, sql_day, sql_decimal, table_names
 from projects.models import PoolPartition, Project
 

@@ -90,7 +90,7 @@ class Adjustment(AuditedInProject, models.Model):
     )
     kind = models.CharField(max_length=16, choices=Kind.choices)
     amount_su = models.DecimalField(max_digits=24, decimal_places=6)
-    # Enforced by PostgreSQL against the ledger's key table (accounting/partitions.py):
+    # Enforced by PostgreSQL against the ledger's key table (accounting/ledger_storage.py):
     # a partitioned table cannot be the target of a foreign key on its id alone.
     job = models.ForeignKey(
         "accounting.Job",

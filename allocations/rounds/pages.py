@@ -14,17 +14,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.models import Partition
 from allocations.access import can_decide, can_decide_round, can_review, has_conflict, is_committee
 from allocations.grants.budget import estimate_mismatch
 from allocations.grants.services import AllocationError
-from allocations.models import AllocationRequest, RequestAmount, RoundPool
+from allocations.models import AllocationRequest
 from allocations.rounds import charts
 from allocations.rounds.forms import (
     EstimateForm,
@@ -35,8 +33,13 @@ from allocations.rounds.forms import (
 )
 from allocations.rounds.selectors import (
     open_rounds,
+    request_amounts,
+    request_estimate_totals,
     request_for_user,
     request_next_step,
+    request_partitions,
+    request_reviews,
+    review_average,
     round_for_committee,
     round_overview,
     round_pools,
@@ -112,18 +115,6 @@ def _require_pi(request: HttpRequest, allocation_request: AllocationRequest) -> 
     )
 
 
-def _round_partitions(allocation_request: AllocationRequest) -> list[Partition]:
-    return list(
-        Partition.objects.filter(
-            pool_membership__pool_id__in=RoundPool.objects.filter(
-                round=allocation_request.round
-            ).values("pool_id")
-        )
-        .select_related("cluster")
-        .order_by("cluster__name", "name")
-    )
-
-
 def _amounts_initial(
     allocation_request: AllocationRequest, totals: dict[int, Decimal]
 ) -> dict[str, Any]:
@@ -157,15 +148,6 @@ def _estimate_warnings(
     return warnings
 
 
-def _estimate_totals(allocation_request: AllocationRequest) -> dict[int, Decimal]:
-    rows = (
-        allocation_request.estimates.values("partition__pool_membership__pool")
-        .annotate(total=Sum("service_units"))
-        .order_by()
-    )
-    return {row["partition__pool_membership__pool"]: row["total"] for row in rows}
-
-
 @require_GET
 @login_required
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -178,13 +160,11 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     committee = is_committee(user, allocation_request.round)
     editable = pi and state == AllocationRequest.State.DRAFT
     pools = round_pools(round_=allocation_request.round)
-    totals = _estimate_totals(allocation_request)
+    totals = request_estimate_totals(request=allocation_request)
     context: dict[str, Any] = {
         "req": allocation_request,
         "project": allocation_request.project,
-        "amounts": RequestAmount.objects.filter(request=allocation_request)
-        .select_related("pool")
-        .order_by("pool__name"),
+        "amounts": request_amounts(request=allocation_request),
         "estimates": allocation_request.estimates.select_related("partition__cluster"),
         "estimate_totals": [
             (item.pool, totals[item.pool_id]) for item in pools if item.pool_id in totals
@@ -193,9 +173,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "next_step": request_next_step(request=allocation_request),
         "transitions": allocation_request.transitions.select_related("actor"),
         "show_reviews": chair or committee,
-        "reviews": allocation_request.reviews.select_related("reviewer").order_by("created_at")
-        if (chair or committee)
-        else [],
+        "reviews": request_reviews(request=allocation_request) if (chair or committee) else [],
         "editable": editable,
         "can_start_review": chair and state == AllocationRequest.State.SUBMITTED,
         "can_review": state == AllocationRequest.State.UNDER_REVIEW
@@ -206,7 +184,9 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["amounts_form"] = RequestAmountsForm(
             initial=_amounts_initial(allocation_request, totals), pools=pools
         )
-        context["estimate_form"] = EstimateForm(partitions=_round_partitions(allocation_request))
+        context["estimate_form"] = EstimateForm(
+            partitions=request_partitions(request=allocation_request)
+        )
     return render(request, "allocations/request_detail.html", context)
 
 
@@ -244,7 +224,7 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
 def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
-    partitions = _round_partitions(allocation_request)
+    partitions = request_partitions(request=allocation_request)
     form = EstimateForm(request.POST, partitions=partitions)
     if not form.is_valid():
         for field, errors in form.errors.items():
@@ -361,19 +341,17 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Decided: {allocation_request.get_state_display()}.")
             return redirect("allocations:request-detail", pk=pk)
-    reviews = allocation_request.reviews.select_related("reviewer").order_by("created_at")
+    reviews = request_reviews(request=allocation_request)
     context = {
         "req": allocation_request,
         "project": allocation_request.project,
         "form": form,
         "amounts": amounts,
         "reviews": reviews,
-        "average": reviews.aggregate(total=Sum("score"))["total"],
+        "average": review_average(request=allocation_request),
         # What the round still has, beside what this request asks for.
         "capacity": round_overview(round_=allocation_request.round, actor=request.user)["pools"],
     }
-    if reviews:
-        context["average"] = Decimal(context["average"] or 0) / len(reviews)
     return render(request, "allocations/grant.html", context)
 
 

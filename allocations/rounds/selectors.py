@@ -16,6 +16,7 @@ from django.db.models import Avg, Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounting.models import Partition
 from allocations import access
 from allocations.models import (
     AllocationRequest,
@@ -231,3 +232,47 @@ def request_next_step(*, request: AllocationRequest) -> str:
         )
     decided = request.decided_at
     return f"Decided{f' on {decided:%Y-%m-%d}' if decided else ''}: nothing more to do."
+
+
+def request_partitions(*, request: AllocationRequest) -> list[Partition]:
+    """The partitions of the pools of the request's round: what its estimate may name."""
+    return list(
+        Partition.objects.filter(
+            pool_membership__pool_id__in=RoundPool.objects.filter(round=request.round).values(
+                "pool_id"
+            )
+        )
+        .select_related("cluster")
+        .order_by("cluster__name", "name")
+    )
+
+
+def request_estimate_totals(*, request: AllocationRequest) -> dict[int, Decimal]:
+    """The SU of the request's estimate per pool (by pool id)."""
+    rows = (
+        request.estimates.values("partition__pool_membership__pool")
+        .annotate(total=Sum("service_units"))
+        .order_by()
+    )
+    return {row["partition__pool_membership__pool"]: row["total"] for row in rows}
+
+
+def request_amounts(*, request: AllocationRequest) -> QuerySet[RequestAmount]:
+    """What the request asks for, per pool, by pool name."""
+    return (
+        RequestAmount.objects.filter(request=request).select_related("pool").order_by("pool__name")
+    )
+
+
+def request_reviews(*, request: AllocationRequest) -> QuerySet[Review]:
+    """The request's reviews, oldest first, with their reviewers. Who may read them is the
+    caller's check (``access.reviews_visible``, ``access.can_decide``)."""
+    return request.reviews.select_related("reviewer").order_by("created_at")
+
+
+def review_average(*, request: AllocationRequest) -> Decimal | None:
+    """The mean score of the request's reviews; None without a review."""
+    found = request.reviews.aggregate(total=Sum("score"), count=Count("pk"))
+    if not found["count"]:
+        return None
+    return Decimal(found["total"]) / found["count"]

@@ -196,3 +196,16 @@ def enforcement_run_proposed() -> list[EnforcementAction]:
         status=EnforcementAction.Status.PROPOSED, pool__cluster__enforcement_enabled=True
     ).select_related("pool__cluster")
     return [enforcement_execute(action=action) for action in proposed.order_by("created_at")]
+
+
+def enforcement_actions_recent(*, limit: int = 500) -> list[EnforcementAction]:
+    """The actions staff review: open ones first, newest first."""
+    return list(
+        EnforcementAction.objects.select_related("project", "pool__cluster").order_by(
+            "status", "-created_at"
+        )[:limit]
+    )
+
+
+def enforcement_action_get(*, pk: int) -> EnforcementAction | None:
+    return EnforcementAction.objects.select_related("pool__cluster").filter(pk=pk).first()

@@ -1,4 +1,4 @@
-"""The jobs ledger partitioned by month on PostgreSQL (accounting/partitions.py): rows in
+"""The jobs ledger partitioned by month on PostgreSQL (accounting/ledger_storage.py): rows in
 the partition of their month, the key still unique across partitions, references to jobs still
 checked, and the queries users run touching only the partitions they need."""
 
@@ -17,8 +17,7 @@ from django.utils import timezone
 
 from accounting.ledger import selectors
 from accounting.ledger.pipeline import jobs_import
-from accounting.models import Job
-from accounting.partitions import (
+from accounting.ledger_storage import (
     KEY_TABLE,
     OPEN_PARTITION,
     is_partitioned,
@@ -29,6 +28,7 @@ from accounting.partitions import (
     partitions_ensure,
     partitions_list,
 )
+from accounting.models import Job
 from accounting.tasks import ledger_partitions_ahead
 from allocations.models import ProfilingCoefficient
 from benchmarks.sacct_generator import sacct_lines
@@ -279,7 +279,7 @@ def test_a_new_partition_waits_for_the_batches_in_flight_and_never_deadlocks_wit
 
     from django.db import connections
 
-    from accounting.partitions import ledger_write_lock
+    from accounting.ledger_storage import ledger_write_lock
 
     month = date(2031, 5, 1)  # no partition yet
     in_batch, release, done = threading.Event(), threading.Event(), threading.Event()

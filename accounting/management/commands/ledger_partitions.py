@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.partitions import (
+from accounting.ledger_storage import (
     is_partitioned,
     months_between,
     partitions_ensure,

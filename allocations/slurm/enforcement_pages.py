@@ -1,15 +1,19 @@
-"""Allocation pages. Thin: they call selectors and services and render."""
+"""Staff pages of enforcement: the Slurm actions the thresholds check proposed, run or dismissed."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from allocations.models import EnforcementAction
-from allocations.slurm.enforcement import enforcement_dismiss, enforcement_execute
+from allocations.slurm.enforcement import (
+    enforcement_action_get,
+    enforcement_actions_recent,
+    enforcement_dismiss,
+    enforcement_execute,
+)
 from kit.access import staff_only
 
 
@@ -17,9 +21,7 @@ from kit.access import staff_only
 @staff_only
 def enforcement_list(request: HttpRequest) -> HttpResponse:
     """Staff: Slurm actions proposed by the thresholds check, and what was run with its output."""
-    actions = EnforcementAction.objects.select_related("project", "pool__cluster").order_by(
-        "status", "-created_at"
-    )[:500]
+    actions = enforcement_actions_recent()
     return render(request, "allocations/enforcement_list.html", {"actions": actions})
 
 
@@ -27,7 +29,9 @@ def enforcement_list(request: HttpRequest) -> HttpResponse:
 @staff_only
 def enforcement_decide(request: HttpRequest, pk: int) -> HttpResponse:
     """Staff: run a proposed Slurm action (where the cluster enables it) or dismiss it."""
-    action = get_object_or_404(EnforcementAction.objects.select_related("pool__cluster"), pk=pk)
+    action = enforcement_action_get(pk=pk)
+    if action is None:
+        raise Http404
     assert isinstance(request.user, User)
     if request.POST.get("decision") == "run":
         if not action.pool.cluster.enforcement_enabled:
