@@ -1,0 +1,43 @@
+"""The models of accounting, a module per domain (one Django app, one migrations folder: the
+split changed no table). Everything imports them from here."""
+
+from accounting.models.carbon import GridIntensity
+from accounting.models.clusters import DEFAULT_SACCT_ARGUMENTS, Cluster, Partition, PartitionVersion
+from accounting.models.costs import CostModelVersion
+from accounting.models.ledger import (
+    EfficiencyBucket,
+    EfficiencyDaily,
+    EfficiencyMonthly,
+    EfficiencySums,
+    ImportRun,
+    Job,
+    QuarantinedRecord,
+    UsageDaily,
+)
+from accounting.models.utilisation import (
+    JobFairShare,
+    OverheadPartitionResult,
+    OverheadRun,
+    UtilisationHourly,
+)
+
+__all__ = [
+    "DEFAULT_SACCT_ARGUMENTS",
+    "Cluster",
+    "CostModelVersion",
+    "EfficiencyBucket",
+    "EfficiencyDaily",
+    "EfficiencyMonthly",
+    "EfficiencySums",
+    "GridIntensity",
+    "ImportRun",
+    "Job",
+    "JobFairShare",
+    "OverheadPartitionResult",
+    "OverheadRun",
+    "Partition",
+    "PartitionVersion",
+    "QuarantinedRecord",
+    "UsageDaily",
+    "UtilisationHourly",
+]
