@@ -18,6 +18,7 @@ from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from people.authentication import tokens_page
+from people.lockout import failures_forgive
 from people.models import ApiToken
 from people.tokens import IssuedToken, TokenError, token_create, token_replace
 
@@ -88,6 +89,7 @@ class TokenObtainView(APIView):
             raise exceptions.ValidationError(
                 {"password": ["wrong username or password"]}, code="authorization"
             )
+        failures_forgive(request=request._request, username=user.get_username())
         name = values.get("name") or f"password login {timezone.now():%Y-%m-%d %H:%M:%S} UTC"
         try:
             issued = token_create(

@@ -137,12 +137,16 @@ PORTAL_SSO_STAFF_GROUPS = env_list("PORTAL_SSO_STAFF_GROUPS", ["hpc-staff"])
 PORTAL_SSO_COMMITTEE_GROUPS = env_list("PORTAL_SSO_COMMITTEE_GROUPS", ["allocation-committee"])
 # First, the lockout: it refuses a locked account or address before any backend checks.
 AUTHENTICATION_BACKENDS: list[str] = ["axes.backends.AxesStandaloneBackend"]
-# Lockout after PORTAL_LOGIN_FAILURE_LIMIT failures, per account and per address, for
-# PORTAL_LOGIN_LOCKOUT_MINUTES; a success resets the count (people/lockout.py).
+# Lockout after PORTAL_LOGIN_FAILURE_LIMIT failures, per account (the username folded as LDAP
+# folds it) and per address, for PORTAL_LOGIN_LOCKOUT_MINUTES (people/lockout.py).
 AXES_FAILURE_LIMIT = env_int("PORTAL_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PORTAL_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = "people.lockout.lockout_parameters"  # the account and the address
+AXES_USERNAME_CALLABLE = "people.lockout.lockout_username"
+# Not axes' reset: it deletes every failure of the address, so signing in as oneself wiped the
+# guesses made at another account. A success forgives only the same account from the same
+# address (people.lockout.failures_forgive).
+AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "people.lockout.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "people.lockout.client_address"
 AXES_VERBOSE = False
