@@ -150,6 +150,13 @@ AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "people.lockout.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "people.lockout.client_address"
 AXES_VERBOSE = False
+# Password-reset mails, at most so many per e-mail address typed and per client address in a
+# sliding window; counted in the database, so across every web process (people/passwords.py).
+PORTAL_PASSWORD_RESET_PER_ACCOUNT = env_int("PORTAL_PASSWORD_RESET_PER_ACCOUNT", 3, minimum=1)
+PORTAL_PASSWORD_RESET_PER_ADDRESS = env_int("PORTAL_PASSWORD_RESET_PER_ADDRESS", 10, minimum=1)
+PORTAL_PASSWORD_RESET_WINDOW_MINUTES = env_int(
+    "PORTAL_PASSWORD_RESET_WINDOW_MINUTES", 60, minimum=1
+)
 # Reverse proxies in front of the portal that set X-Forwarded-For (0: clients connect directly).
 PORTAL_TRUSTED_PROXY_COUNT = env_int("PORTAL_TRUSTED_PROXY_COUNT", 0, minimum=0)
 
