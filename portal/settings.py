@@ -172,6 +172,7 @@ OIDC_RP_SIGN_ALGO = env_str("PORTAL_OIDC_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env_str("PORTAL_OIDC_SCOPES", "openid email profile groups")
 OIDC_USE_PKCE = True
 OIDC_AUTHENTICATE_CLASS = "people.oidc.CentreSignInStart"
+OIDC_CALLBACK_CLASS = "people.oidc.CentreSignInCallback"  # a refusal: the sign-in page
 OIDC_STORE_ACCESS_TOKEN = False
 OIDC_STORE_ID_TOKEN = False
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
