@@ -18,6 +18,7 @@ from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from people.authentication import tokens_page
+from people.lockout import failures_forgive
 from people.models import ApiToken
 from people.tokens import IssuedToken, TokenError, token_create, token_replace
 
@@ -38,9 +39,17 @@ class TokenObtainInputSerializer(serializers.Serializer):
         choices=ApiToken.Scope.choices, default=ApiToken.Scope.WRITE, required=False
     )
     expires_in_days = serializers.IntegerField(
-        min_value=1, max_value=settings.PORTAL_TOKEN_MAX_DAYS, required=False,
-        help_text="defaults to PORTAL_TOKEN_DEFAULT_DAYS (90)",
+        min_value=1, required=False,
+        help_text="defaults to PORTAL_TOKEN_DEFAULT_DAYS (90); at most PORTAL_TOKEN_MAX_DAYS (365)",
     )  # fmt: skip
+
+    def validate_expires_in_days(self, days: int) -> int:
+        # The centre's maximum as it is now, not as it was when this module was imported.
+        if days > settings.PORTAL_TOKEN_MAX_DAYS:
+            raise serializers.ValidationError(
+                f"at most {settings.PORTAL_TOKEN_MAX_DAYS} days (the centre's maximum)"
+            )
+        return days
 
 
 class TokenOutputSerializer(serializers.Serializer):
@@ -88,6 +97,7 @@ class TokenObtainView(APIView):
             raise exceptions.ValidationError(
                 {"password": ["wrong username or password"]}, code="authorization"
             )
+        failures_forgive(request=request._request, username=user.get_username())
         name = values.get("name") or f"password login {timezone.now():%Y-%m-%d %H:%M:%S} UTC"
         try:
             issued = token_create(
@@ -100,10 +110,9 @@ class TokenObtainView(APIView):
 
 
 class TokenRegenerateView(APIView):
-    """Replace the token this request is sent with (e.g. after it leaked): the old one stops
-    working at once; the new one has the same name, scope and lifetime."""
-
-    open_to_read_only_tokens = True  # a leaked read-only token may replace itself
+    """Replace the read-write token this request is sent with (e.g. after it leaked): the old
+    one stops working at once; the new one has the same name and scope and expires when the old
+    one would have. A read-only token may not (it is refused with 403 like any other write)."""
 
     @extend_schema(tags=["auth"], request=None, responses={201: TokenOutputSerializer})
     def post(self, request: Request) -> Response:
@@ -114,4 +123,8 @@ class TokenRegenerateView(APIView):
                     f"portal session, manage tokens at {tokens_page(request)}"
                 ]}
             )  # fmt: skip
-        return Response(_token_body(request, token_replace(token=request.auth)), status=201)
+        try:
+            issued = token_replace(token=request.auth)
+        except TokenError as error:
+            raise exceptions.ValidationError({"authorization": [str(error)]}) from error
+        return Response(_token_body(request, issued), status=201)

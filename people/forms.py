@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.conf import settings
 
 from people.models import ApiToken, MailSettings
 
@@ -21,6 +24,16 @@ class TokenCreateForm(forms.Form):
     expires_in_days = forms.TypedChoiceField(
         choices=LIFETIMES, coerce=int, initial=90, label="Expires after"
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Only the lifetimes the centre allows (PORTAL_TOKEN_MAX_DAYS).
+        longest = settings.PORTAL_TOKEN_MAX_DAYS
+        field = self.fields["expires_in_days"]
+        assert isinstance(field, forms.TypedChoiceField)
+        field.choices = [(days, label) for days, label in LIFETIMES if days <= longest] or [
+            (longest, f"{longest} days")
+        ]
 
 
 class MailSettingsForm(forms.ModelForm):

@@ -71,3 +71,21 @@ class MailSettings(models.Model):
 
     def __str__(self) -> str:
         return f"mail settings of {self.user}"
+
+
+class PasswordResetRequest(models.Model):
+    """One password-reset mail asked for: the rows people/passwords.py counts per e-mail address
+    and per client address. In the database, so every web process sees the same count."""
+
+    email = models.CharField(max_length=254, help_text="as typed, in lower case")
+    address = models.GenericIPAddressField(null=True, blank=True)
+    requested_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["email", "requested_at"]),
+            models.Index(fields=["address", "requested_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"password reset for {self.email} from {self.address} at {self.requested_at}"

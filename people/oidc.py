@@ -24,8 +24,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
-from mozilla_django_oidc.views import OIDCAuthenticationRequestView
+from mozilla_django_oidc.views import (
+    OIDCAuthenticationCallbackView,
+    OIDCAuthenticationRequestView,
+)
 
+from people.lockout import username_folded
 from people.roles import roles_apply
 
 log = logging.getLogger(__name__)
@@ -98,6 +102,34 @@ class CentreSignInStart(OIDCAuthenticationRequestView):
         return response
 
 
+class CentreSignInCallback(OIDCAuthenticationCallbackView):
+    """``/oidc/callback/``: a callback whose state this session never sent, or no longer
+    holds (the same callback URL opened twice), goes back to the sign-in page with a message,
+    as every other refusal does, rather than a 400."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        try:
+            response: HttpResponse = super().get(request)
+        except SuspiciousOperation as error:
+            log.warning("single sign-on callback refused: %s", error)
+            return self.login_failure()
+        return response
+
+
+def _provider_said(error: requests.RequestException) -> str:
+    """The provider's error and description (RFC 6749 5.2), or the exception."""
+    response = error.response
+    if response is None:
+        return str(error)
+    try:
+        body = response.json()
+    except ValueError:
+        return f"{response.status_code} {response.text[:200]}"
+    if not isinstance(body, dict):
+        return f"{response.status_code} {str(body)[:200]}"
+    return f"{response.status_code} {body.get('error')}: {body.get('error_description', '')}"
+
+
 class CentreOIDCBackend(OIDCAuthenticationBackend):
     """Signs in the person the provider vouches for; roles from its group claim."""
 
@@ -142,6 +174,15 @@ class CentreOIDCBackend(OIDCAuthenticationBackend):
         except ProviderUnavailable as error:
             log.error("single sign-on: the identity provider is unavailable: %s", error)
             return None
+        except requests.RequestException as error:
+            # The token endpoint refused the code (invalid_grant: replayed or expired; a wrong
+            # PKCE verifier) or did not answer: no one is signed in, and the person is sent
+            # back to the sign-in page, not shown a server error.
+            log.warning("single sign-on refused by the provider: %s", _provider_said(error))
+            return None
+        except SuspiciousOperation as error:  # a token that fails the checks (nonce, iss, aud)
+            log.warning("single sign-on refused: %s", error)
+            return None
         return user
 
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
@@ -155,7 +196,7 @@ class CentreOIDCBackend(OIDCAuthenticationBackend):
         return payload
 
     def _username(self, claims: dict[str, Any]) -> str:
-        return str(claims.get(settings.PORTAL_OIDC_USERNAME_CLAIM, "")).strip().lower()
+        return username_folded(str(claims.get(settings.PORTAL_OIDC_USERNAME_CLAIM, "")))
 
     def verify_claims(self, claims: dict[str, Any]) -> bool:
         username = self._username(claims)

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordResetView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -16,8 +16,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from people.forms import MailSettingsForm, TokenCreateForm
+from people.lockout import client_address
 from people.mail import mail_settings_get
 from people.oidc import oidc_enabled
+from people.passwords import password_reset_admit
 from people.tokens import TokenError, token_create, token_revoke, tokens_of
 
 
@@ -59,6 +61,22 @@ def token_revoke_page(request: HttpRequest, pk: int) -> HttpResponse:
     token_revoke(token=token)
     messages.success(request, f"Token “{token.name}” revoked: it no longer opens the API.")
     return redirect("people:tokens")
+
+
+class PasswordResetThrottled(PasswordResetView):
+    """Django's "forgot my password" page, sending no more mails than the centre allows per
+    e-mail address and per client address (people/passwords.py); beyond that it answers 429
+    with the form and a message, and sends nothing."""
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        refusal = password_reset_admit(
+            email=form.cleaned_data["email"], address=client_address(self.request)
+        )
+        if refusal is not None:
+            form.add_error("email", refusal)
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        response: HttpResponse = super().form_valid(form)
+        return response
 
 
 PASSWORD_BACKENDS = (

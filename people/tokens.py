@@ -11,15 +11,17 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
+from django.urls import reverse
 from django.utils import timezone
 
 from kit.errors import ApplicationError
+from people.mail import mail_send, portal_link
 from people.models import ApiToken
 
 TOKEN_PREFIX = "su_"  # noqa: S105 (a marker, not a secret)
@@ -61,10 +63,18 @@ def token_create(*, user: User, name: str, scope: str, expires_in_days: int) -> 
         )
     if scope not in ApiToken.Scope.values:
         raise TokenError(f"scope must be one of {', '.join(ApiToken.Scope.values)}")
+    now = timezone.now()
+    return _token_make(
+        user=user, name=name, scope=scope, now=now, expires_at=now + timedelta(days=expires_in_days)
+    )
+
+
+def _token_make(
+    *, user: User, name: str, scope: str, now: datetime, expires_at: datetime
+) -> IssuedToken:
     if tokens_active(user=user).filter(name=name).exists():
         raise TokenError(f"you already have a token named {name!r}: revoke it or pick another")
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    now = timezone.now()
     token = ApiToken.objects.create(
         user=user,
         name=name,
@@ -72,7 +82,7 @@ def token_create(*, user: User, name: str, scope: str, expires_in_days: int) -> 
         digest=token_digest(plaintext),
         scope=scope,
         created_at=now,
-        expires_at=now + timedelta(days=expires_in_days),
+        expires_at=expires_at,
     )
     return IssuedToken(token=token, plaintext=plaintext)
 
@@ -86,11 +96,43 @@ def token_revoke(*, token: ApiToken) -> None:
 
 @transaction.atomic
 def token_replace(*, token: ApiToken) -> IssuedToken:
-    """Revoke ``token`` and make one of the same name, scope and lifetime (after a leak)."""
-    lifetime = token.expires_at - token.created_at
+    """Revoke ``token`` (after a leak) and make one of the same name and scope that expires
+    when it would have, never later: replacing a token never lengthens its life, so no token
+    outlives PORTAL_TOKEN_MAX_DAYS by replacing itself, and a centre that lowers the maximum
+    caps the replacement too. A read-only token may not replace itself (it is for reading);
+    its owner revokes it and makes another at /account/tokens/."""
+    if token.scope != ApiToken.Scope.WRITE:
+        raise TokenError("a read-only token cannot replace itself: revoke it on the tokens page")
+    now = timezone.now()
+    expires_at = min(token.expires_at, now + timedelta(days=settings.PORTAL_TOKEN_MAX_DAYS))
+    if expires_at <= now:
+        raise TokenError("this token has expired: make a new one on the tokens page")
     token_revoke(token=token)
-    days = max(1, min(settings.PORTAL_TOKEN_MAX_DAYS, round(lifetime / timedelta(days=1))))
-    return token_create(user=token.user, name=token.name, scope=token.scope, expires_in_days=days)
+    return _token_make(
+        user=token.user, name=token.name, scope=token.scope, now=now, expires_at=expires_at
+    )
+
+
+@transaction.atomic
+def tokens_revoke_all(*, user: User, reason: str) -> int:
+    """Revoke every live token of ``user`` (their password changed: whoever held the old one
+    may hold a token too) and mail them which, and why; how many were revoked."""
+    now = timezone.now()
+    live = list(tokens_active(user=user).filter(expires_at__gt=now).order_by("name"))
+    tokens_active(user=user).update(revoked_at=now)
+    if live and user.email:
+        names = "\n".join(f"- {token.name} ({token.prefix}…)" for token in live)
+        mail_send(
+            recipients=[user.email],
+            subject="Your API tokens were revoked",
+            body=(
+                f"{reason.rstrip('.')}, so the portal revoked your API tokens; scripts using "
+                f"them now get 401 Unauthorized:\n\n{names}\n\nMake new ones on the tokens "
+                "page. If you did not change your password, tell the centre's help desk now."
+            ),
+            link=portal_link(reverse("people:tokens")),
+        )
+    return len(live)
 
 
 def token_authenticate(plaintext: str) -> ApiToken:

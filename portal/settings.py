@@ -137,15 +137,26 @@ PORTAL_SSO_STAFF_GROUPS = env_list("PORTAL_SSO_STAFF_GROUPS", ["hpc-staff"])
 PORTAL_SSO_COMMITTEE_GROUPS = env_list("PORTAL_SSO_COMMITTEE_GROUPS", ["allocation-committee"])
 # First, the lockout: it refuses a locked account or address before any backend checks.
 AUTHENTICATION_BACKENDS: list[str] = ["axes.backends.AxesStandaloneBackend"]
-# Lockout after PORTAL_LOGIN_FAILURE_LIMIT failures, per account and per address, for
-# PORTAL_LOGIN_LOCKOUT_MINUTES; a success resets the count (people/lockout.py).
+# Lockout after PORTAL_LOGIN_FAILURE_LIMIT failures, per account (the username folded as LDAP
+# folds it) and per address, for PORTAL_LOGIN_LOCKOUT_MINUTES (people/lockout.py).
 AXES_FAILURE_LIMIT = env_int("PORTAL_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PORTAL_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = "people.lockout.lockout_parameters"  # the account and the address
+AXES_USERNAME_CALLABLE = "people.lockout.lockout_username"
+# Not axes' reset: it deletes every failure of the address, so signing in as oneself wiped the
+# guesses made at another account. A success forgives only the same account from the same
+# address (people.lockout.failures_forgive).
+AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "people.lockout.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "people.lockout.client_address"
 AXES_VERBOSE = False
+# Password-reset mails, at most so many per e-mail address typed and per client address in a
+# sliding window; counted in the database, so across every web process (people/passwords.py).
+PORTAL_PASSWORD_RESET_PER_ACCOUNT = env_int("PORTAL_PASSWORD_RESET_PER_ACCOUNT", 3, minimum=1)
+PORTAL_PASSWORD_RESET_PER_ADDRESS = env_int("PORTAL_PASSWORD_RESET_PER_ADDRESS", 10, minimum=1)
+PORTAL_PASSWORD_RESET_WINDOW_MINUTES = env_int(
+    "PORTAL_PASSWORD_RESET_WINDOW_MINUTES", 60, minimum=1
+)
 # Reverse proxies in front of the portal that set X-Forwarded-For (0: clients connect directly).
 PORTAL_TRUSTED_PROXY_COUNT = env_int("PORTAL_TRUSTED_PROXY_COUNT", 0, minimum=0)
 
@@ -161,6 +172,7 @@ OIDC_RP_SIGN_ALGO = env_str("PORTAL_OIDC_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env_str("PORTAL_OIDC_SCOPES", "openid email profile groups")
 OIDC_USE_PKCE = True
 OIDC_AUTHENTICATE_CLASS = "people.oidc.CentreSignInStart"
+OIDC_CALLBACK_CLASS = "people.oidc.CentreSignInCallback"  # a refusal: the sign-in page
 OIDC_STORE_ACCESS_TOKEN = False
 OIDC_STORE_ID_TOKEN = False
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"

@@ -13,6 +13,11 @@ urlpatterns = [
     path("healthz/", views.healthz, name="healthz"),
     path("audit/", views.audit_log, name="audit"),
     path("accounts/login/", people_pages.SignInView.as_view(), name="login"),
+    path(
+        "accounts/password_reset/",
+        people_pages.PasswordResetThrottled.as_view(),
+        name="password_reset",
+    ),  # throttled (docs/sign-in.md); Django's other password pages as they are:
     path("accounts/", include("django.contrib.auth.urls")),
     path("oidc/", include("mozilla_django_oidc.urls")),
     path("account/", include("people.urls")),

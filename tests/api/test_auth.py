@@ -79,18 +79,67 @@ def test_wrong_credentials_or_an_inactive_user_get_no_token(username, password):
 
 def test_replacing_a_token_retires_the_old_one_at_once_and_keeps_its_name_and_scope():
     user = UserFactory(username="dana")
-    old = api_token(user, scope="read", name="login node")
+    old = api_token(user, scope="write", name="login node")
     client = _client(old)
     response = client.post("/api/v1/auth/token/regenerate/")
     assert response.status_code == 201
     new = response.json()
     assert new["token"] != old
-    assert (new["name"], new["scope"]) == ("login node", "read")
+    assert (new["name"], new["scope"]) == ("login node", "write")
     refused = client.get("/api/v1/projects/")
     assert refused.status_code == 401
     assert refused.json()["message"].startswith("This token was revoked on ")
     assert "/account/tokens/" in refused.json()["message"]
     assert _client(new["token"]).get("/api/v1/projects/").status_code == 200
+
+
+def test_a_read_only_token_cannot_replace_itself():
+    user = UserFactory(username="dana")
+    reader = _client(api_token(user, scope="read", name="login node"))
+    refused = reader.post("/api/v1/auth/token/regenerate/")
+    assert refused.status_code == 403
+    assert "is read-only" in refused.json()["message"]
+    assert ApiToken.objects.get().revoked_at is None
+    assert reader.get("/api/v1/projects/").status_code == 200
+
+
+def test_replacing_a_token_never_lengthens_its_life():
+    user = UserFactory(username="dana")
+    old = api_token(user, scope="write", name="ci")
+    made = timezone.now() - timedelta(days=300)
+    ApiToken.objects.update(created_at=made, expires_at=made + timedelta(days=365))
+    first = _client(old).post("/api/v1/auth/token/regenerate/").json()
+    second = _client(first["token"]).post("/api/v1/auth/token/regenerate/").json()
+    expires = ApiToken.objects.filter(revoked_at__isnull=True).get().expires_at
+    assert expires == made + timedelta(days=365)
+    assert second["expires_at"] == first["expires_at"]
+
+
+def test_the_centres_maximum_life_holds_at_creation_and_at_replacement(settings):
+    settings.PORTAL_TOKEN_MAX_DAYS = 30
+    UserFactory(username="dana")
+    too_long = APIClient().post(
+        "/api/v1/auth/token/",
+        {"username": "dana", "password": "pw-for-tests", "expires_in_days": 31},
+        format="json",
+    )
+    assert too_long.status_code == 400
+    assert too_long.json()["errors"] == {
+        "expires_in_days": ["at most 30 days (the centre's maximum)"]
+    }
+    assert not ApiToken.objects.exists()
+    settings.PORTAL_TOKEN_MAX_DAYS = 365
+    made = APIClient().post(
+        "/api/v1/auth/token/",
+        {"username": "dana", "password": "pw-for-tests", "expires_in_days": 365},
+        format="json",
+    )
+    assert made.status_code == 201
+    settings.PORTAL_TOKEN_MAX_DAYS = 30  # the centre lowers the maximum
+    replaced = _client(made.json()["token"]).post("/api/v1/auth/token/regenerate/")
+    assert replaced.status_code == 201
+    token = ApiToken.objects.get(revoked_at__isnull=True)
+    assert token.expires_at - token.created_at == timedelta(days=30)
 
 
 def test_a_read_only_token_reads_and_quotes_but_may_not_write():

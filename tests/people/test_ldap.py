@@ -121,6 +121,23 @@ def test_an_unreachable_directory_falls_back_to_local_passwords(ldap_sign_in, se
     assert signed_in_user(sign_in(RESEARCHER.uid, RESEARCHER.password)) is None
 
 
+def test_a_locked_login_cannot_sign_in_as_a_case_variant(ldap_sign_in, settings):
+    """The directory takes RDAVIES, Rdavies and rDavies for rdavies: the lockout counts them
+    as one account, each wrong guess from its own address (no address reaches the limit)."""
+    settings.AXES_FAILURE_LIMIT = 3
+    variants = ["RDAVIES", "Rdavies", "rDavies"]
+    for n, variant in enumerate(variants):
+        client = Client(REMOTE_ADDR=f"192.0.2.{10 + n}")
+        client.post(reverse("login"), {"username": variant, "password": f"guess-{n}"})
+    for variant in [RESEARCHER.uid, "RDavies"]:
+        client = Client(REMOTE_ADDR="198.51.100.7")
+        response = client.post(
+            reverse("login"), {"username": variant, "password": RESEARCHER.password}
+        )
+        assert response.status_code == 429
+        assert signed_in_user(client) is None
+
+
 # --- The settings portal/settings.py derives from PORTAL_LDAP_* ---------------------------
 
 

@@ -127,3 +127,57 @@ def test_the_token_endpoint_counts_failures_too_and_answers_locked_in_the_api_fo
     assert locked.status_code == 429
     assert locked.json()["message"].startswith("too many failed sign-ins")
     assert locked.json()["errors"] == {}
+
+
+def test_signing_in_as_oneself_between_guesses_does_not_forgive_the_guesses_at_another():
+    """Guess at dana, sign in as oneself from the same address, guess again: the count of
+    dana's failures goes on, and dana is locked before the right password is tried."""
+    UserFactory(username="dana", is_staff=True)
+    UserFactory(username="mallory")
+    for n in range(LIMIT - 1):
+        assert _sign_in("dana", f"guess-{n}").status_code == 200
+        assert _sign_in("mallory", RIGHT).signed_in
+    assert _sign_in("dana", "guess-last").status_code == 429
+    right = _sign_in("dana", RIGHT, address="198.51.100.7")
+    assert right.status_code == 429
+    assert not right.signed_in
+
+
+def test_a_success_forgives_only_the_same_accounts_failures_from_the_same_address():
+    UserFactory(username="dana")
+    _sign_in("dana", "guess", address="192.0.2.10")
+    _sign_in("dana", "guess", address="198.51.100.7")
+    assert _sign_in("dana", RIGHT, address="192.0.2.10").signed_in
+    assert AccessAttempt.objects.filter(username="dana", ip_address="192.0.2.10").count() == 0
+    assert AccessAttempt.objects.filter(username="dana", ip_address="198.51.100.7").count() == 1
+
+
+def test_case_variants_of_a_username_are_one_count():
+    UserFactory(username="dana")
+    addresses = ["192.0.2.10", "192.0.2.11", "192.0.2.12"]
+    for n, variant in enumerate(["DANA", "Dana", "dAna"][:LIMIT]):
+        _sign_in(variant, "guess", address=addresses[n])  # no address reaches the limit
+    locked = _sign_in("dana", RIGHT, address="198.51.100.7")
+    assert locked.status_code == 429
+    assert not locked.signed_in
+    assert set(AccessAttempt.objects.values_list("username", flat=True)) == {"dana"}
+
+
+def test_the_token_endpoint_keeps_counting_across_another_accounts_sign_in():
+    UserFactory(username="dana")
+    UserFactory(username="mallory")
+    client = APIClient(REMOTE_ADDR="192.0.2.10")
+    for n in range(LIMIT - 1):
+        guess = client.post("/api/v1/auth/token/", {"username": "Dana", "password": f"g{n}"})
+        assert guess.status_code == 400
+        assert _sign_in("mallory", RIGHT, address="192.0.2.10").signed_in
+        own = client.post(
+            "/api/v1/auth/token/", {"username": "mallory", "password": RIGHT, "name": f"t{n}"}
+        )
+        assert own.status_code == 201
+    last = client.post("/api/v1/auth/token/", {"username": "DANA", "password": "g-last"})
+    assert last.status_code == 429
+    right = APIClient(REMOTE_ADDR="198.51.100.7").post(
+        "/api/v1/auth/token/", {"username": "dana", "password": RIGHT}
+    )
+    assert right.status_code == 429

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
+import requests
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
@@ -13,7 +16,7 @@ from people import oidc
 from people.oidc import CentreOIDCBackend, ProviderUnavailable, provider_metadata
 from people.roles import COMMITTEE_GROUP
 from tests.factories import UserFactory
-from tests.oidc_provider.harness import Provider, provider_running
+from tests.oidc_provider.harness import PASSWORD, Provider, provider_running
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +122,86 @@ def test_the_username_claim_is_the_login_and_the_groups_claim_gives_roles(settin
     kim.refresh_from_db()
     assert not kim.is_staff
     assert Group.objects.get(name=COMMITTEE_GROUP).user_set.get() == kim
+
+
+# --- Refusals in the callback, with the real provider -------------------------------------
+
+CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+@pytest.fixture
+def sso_real(settings: Any, provider: Provider) -> Iterator[Provider]:
+    settings.PORTAL_OIDC_ISSUER = provider.issuer
+    settings.OIDC_RP_CLIENT_ID = provider.client_id
+    settings.OIDC_RP_CLIENT_SECRET = provider.client_secret
+    settings.AUTHENTICATION_BACKENDS = [*PASSWORD_BACKENDS]
+    oidc.provider_metadata.cache_clear()
+    yield provider
+    oidc.provider_metadata.cache_clear()
+
+
+def _state(start: Any) -> str:
+    return parse_qs(urlsplit(start["Location"]).query)["state"][0]
+
+
+def _callback_from_the_centre(portal: Client, username: str = "rita") -> str:
+    """Start single sign-on in ``portal``'s session and sign in at the provider as a browser
+    would; the callback (path and query) the provider sends the browser back to."""
+    start = portal.get("/oidc/authenticate/")
+    assert start.status_code == 302
+    browser = requests.Session()
+    page = browser.get(start["Location"], timeout=30)  # to the provider's sign-in page
+    token = CSRF.search(page.text)
+    assert token is not None, page.text[:500]
+    form = {"csrfmiddlewaretoken": token.group(1), "username": username, "password": PASSWORD}
+    response = browser.post(page.url, data=form, allow_redirects=False, timeout=30)
+    url = page.url
+    while not response.headers["Location"].startswith("http://testserver/"):
+        url = urljoin(url, response.headers["Location"])
+        response = browser.get(url, allow_redirects=False, timeout=30)
+    return response.headers["Location"].removeprefix("http://testserver")
+
+
+def _signed_in_as(client: Client) -> str | None:
+    user_id = client.session.get("_auth_user_id")
+    return None if user_id is None else User.objects.get(pk=user_id).username
+
+
+def test_a_replayed_callback_comes_back_to_the_sign_in_page_with_a_message(sso_real):
+    portal = Client()
+    callback = _callback_from_the_centre(portal)
+    first = portal.get(callback)
+    assert (first.status_code, first["Location"]) == (302, "/")
+    assert _signed_in_as(portal) == "rita"
+    replayed = portal.get(callback)
+    assert (replayed.status_code, replayed["Location"]) == (302, "/accounts/login/?sso=failed")
+    page = portal.get(replayed["Location"]).content.decode()
+    assert "Single sign-on did not complete" in page
+
+
+def test_a_code_the_provider_refuses_comes_back_to_the_sign_in_page_with_a_message(sso_real):
+    """The code of a completed sign-on, sent again with a state this session still holds:
+    the provider's token endpoint answers invalid_grant."""
+    portal = Client()
+    spare = _state(portal.get("/oidc/authenticate/"))  # a second tab, never completed
+    callback = _callback_from_the_centre(portal)
+    assert portal.get(callback)["Location"] == "/"
+    code = parse_qs(urlsplit(callback).query)["code"][0]
+    replayed = portal.get("/oidc/callback/", {"code": code, "state": spare})
+    assert (replayed.status_code, replayed["Location"]) == (302, "/accounts/login/?sso=failed")
+    page = Client().get(replayed["Location"]).content.decode()
+    assert "Single sign-on did not complete" in page
+
+
+def test_refused_sign_ons_lock_their_addresses_not_everyones(sso_real, settings):
+    """A refused callback names no account: it counts against its address alone, so refusals
+    from many addresses do not add up to lock single sign-on for everyone."""
+    settings.AXES_FAILURE_LIMIT = 2
+    for n in range(3):
+        stranger = Client(REMOTE_ADDR=f"192.0.2.{n + 1}")
+        state = _state(stranger.get("/oidc/authenticate/"))
+        refused = stranger.get("/oidc/callback/", {"code": "not-a-code", "state": state})
+        assert refused["Location"] == "/accounts/login/?sso=failed"
+    portal = Client(REMOTE_ADDR="198.51.100.7")
+    assert portal.get(_callback_from_the_centre(portal))["Location"] == "/"
+    assert _signed_in_as(portal) == "rita"

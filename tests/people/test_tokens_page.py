@@ -91,3 +91,16 @@ def test_another_persons_token_is_not_found_and_is_not_revoked(dana):
 def test_signed_out_the_tokens_page_sends_to_sign_in_and_revoking_needs_a_post(dana):
     assert Client().get("/account/tokens/")["Location"].startswith("/accounts/login/")
     assert _signed_in(dana).get("/account/tokens/1/revoke/").status_code == 405
+
+
+def test_the_page_offers_only_the_lifetimes_the_centre_allows(dana, settings):
+    settings.PORTAL_TOKEN_MAX_DAYS = 30
+    client = _signed_in(dana)
+    page = client.get("/account/tokens/").content.decode()
+    assert 'value="30"' in page
+    assert 'value="90"' not in page
+    refused = client.post(
+        "/account/tokens/", {"name": "long", "scope": "read", "expires_in_days": 90}
+    )
+    assert "Select a valid choice" in refused.content.decode()
+    assert not ApiToken.objects.exists()
