@@ -275,7 +275,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.UserRateThrottle",
     ],
-    # Counted in each process's cache (no shared cache is configured): per worker, not global.
+    # Counted in the cache: shared by every process with PORTAL_CACHE_URL, else per process
+    # (and per process too while Redis is away: kit/cache_backend.py).
     "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,  # the same client address as the lockout
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("PORTAL_API_ANON_RATE", "60/minute"),
@@ -333,12 +334,24 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_DEFAULT_QUEUE = "portal"
-# Chart data and other figures that change only with the ledger (portal/caching.py): Redis
-# when PORTAL_CACHE_URL is set (shared by every web process), local memory otherwise.
+# Chart data, other figures that change only with the ledger (kit/caching.py) and the API's
+# throttle counts: Redis when PORTAL_CACHE_URL is set (shared by every web process), local
+# memory otherwise. A Redis that does not answer degrades to each process's local memory, with
+# a log line, instead of failing requests (kit/cache_backend.py).
 CACHE_URL = env_str("PORTAL_CACHE_URL", "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        {
+            "BACKEND": "kit.cache_backend.FallbackRedisCache",
+            "LOCATION": CACHE_URL,
+            "OPTIONS": {
+                # A cache call never holds a request for long; after a failure Redis is tried
+                # again at most every RETRY_SECONDS.
+                "socket_connect_timeout": 1,
+                "socket_timeout": 1,
+                "RETRY_SECONDS": env_int("PORTAL_CACHE_RETRY_SECONDS", 5, minimum=1),
+            },
+        }
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "portal"}
     )
