@@ -85,10 +85,6 @@ class FallbackRedisCache(RedisCache):
             {key: value for key, value in params.items() if key != "OPTIONS"},
         )
 
-    def ping(self) -> None:
-        """Ask Redis itself, bypassing the fallback; raises when it does not answer."""
-        self._cache.get_client(write=True).ping()
-
     @property
     def unreachable(self) -> bool:
         """Whether this process is serving from its local memory now."""

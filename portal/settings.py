@@ -356,6 +356,9 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "portal"}
     )
 }
+# /healthz/ and /readyz/ (portal/health.py): how long each check of the cache and the broker
+# may wait for an answer.
+PORTAL_HEALTH_TIMEOUT_SECONDS = env_int("PORTAL_HEALTH_TIMEOUT_SECONDS", 1, minimum=1)
 CELERY_TASK_ROUTES = {"accounting.tasks.*import*": {"queue": "imports"}}
 # Where Slurm's commands (sacctmgr, scontrol) are, when not on the PATH of the web host.
 SLURM_BIN_DIR = env_str("SLURM_BIN_DIR", "")
