@@ -390,7 +390,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "accounting.tasks.ledger_partitions_ahead",
         "schedule": 24 * 3600,
     },
+    # Staff uploads, deleted PORTAL_UPLOAD_RETENTION_DAYS after their run finished.
+    "uploads-expire": {"task": "accounting.tasks.uploads_expire", "schedule": 60 * 60},
 }
+# Days a staff upload (var/uploads/) is kept after its import finished; 0 keeps them forever.
+PORTAL_UPLOAD_RETENTION_DAYS = env_int("PORTAL_UPLOAD_RETENTION_DAYS", 30, minimum=0)
 
 # --- E-mail (balances crossing thresholds notify PIs) --------------------------------------
 # Embedded (make demo): each mail is a file in var/mail/, not a page of the terminal's output.
