@@ -86,7 +86,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> JsonResponse:
     """Health for monitoring: the database, the cache and the broker, each ``ok`` or the
     error. 200 while the database answers (a cache or broker outage degrades the portal but
-    does not stop it), 503 when it does not. No authentication; nothing private."""
+    does not stop it), 503 when it does not. No authentication; no data, but an error may name
+    an internal host (docs/configuration.md)."""
     database_ok, parts = health.health()
     return JsonResponse(parts, status=200 if database_ok else 503)
 
