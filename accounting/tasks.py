@@ -5,15 +5,16 @@ Imports go to the ``imports`` queue (settings.CELERY_TASK_ROUTES).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from celery import Task, shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
-from accounting.ledger.sources import import_file, sacct_window_import
+from accounting.ledger.sources import import_file, sacct_window_import, uploads_expire
 from accounting.ledger_storage import partitions_ahead
 from accounting.locks import (
     ImportLockBusy,
@@ -162,3 +163,29 @@ def ledger_partitions_ahead() -> dict[str, list[str]]:
     """This month's ledger partition and the next two, ready before their first job ends
     (docs/importing.md); nothing on SQLite."""
     return {"created": partitions_ahead(today=timezone.now().date())}
+
+
+# Runs whose uploads one call deletes at most: a backlog (the first run after upgrading) is
+# worked off over the hourly runs instead of in one long task.
+UPLOADS_EXPIRED_PER_RUN = 500
+
+
+@shared_task(name="accounting.tasks.uploads_expire", soft_time_limit=540, time_limit=600)
+def uploads_expire_task() -> dict[str, Any]:
+    """Beat, hourly: delete staff uploads whose run finished more than
+    ``PORTAL_UPLOAD_RETENTION_DAYS`` ago (0 keeps them); idempotent, bounded, no overlap."""
+    days = settings.PORTAL_UPLOAD_RETENTION_DAYS
+    if days == 0:
+        return {"skipped": "PORTAL_UPLOAD_RETENTION_DAYS is 0: uploads are kept"}
+    try:
+        with named_lock("uploads expire"):
+            runs = uploads_expire(
+                # Where the upload page and POST /api/v1/imports/ keep them.
+                upload_dir=Path(settings.VAR_DIR) / "uploads",
+                older_than=timedelta(days=days),
+                now=timezone.now(),
+                limit=UPLOADS_EXPIRED_PER_RUN,
+            )
+    except ImportLockBusy:
+        return {"skipped": "uploads are being expired already"}
+    return {"import_runs": [run.pk for run in runs]}

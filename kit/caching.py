@@ -6,7 +6,8 @@ is cached under a key that holds :func:`accounting.ledger.selectors.ledger_stamp
 with every committed batch of every import, in whatever process: the next request after an
 import reads the new figures, and a cached figure is never served stale. The cache is Redis
 when ``PORTAL_CACHE_URL`` is set (several web processes share it), Django's local memory
-otherwise (docs/configuration.md).
+otherwise (docs/configuration.md). While that Redis does not answer, each process keeps what it
+computes in its own memory (kit/cache_backend.py): pages are slower, never failing.
 """
 
 from __future__ import annotations

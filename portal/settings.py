@@ -287,7 +287,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.UserRateThrottle",
     ],
-    # Counted in each process's cache (no shared cache is configured): per worker, not global.
+    # Counted in the cache: shared by every process with PORTAL_CACHE_URL, else per process
+    # (and per process too while Redis is away: kit/cache_backend.py).
     "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,  # the same client address as the lockout
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("PORTAL_API_ANON_RATE", "60/minute"),
@@ -345,16 +346,31 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_DEFAULT_QUEUE = "portal"
-# Chart data and other figures that change only with the ledger (portal/caching.py): Redis
-# when PORTAL_CACHE_URL is set (shared by every web process), local memory otherwise.
+# Chart data, other figures that change only with the ledger (kit/caching.py) and the API's
+# throttle counts: Redis when PORTAL_CACHE_URL is set (shared by every web process), local
+# memory otherwise. A Redis that does not answer degrades to each process's local memory, with
+# a log line, instead of failing requests (kit/cache_backend.py).
 CACHE_URL = env_str("PORTAL_CACHE_URL", "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        {
+            "BACKEND": "kit.cache_backend.FallbackRedisCache",
+            "LOCATION": CACHE_URL,
+            "OPTIONS": {
+                # A cache call never holds a request for long; after a failure Redis is tried
+                # again at most every RETRY_SECONDS.
+                "socket_connect_timeout": 1,
+                "socket_timeout": 1,
+                "RETRY_SECONDS": env_int("PORTAL_CACHE_RETRY_SECONDS", 5, minimum=1),
+            },
+        }
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "portal"}
     )
 }
+# /healthz/ and /readyz/ (portal/health.py): how long each check of the cache and the broker
+# may wait for an answer.
+PORTAL_HEALTH_TIMEOUT_SECONDS = env_int("PORTAL_HEALTH_TIMEOUT_SECONDS", 1, minimum=1)
 CELERY_TASK_ROUTES = {"accounting.tasks.*import*": {"queue": "imports"}}
 # Where Slurm's commands (sacctmgr, scontrol) are, when not on the PATH of the web host.
 SLURM_BIN_DIR = env_str("SLURM_BIN_DIR", "")
@@ -386,7 +402,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "accounting.tasks.ledger_partitions_ahead",
         "schedule": 24 * 3600,
     },
+    # Staff uploads, deleted PORTAL_UPLOAD_RETENTION_DAYS after their run finished.
+    "uploads-expire": {"task": "accounting.tasks.uploads_expire", "schedule": 60 * 60},
 }
+# Days a staff upload (var/uploads/) is kept after its import finished; 0 keeps them forever.
+PORTAL_UPLOAD_RETENTION_DAYS = env_int("PORTAL_UPLOAD_RETENTION_DAYS", 30, minimum=0)
 
 # --- E-mail (balances crossing thresholds notify PIs) --------------------------------------
 # Embedded (make demo): each mail is a file in var/mail/, not a page of the terminal's output.

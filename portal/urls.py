@@ -11,6 +11,7 @@ from portal import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz/", views.healthz, name="healthz"),
+    path("readyz/", views.readyz, name="readyz"),
     path("audit/", views.audit_log, name="audit"),
     path("accounts/login/", people_pages.SignInView.as_view(), name="login"),
     path(

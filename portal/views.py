@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -15,6 +14,7 @@ from allocations.grants import charts
 from allocations.grants.selectors import balances_for_project, projects_of_member
 from allocations.rounds.selectors import rounds_for_user
 from kit.access import is_staff, require
+from portal import health
 from portal.audit import audit_changes, audit_entries, audit_kind
 from projects.access import leads_a_project, projects_visible
 from projects.models import Project
@@ -84,7 +84,18 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness for load balancers: answers without authentication, says nothing private."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok"})
+    """Health for monitoring: the database, the cache and the broker, each ``ok`` or the
+    error. 200 while the database answers (a cache or broker outage degrades the portal but
+    does not stop it), 503 when it does not. No authentication; no data, but an error may name
+    an internal host (docs/configuration.md)."""
+    database_ok, parts = health.health()
+    return JsonResponse(parts, status=200 if database_ok else 503)
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness for load balancers: 200 when the database answers and every migration is
+    applied, 503 otherwise (portal/health.py says why the cache and the broker are not
+    asked). No authentication; nothing private."""
+    ready, parts = health.readiness()
+    return JsonResponse(parts, status=200 if ready else 503)

@@ -8,14 +8,17 @@ so in its header; with CI=true it refuses to fall back and stops at once.
 from __future__ import annotations
 
 import os
+import runpy
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
 
+from tests.redis_server import RedisServer, redis_missing_reason, redis_server
 from tests.workers import start_celery_worker
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -120,3 +123,29 @@ def _empty_cache() -> None:
     from django.core.cache import cache
 
     cache.clear()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which the test may stop (tests/redis_server.py); the
+    shared Redis of the test services is never stopped."""
+    reason = redis_missing_reason()
+    if reason is not None:
+        if IN_CI:
+            pytest.fail(f"the tests of a Redis outage need redis-server in CI: {reason}")
+        pytest.skip(reason)
+    with redis_server() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_cache(
+    private_redis: RedisServer, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> RedisServer:
+    """The portal's cache, and so the API's throttles, on the private Redis: the CACHES that
+    portal/settings.py makes when PORTAL_CACHE_URL is set, as in a deployment."""
+    monkeypatch.setenv("PORTAL_CACHE_URL", private_redis.url(1))
+    configured = runpy.run_path(str(Path(__file__).resolve().parents[1] / "portal" / "settings.py"))
+    settings.CACHE_URL = configured["CACHE_URL"]
+    settings.CACHES = configured["CACHES"]
+    return private_redis

@@ -405,6 +405,31 @@ def _suffix(name: str) -> str:
     return ".json" if name.lower().endswith(".json") else ".psv"
 
 
+def uploads_expire(
+    *, upload_dir: Path, older_than: timedelta, now: datetime, limit: int
+) -> list[ImportRun]:
+    """Delete the kept files of uploads whose run finished more than ``older_than`` before
+    ``now``, at most ``limit`` runs a call, oldest first, and note it on each run
+    (``upload_deleted_at``). A running run's file is never touched: its import may still be
+    reading it. Idempotent: a run already noted is not looked at again, and a file already gone
+    is noted all the same."""
+    runs = list(
+        ImportRun.objects.filter(
+            checksum__gt="",  # only uploads have one
+            upload_deleted_at__isnull=True,
+            finished_at__lt=now - older_than,
+        )
+        .exclude(status=ImportRun.Status.RUNNING)
+        .order_by("finished_at", "pk")[:limit]
+    )
+    for run in runs:
+        for suffix in (".psv", ".json"):
+            (upload_dir / f"import-{run.pk}{suffix}").unlink(missing_ok=True)
+        run.upload_deleted_at = now
+        run.save(update_fields=["upload_deleted_at"])
+    return runs
+
+
 FORMATS = ("auto", "parsable", "json")
 
 

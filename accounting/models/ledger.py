@@ -47,6 +47,11 @@ class ImportRun(models.Model):
     pending = models.PositiveBigIntegerField(default=0)
     quarantined = models.PositiveBigIntegerField(default=0)
     error = models.TextField(blank=True)
+    upload_deleted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when the uploaded file was deleted, PORTAL_UPLOAD_RETENTION_DAYS after the run",
+    )
 
     class Meta:
         ordering = ["-started_at"]

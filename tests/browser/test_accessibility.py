@@ -34,7 +34,7 @@ WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}
 USERNAMES = {"member": "alice", "other": "bob", "pi": "carol", "committee": "erin",
              "chair": "dana", "staff": "staff"}  # fmt: skip  # as in tests/pages/conftest.py
 # URL names that answer a GET with JSON, not a page; any other answer that is not HTML fails.
-NOT_PAGES = {"healthz", "accounting:cost-ratio-live"}
+NOT_PAGES = {"healthz", "readyz", "accounting:cost-ratio-live"}
 SERIOUS = {"serious", "critical"}
 # Every chart drawn, and its drawing hidden from screen readers (static/js/charts.js): the
 # chart's name and its data table speak for it.

@@ -18,7 +18,7 @@ from tests.pages.test_permission_matrix import MATRIX, ROLES, rare_objects_make
 
 pytestmark = pytest.mark.django_db
 
-NOT_PAGES = {"healthz", "accounting:cost-ratio-live"}  # JSON
+NOT_PAGES = {"healthz", "readyz", "accounting:cost-ratio-live"}  # JSON
 UNLABELLED_TYPES = {"hidden", "submit", "button", "reset", "image"}  # their value is the label
 
 

@@ -125,6 +125,7 @@ MATRIX: dict[str, Entry] = {
     # --- Site ---------------------------------------------------------------------------
     "home": Entry(lambda s: "/", read=EVERYONE),
     "healthz": Entry(lambda s: "/healthz/", read=EVERYONE),
+    "readyz": Entry(lambda s: "/readyz/", read=EVERYONE),
     "audit": Entry(lambda s: "/audit/", read=ANY_PI),  # staff, and whoever leads a project
     # --- Accounting pages ---------------------------------------------------------------
     "accounting:partition-list": Entry(lambda s: "/accounting/partitions/", read=SIGNED_IN),
