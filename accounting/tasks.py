@@ -6,14 +6,13 @@ Imports go to the ``imports`` queue (settings.CELERY_TASK_ROUTES).
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from celery import Task, shared_task
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
-from accounting.ledger.sources import import_file, sacct_window_import
+from accounting.ledger.sources import import_file, sacct_window_import, upload_path
 from accounting.locks import (
     ImportLockBusy,
     cluster_import_lock,
@@ -86,12 +85,13 @@ def import_sacct_file(
     columns: str | None = None,
     delimiter: str | None = None,
 ) -> dict[str, Any]:
-    """Import a sacct file already on disk (a staff upload) into the run ``run_id``. A file that
-    is not sacct output fails its run with the reason, not the task."""
+    """Import a sacct file already on disk (a staff upload, named relative to the uploads
+    directory) into the run ``run_id``. A file that is not sacct output, or is not there,
+    fails its run with the reason, not the task."""
     run = ImportRun.objects.select_related("cluster").get(pk=run_id)
     run, summary = import_file(
         run=run,
-        path=Path(path),
+        path=upload_path(path),
         create_projects=create_projects,
         columns=columns,
         delimiter=delimiter,
