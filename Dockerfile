@@ -18,7 +18,9 @@ RUN if [ "$PORTAL_LDAP" = 1 ]; then \
         && rm -rf /var/lib/apt/lists/*; \
     fi
 COPY . .
-RUN useradd --system --home /var/lib/portal portal && mkdir -p /var/lib/portal \
+# uploads/ exists in the image, owned by portal, so the volume docker-compose.yml mounts there
+# starts out writable by the web and the worker.
+RUN useradd --system --home /var/lib/portal portal && mkdir -p /var/lib/portal/uploads \
     && DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput --verbosity 0 \
     && chown -R portal /var/lib/portal
 USER portal

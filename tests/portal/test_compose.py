@@ -102,3 +102,21 @@ def test_only_nginx_faces_clients_and_gunicorn_runs_on_the_shared_settings():
     app_env = services["web"]["environment"]
     assert _without_shell(app_env["PORTAL_WEB_TIMEOUT"]) == str(WEB_TIMEOUT_SECONDS)
     assert _without_shell(app_env["PORTAL_TRUSTED_PROXY_COUNT"]) == "1"  # nginx is a hop
+
+
+def test_web_and_worker_share_the_uploads_volume_at_the_same_path():
+    services = _compose()["services"]
+    uploads = f"uploads:{_image_var_dir()}/uploads"
+    assert uploads in services["web"]["volumes"]
+    assert uploads in services["worker"]["volumes"]
+    assert "uploads" in _compose()["volumes"]
+    # The image makes the directory, owned by the portal user, so the volume starts writable.
+    assert f"mkdir -p {_image_var_dir()}/uploads" in (ROOT / "Dockerfile").read_text()
+
+
+def test_redis_keeps_the_queue_in_an_append_only_file_on_a_volume():
+    redis = _compose()["services"]["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert "redisdata:/data" in redis["volumes"]
+    assert "redisdata" in _compose()["volumes"]
