@@ -261,6 +261,8 @@ def test_the_body_limit_is_the_documented_upload_limit_and_bodies_go_to_disk():
     limit_mib = int(re.search(r"client_max_body_size (\d+)m;", template).group(1))
     # The 2 GiB file plus one MiB for the form's other fields and the multipart framing.
     assert limit_mib * 1024**2 == MAX_UPLOAD_BYTES + 1024**2
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    assert "`client_max_body_size 2049m`: the upload limit of 2 GiB" in documented
     assert re.search(r"client_body_buffer_size 16k;", template)
     assert "proxy_request_buffering on;" in template
     for timeout in ("client_header_timeout", "client_body_timeout", "send_timeout"):
