@@ -18,9 +18,13 @@ RUN if [ "$PORTAL_LDAP" = 1 ]; then \
         && rm -rf /var/lib/apt/lists/*; \
     fi
 COPY . .
-RUN useradd --system --home /var/lib/portal portal && mkdir -p /var/lib/portal \
+# uploads/ exists in the image, owned by portal, so the volume docker-compose.yml mounts there
+# starts out writable by the web and the worker.
+RUN useradd --system --home /var/lib/portal portal && mkdir -p /var/lib/portal/uploads \
     && DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput --verbosity 0 \
     && chown -R portal /var/lib/portal
 USER portal
+# For nginx only (docker-compose.yml's nginx service, deploy/nginx.conf.template): sync
+# workers must not face clients directly.
 EXPOSE 8000
-CMD ["gunicorn", "portal.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--access-logfile", "-"]
+CMD ["gunicorn", "-c", "deploy/gunicorn.conf.py", "--bind", "0.0.0.0:8000", "portal.wsgi"]

@@ -15,13 +15,16 @@ BUILD_DEBS := libldap2-dev libsasl2-dev
 RUN_INSTALL := $(if $(PORTAL_LDAP_URI),install-ldap,install)
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# The run-* targets: nginx serves HOST:PORT and hands whole requests to gunicorn on a unix
+# socket in the var dir (docs/configuration.md, "Web tier").
+VAR_DIR := $(or $(PORTAL_VAR_DIR),$(CURDIR)/var)
 
 # The services of a real deployment, started natively by the run-* targets below and described
 # by docker-compose.yml (tests/test_compose.py checks that the two lists agree).
 BACKING_SERVICES := postgres redis
-NATIVE_SERVICES  := web worker beat
+NATIVE_SERVICES  := nginx web worker beat
 
-.PHONY: help install install-ldap install-dev system-packages demo test lint format bench screenshots migrate run run-web run-worker run-beat services clean
+.PHONY: help install install-ldap install-dev system-packages demo test lint format bench screenshots migrate run run-nginx run-web run-worker run-beat services clean
 
 help:
 	@echo "make demo    set up and serve the portal on http://$(HOST):$(PORT) (SQLite, eager Celery)"
@@ -29,7 +32,7 @@ help:
 	@echo "make lint    ruff check, ruff format --check, mypy, lint-imports (architecture)"
 	@echo "make bench   benchmarks (figures and ratios)"
 	@echo "make screenshots  refresh docs/screenshots/ (Chromium via Playwright, SQLite)"
-	@echo "make run     web (gunicorn), worker and beat against DATABASE_URL / CELERY_BROKER_URL"
+	@echo "make run     nginx in front of the web (gunicorn), worker and beat against DATABASE_URL / CELERY_BROKER_URL"
 	@echo "make install-ldap  add LDAP sign-in (requirements-ldap.txt; apt-installs libldap2-dev, libsasl2-dev)"
 
 # Root installs what is missing (noninteractive); anyone else is told which packages to install.
@@ -107,9 +110,18 @@ migrate: $(RUN_INSTALL)
 services:
 	@echo $(BACKING_SERVICES) $(NATIVE_SERVICES)
 
+# nginx on HOST:PORT (Debian's nginx-light, apt-installed by root when missing).
+run-nginx:
+	scripts/nginx-proxy install
+	scripts/nginx-proxy run --listen $(HOST):$(PORT)
+
+# gunicorn for nginx only: workers from the cores (PORTAL_WEB_WORKERS overrides), settings in
+# deploy/gunicorn.conf.py. nginx is one proxy hop: the client's address is the one it saw.
+run-web: export PORTAL_TRUSTED_PROXY_COUNT ?= 1
 run-web: $(RUN_INSTALL)
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	$(VENV)/bin/gunicorn portal.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+	mkdir -p $(VAR_DIR)/run
+	$(VENV)/bin/gunicorn -c deploy/gunicorn.conf.py --bind unix:$(VAR_DIR)/run/gunicorn.sock portal.wsgi
 
 run-worker: $(RUN_INSTALL)
 	$(VENV)/bin/celery -A portal worker --queues portal,imports --concurrency 2 --loglevel INFO
@@ -118,7 +130,7 @@ run-beat: $(RUN_INSTALL)
 	$(VENV)/bin/celery -A portal beat --loglevel INFO --scheduler django_celery_beat.schedulers:DatabaseScheduler
 
 run: $(RUN_INSTALL) migrate
-	$(MAKE) -j3 run-web run-worker run-beat
+	$(MAKE) -j4 run-nginx run-web run-worker run-beat
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .hypothesis

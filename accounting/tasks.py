@@ -6,7 +6,6 @@ Imports go to the ``imports`` queue (settings.CELERY_TASK_ROUTES).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from celery import Task, shared_task
@@ -14,7 +13,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
-from accounting.ledger.sources import import_file, sacct_window_import, uploads_expire
+from accounting.ledger.sources import (
+    import_file,
+    sacct_window_import,
+    upload_path,
+    uploads_dir,
+    uploads_expire,
+)
 from accounting.ledger_storage import partitions_ahead
 from accounting.locks import (
     ImportLockBusy,
@@ -87,12 +92,13 @@ def import_sacct_file(
     columns: str | None = None,
     delimiter: str | None = None,
 ) -> dict[str, Any]:
-    """Import a sacct file already on disk (a staff upload) into the run ``run_id``. A file that
-    is not sacct output fails its run with the reason, not the task."""
+    """Import a sacct file already on disk (a staff upload, named relative to the uploads
+    directory) into the run ``run_id``. A file that is not sacct output, or is not there,
+    fails its run with the reason, not the task."""
     run = ImportRun.objects.select_related("cluster").get(pk=run_id)
     run, summary = import_file(
         run=run,
-        path=Path(path),
+        path=upload_path(path),
         create_projects=create_projects,
         columns=columns,
         delimiter=delimiter,
@@ -180,8 +186,7 @@ def uploads_expire_task() -> dict[str, Any]:
     try:
         with named_lock("uploads expire"):
             runs = uploads_expire(
-                # Where the upload page and POST /api/v1/imports/ keep them.
-                upload_dir=Path(settings.VAR_DIR) / "uploads",
+                upload_dir=uploads_dir(),
                 older_than=timedelta(days=days),
                 now=timezone.now(),
                 limit=UPLOADS_EXPIRED_PER_RUN,

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, cast
 
 import django_filters  # type: ignore[import-untyped]
-from django.conf import settings
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -268,7 +266,6 @@ class ImportRunViewSet(ApiViewSet):
                 chunks=upload.chunks(),
                 started_by=acting_user(request),
                 create_projects=data.validated_data["create_projects"],
-                upload_dir=Path(settings.VAR_DIR) / "uploads",
                 columns=data.validated_data["columns"],
                 delimiter=data.validated_data["delimiter"],
                 again=data.validated_data["import_again"],

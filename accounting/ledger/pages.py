@@ -9,10 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -371,7 +369,6 @@ def import_list(request: HttpRequest) -> HttpResponse:
                 chunks=upload.chunks(),
                 started_by=request.user,
                 create_projects=form.cleaned_data["create_projects"],
-                upload_dir=Path(settings.VAR_DIR) / "uploads",
                 columns=form.cleaned_data["columns"],
                 delimiter=form.cleaned_data["delimiter"],
                 again=form.cleaned_data["import_again"],

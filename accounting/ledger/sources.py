@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import tempfile
 import urllib.error
@@ -23,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -334,6 +336,20 @@ class AlreadyImported(Exception):
         self.earlier = earlier
 
 
+def uploads_dir() -> Path:
+    """Where uploads are kept, for the web that saves them and the worker that imports them:
+    ``PORTAL_VAR_DIR/uploads``, one directory both must see (docker-compose.yml's ``uploads``
+    volume, mounted at the same path in both)."""
+    return Path(settings.VAR_DIR) / "uploads"
+
+
+def upload_path(name: str) -> Path:
+    """The kept upload ``name`` under this process's :func:`uploads_dir`. An absolute path (a
+    task queued before uploads were named relative to the directory) is kept as it is."""
+    path = Path(name)
+    return path if path.is_absolute() else uploads_dir() / path
+
+
 def import_upload_start(
     *,
     cluster: Cluster,
@@ -341,16 +357,18 @@ def import_upload_start(
     chunks: Iterable[bytes],
     started_by: Any = None,
     create_projects: bool = False,
-    upload_dir: Path,
     columns: str = "",
     delimiter: str = "",
     again: bool = False,
 ) -> ImportRun:
-    """Keep an uploaded sacct file and enqueue its import (after the commit).
+    """Keep an uploaded sacct file in :func:`uploads_dir` and enqueue its import (after the
+    commit). The task is given the file's name, not the web's path: the worker finds it in its
+    own uploads directory, which must be the same directory.
 
     Raises :class:`AlreadyImported` when a run of this cluster already read the same content
     and ``again`` is not set: uploading a file twice by mistake must not look like new data.
     """
+    upload_dir = uploads_dir()
     upload_dir.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     with tempfile.NamedTemporaryFile(dir=upload_dir, prefix="upload-", delete=False) as out:
@@ -369,7 +387,7 @@ def import_upload_start(
     path = kept.rename(upload_dir / f"import-{run.pk}{_suffix(name)}")
     task_enqueue(
         name="accounting.tasks.import_sacct_file",
-        args=(run.pk, str(path)),
+        args=(run.pk, path.name),
         kwargs={
             "create_projects": create_projects,
             "columns": columns or None,
@@ -578,7 +596,21 @@ def import_file(
 ) -> tuple[ImportRun, ImportSummary | None]:
     """Import a kept file (text or JSON) into ``run``. A file that cannot be imported at all (no
     header, not sacct output) ends the run as failed with the reason and gives no summary: the
-    caller (a worker, or the in-process worker of the demo) reports it rather than failing."""
+    caller (a worker, or the in-process worker of the demo) reports it rather than failing.
+
+    A file that is not there fails the run too, saying where it was looked for: a worker that
+    does not share the web's uploads directory must not leave the run running forever."""
+    if not path.is_file():
+        message = (
+            f"the uploaded file {path.name} is not in {path.parent} on the importing worker"
+            f" ({socket.gethostname()}): the web and the worker must share the uploads"
+            " directory (PORTAL_VAR_DIR/uploads; docker-compose.yml's uploads volume)"
+        )
+        ImportRun.objects.filter(pk=run.pk).update(
+            status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message
+        )
+        run.refresh_from_db()
+        return run, None
     try:
         with path.open("rb") as stream:
             return sacct_stream_import(

@@ -36,9 +36,7 @@ def uploads(settings, tmp_path, django_capture_on_commit_callbacks):
 
     def upload(name: str, content: bytes, *, run_it: bool = True) -> ImportRun:
         with django_capture_on_commit_callbacks(execute=run_it):
-            run = import_upload_start(
-                cluster=cluster, name=name, chunks=[content], upload_dir=tmp_path / "uploads"
-            )
+            run = import_upload_start(cluster=cluster, name=name, chunks=[content])
         run.refresh_from_db()
         return run
 

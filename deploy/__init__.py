@@ -1,0 +1,1 @@
+"""How the portal is served: gunicorn behind nginx (docs/configuration.md, "Web tier")."""
