@@ -50,7 +50,8 @@ def chairs_any_round(user: Actor) -> bool:
 
 
 def has_conflict(user: Actor, project: Project) -> bool:
-    """A reviewer who belongs to a project never reviews its requests."""
+    """A conflict of interest: the user leads or belongs to the project. On a committee, they
+    never review its requests, read their reviews (nor who wrote them) or decide them."""
     return isinstance(user, User) and (project.pi_id == user.pk or is_member(user, project))
 
 
@@ -65,8 +66,20 @@ def can_decide_round(user: Actor, round_: AllocationRound) -> bool:
 
 
 def can_decide(user: Actor, request: AllocationRequest) -> bool:
-    """Open a request for review, grant or decline it: the round's chair, or staff."""
-    return can_decide_round(user, request.round)
+    """Open a request for review, grant or decline it: the round's chair, except for a request
+    of their own project (``has_conflict``), or staff."""
+    if is_staff(user):
+        return True
+    return is_chair(user, request.round) and not has_conflict(user, request.project)
+
+
+def can_read_reviews(user: Actor, request: AllocationRequest) -> bool:
+    """Read a request's reviews and who wrote them: the round's committee (its chair too),
+    except members of the request's project (``has_conflict``), and staff. Applicants never
+    do. The same rule as ``reviews_visible``, for one request."""
+    if is_staff(user):
+        return True
+    return is_committee(user, request.round) and not has_conflict(user, request.project)
 
 
 # --- What a user may see ------------------------------------------------------------------
@@ -88,15 +101,26 @@ def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
 
 
 def reviews_visible(*, user: Actor) -> QuerySet[Review]:
-    """Reviews of the rounds whose committee the user sits on; every review for staff.
-    Applicants do not see reviews (nor who wrote them)."""
+    """Reviews of the rounds whose committee the user sits on, except those of requests of
+    their own projects (``has_conflict``); every review for staff. Applicants do not see
+    reviews (nor who wrote them). ``can_read_reviews`` is the same rule for one request."""
     reviews = Review.objects.all()
     if is_staff(user):
         return reviews
     if not isinstance(user, User):
         return reviews.none()
     rounds = CommitteeMember.objects.filter(user_id=user.pk).values("round_id")
-    return reviews.filter(request__round_id__in=rounds)
+    return reviews.filter(request__round_id__in=rounds).exclude(
+        request__project__in=projects_of_member(user=user)
+    )
+
+
+def projects_in_conflict(*, user: Actor) -> QuerySet[Project]:
+    """The projects ``has_conflict`` names for the user, in one query (a round's overview):
+    whose requests' scores they may not read. None for staff, as ``can_read_reviews``."""
+    if is_staff(user):
+        return Project.objects.none()
+    return projects_of_member(user=user)
 
 
 def rounds_sat_on(*, user: Actor) -> QuerySet[AllocationRound]:

@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
 Actor = User | AnonymousUser
@@ -22,6 +23,11 @@ Actor = User | AnonymousUser
 def is_staff(user: Actor) -> bool:
     """Centre staff: an active account with Django's staff flag."""
     return isinstance(user, User) and user.is_active and user.is_staff
+
+
+def staff_members() -> QuerySet[User]:
+    """Every user ``is_staff`` holds: whom to tell when no one else may act."""
+    return User.objects.filter(is_active=True, is_staff=True)
 
 
 def require(allowed: bool, message: str) -> None:

@@ -12,7 +12,6 @@ Builders take plain values (dates, Decimals, rows), not querysets: the views rea
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -23,6 +22,8 @@ import plotly.io as pio
 from django.http import HttpResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+
+from kit.csv_export import csv_writer
 
 PALETTE = (
     "#0b6e99", "#e07a1f", "#2f9e44", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#b7950b",
@@ -89,7 +90,7 @@ class Chart:
         """The data table as a CSV download."""
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{filename_stem}-{self.key}.csv"'
-        writer = csv.writer(response)
+        writer = csv_writer(response)
         writer.writerow(self.columns)
         writer.writerows(self.rows)
         return response

@@ -4,7 +4,6 @@ Thin: forms check input, the pure modules compute, templates render.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ from accounting.clusters.forms import CostRatioForm, QuoteForm
 from accounting.clusters.quotes import QuoteError, QuoteRequest, quote_compute, weight_explanation
 from accounting.clusters.selectors import partition_versions_current, partition_versions_in_effect
 from accounting.models import PartitionVersion
+from kit.csv_export import csv_writer
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def cost_ratio_live(request: HttpRequest) -> JsonResponse:
 def _tables_csv(context: dict[str, Any]) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="cost-ratio-tables.csv"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     header = ["application", "perf_ratio", "cpu_charge_su"]
     for model in context["models"]:
         header += [f"{model['name']}_gpu_charge_su", f"{model['name']}_cost_ratio"]

@@ -4,7 +4,6 @@ selectors read the roll-ups (never the jobs), the charts draw."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
@@ -31,6 +30,7 @@ from accounting.ledger.forms import EfficiencyPeriodForm
 from kit.access import staff_only
 from kit.calendar import add_months
 from kit.charts import find_chart
+from kit.csv_export import csv_writer
 from projects.access import projects_visible
 from projects.selectors import project_for_user, role_in_project
 
@@ -63,7 +63,7 @@ def _period(
 def _csv(filename: str, key_column: str, rows: Sequence[EfficiencyRow]) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow((key_column, *CSV_COLUMNS))
     for row in rows:
         totals = row.totals

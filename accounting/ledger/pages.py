@@ -4,7 +4,6 @@ and the staff pages of imports and quarantined lines. Thin: forms check, selecto
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
@@ -47,6 +46,7 @@ from accounting.models import Cluster, CostModelVersion, ImportRun, Job, Partiti
 from accounting.quarantine import quarantine_retry_enqueue
 from accounting.utilisation.overhead import job_fair_share_get
 from kit.access import staff_only
+from kit.csv_export import csv_writer
 from projects.access import projects_visible
 from projects.selectors import project_for_user, role_in_project
 
@@ -68,7 +68,7 @@ class _Echo:
 
 
 def _csv_rows(jobs: Any) -> Iterator[str]:
-    writer = csv.writer(_Echo())
+    writer = csv_writer(_Echo())
     yield writer.writerow(CSV_COLUMNS)
     for job in jobs.iterator(chunk_size=2000):
         yield writer.writerow(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Mapping
 from decimal import Decimal
@@ -35,6 +34,7 @@ from accounting.utilisation.serializers import (
     UtilisationQuerySerializer,
 )
 from kit.api import IsStaff
+from kit.csv_export import csv_writer
 
 
 class UtilisationCsvRenderer(BaseRenderer):
@@ -51,7 +51,7 @@ class UtilisationCsvRenderer(BaseRenderer):
         renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         buffer = io.StringIO()
-        csv.writer(buffer).writerows(data)
+        csv_writer(buffer).writerows(data)
         return buffer.getvalue().encode(self.charset)
 
 

@@ -235,7 +235,10 @@ class RequestViewSet(ApiViewSet):
         """The round's chair grants SU per pool (a reason when it differs from the request);
         an application becomes allocations, a top-up adds to the current budget period."""
         request_ = self.get_object()
-        require(can_decide(request.user, request_), "only the round's chair grants SU")
+        require(
+            can_decide(request.user, request_),
+            "only the round's chair grants SU, never to a project of their own",
+        )
         data = RequestDecideInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         request_decide(

@@ -1,13 +1,19 @@
 """Mail about the allocation process: a request submitted (to the round's chair), a request
 put under review (to its reviewers), a decision (to the project's PI and members). Each says
-what happened and links to the page; people/mail.py drops whoever turned such mail off."""
+what happened and links to the page; people/mail.py drops whoever turned such mail off.
+
+No mail carries a review, a score or a reviewer's name: the applicant side reads none of them
+(``allocations.access.can_read_reviews``), and a committee member reads them on the page, where
+the access rules are asked. Nobody is mailed about a request they may not act on because of a
+conflict of interest (``has_conflict``)."""
 
 from __future__ import annotations
 
 from django.urls import reverse
 
-from allocations.access import has_conflict
+from allocations.access import can_decide, has_conflict
 from allocations.models import AllocationRequest, CommitteeMember
+from kit.access import staff_members
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 from projects.models import Membership
 
@@ -23,11 +29,13 @@ def _what(request: AllocationRequest) -> str:
 
 
 def notify_request_submitted(request: AllocationRequest) -> None:
-    """To the chair of the request's round."""
-    chairs = CommitteeMember.objects.filter(round=request.round, is_chair=True)
-    recipients = mail_recipients(
-        (seat.user for seat in chairs.select_related("user")), MailKind.ALLOCATION_EVENTS
-    )
+    """To the chair of the request's round; to staff when the chair belongs to the project
+    (a conflict of interest: ``can_decide`` lets only staff open it for review)."""
+    seats = CommitteeMember.objects.filter(round=request.round, is_chair=True)
+    deciders = [
+        seat.user for seat in seats.select_related("user") if can_decide(seat.user, request)
+    ]
+    recipients = mail_recipients(deciders or staff_members(), MailKind.ALLOCATION_EVENTS)
     mail_send(
         recipients=recipients,
         subject=f"{_what(request)} was submitted",
@@ -49,7 +57,8 @@ def notify_review_assigned(request: AllocationRequest) -> None:
 
 
 def notify_decision(request: AllocationRequest) -> None:
-    """To the project's PI and members."""
+    """To the project's PI and members: the outcome, the SU granted and the chair's reason;
+    never the reviews, their scores or who wrote them."""
     project = request.project
     members = Membership.objects.filter(project=project).select_related("user")
     people = [project.pi, *(membership.user for membership in members)]

@@ -19,7 +19,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.clusters.quotes import QuoteRequest
-from allocations.access import can_decide, can_decide_round, can_review, has_conflict, is_committee
+from allocations.access import (
+    can_decide,
+    can_decide_round,
+    can_read_reviews,
+    can_review,
+    has_conflict,
+    is_committee,
+)
 from allocations.grants.budget import estimate_mismatch
 from allocations.grants.services import AllocationError
 from allocations.models import AllocationRequest
@@ -157,7 +164,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     state = allocation_request.state
     pi = can_manage_project(user, allocation_request.project)
     chair = can_decide(user, allocation_request)
-    committee = is_committee(user, allocation_request.round)
+    reads_reviews = can_read_reviews(user, allocation_request)  # never one's own project's
     editable = pi and state == AllocationRequest.State.DRAFT
     pools = round_pools(round_=allocation_request.round)
     totals = request_estimate_totals(request=allocation_request)
@@ -172,8 +179,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "estimate_warnings": _estimate_warnings(allocation_request, totals),
         "next_step": request_next_step(request=allocation_request),
         "transitions": allocation_request.transitions.select_related("actor"),
-        "show_reviews": chair or committee,
-        "reviews": request_reviews(request=allocation_request) if (chair or committee) else [],
+        "show_reviews": reads_reviews,
+        "reviews": request_reviews(request=allocation_request) if reads_reviews else [],
         "editable": editable,
         "can_start_review": chair and state == AllocationRequest.State.SUBMITTED,
         "can_review": state == AllocationRequest.State.UNDER_REVIEW
@@ -275,7 +282,7 @@ def request_start_review(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     require(
         can_decide(request.user, allocation_request),
-        "only the round's chair opens requests for review",
+        "only the round's chair opens requests for review, never of a project of their own",
     )
     try:
         request_review_start(request=allocation_request, actor=_user(request))
@@ -327,7 +334,10 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
 def grant(request: HttpRequest, pk: int) -> HttpResponse:
     """The chair grants SU per pool (a reason when it differs from the request)."""
     allocation_request = _visible_request(request, pk)
-    require(can_decide(request.user, allocation_request), "only the round's chair grants SU")
+    require(
+        can_decide(request.user, allocation_request),
+        "only the round's chair grants SU, never to a project of their own",
+    )
     amounts = list(allocation_request.amounts.select_related("pool").order_by("pool__name"))
     form = GrantForm(request.POST or None, amounts=amounts)
     if request.method == "POST" and form.is_valid():
@@ -341,6 +351,7 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Decided: {allocation_request.get_state_display()}.")
             return redirect("allocations:request-detail", pk=pk)
+    # Whoever may decide may read the reviews (``can_decide`` implies ``can_read_reviews``).
     reviews = request_reviews(request=allocation_request)
     context = {
         "req": allocation_request,

@@ -50,12 +50,14 @@ class RoundPoolSummary:
 class RoundRequestSummary:
     request: AllocationRequest
     requested: dict[int, Decimal]
-    average_score: Decimal | None
-    reviews: int
+    average_score: Decimal | None  # None without a review, or for a request in conflict
+    reviews: int | None  # None for a request in conflict
+    conflict: bool = False  # the actor's own project's: no scores shown, no decision
 
 
 def round_overview(*, round_: AllocationRound, actor: Actor) -> dict[str, Any]:
-    """The chair's view: requested vs available SU per pool, and each request's scores."""
+    """The chair's view: requested vs available SU per pool, and each request's scores, except
+    the scores of the actor's own projects' requests (``access.projects_in_conflict``)."""
     require(
         access.is_chair(actor, round_) or is_staff(actor),
         "only the round's chair and centre staff see the whole round",
@@ -86,23 +88,27 @@ def round_overview(*, round_: AllocationRound, actor: Actor) -> dict[str, Any]:
         .prefetch_related("amounts")
         .order_by("-average_score", "project__code")
     )
-    return {
-        "round": round_,
-        "pools": pools,
-        "requests": [
+    conflicted = set(access.projects_in_conflict(user=actor).values_list("pk", flat=True))
+    summaries = []
+    for request in requests:
+        conflict = request.project_id in conflicted
+        average = request.average_score
+        summaries.append(
             RoundRequestSummary(
                 request=request,
                 requested={amount.pool_id: amount.requested_su for amount in request.amounts.all()},
                 average_score=(
-                    Decimal(request.average_score).quantize(Decimal("0.01"))
-                    if request.average_score is not None
+                    Decimal(average).quantize(Decimal("0.01"))
+                    if average is not None and not conflict
                     else None
                 ),
-                reviews=request.review_count,
+                reviews=None if conflict else request.review_count,
+                conflict=conflict,
             )
-            for request in requests
-        ],
-    }
+        )
+    # Requests in conflict last: a place in the ranking would tell their score.
+    summaries.sort(key=lambda summary: summary.conflict)
+    return {"round": round_, "pools": pools, "requests": summaries}
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,10 @@ class RoundRequestSummarySerializer(serializers.Serializer):
     state = serializers.CharField(source="request.state")
     requested = serializers.SerializerMethodField()
     average_score = serializers.DecimalField(max_digits=4, decimal_places=2, allow_null=True)
-    reviews = serializers.IntegerField()
+    reviews = serializers.IntegerField(allow_null=True, help_text="null: a request in conflict")
+    conflict = serializers.BooleanField(
+        help_text="a request of the caller's own project: its scores are not shown"
+    )
 
     @extend_schema_field(PoolAmountSerializer(many=True))
     def get_requested(self, summary: Any) -> list[dict[str, Any]]:

@@ -199,7 +199,7 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
     """The chair (or staff) opens a submitted request for review."""
     require(
         can_decide(actor, request),
-        "only the round's chair opens requests for review",
+        "only the round's chair opens requests for review, never of a project of their own",
     )
     check_rule(
         request.state == State.SUBMITTED,
@@ -244,7 +244,10 @@ def request_decide(
     An application becomes allocations over the round's period, split into budget periods;
     a top-up adds SU to the project's current budget period on each pool.
     """
-    require(can_decide(actor, request), "only the round's chair grants SU")
+    require(
+        can_decide(actor, request),
+        "only the round's chair grants SU, never to a project of their own",
+    )
     check_rule(
         request.state == State.UNDER_REVIEW,
         f"a {request.get_state_display()} request cannot be decided",

@@ -6,7 +6,9 @@ who may read and write it (docs/access.md). Each entry names the roles that may 
 write (POST, PATCH, DELETE) the URL for an object of project pawsey0003. The roles are
 anonymous; ``member`` (alice) and ``pi`` (carol) of pawsey0003; ``other`` (bob, PI of other
 projects: the view from another project); ``committee`` (erin, reviewer of the round, in no
-project); ``chair`` (dana, the round's chair); and ``staff``.
+project); ``conflicted`` (frank, reviewer of the round and a member of pawsey0003: a conflict
+of interest, so he reads the request as its member and never its reviews); ``chair`` (dana,
+the round's chair); and ``staff``.
 
 - Allowed: any status below 400, or 400 for a write whose body is empty or invalid (the
   caller may call the operation; the input is wrong).
@@ -36,25 +38,30 @@ from allocations.grants.services import adjustment_top_up
 from allocations.models import (
     Adjustment,
     Allocation,
+    CommitteeMember,
     EnforcementAction,
     PriorityAction,
     Review,
     SlurmSyncPlan,
 )
 from allocations.priorities.services import priority_policy_set
+from allocations.rounds.services import review_submit
+from projects.services import membership_add
 from tests.pages.conftest import Site
 
 pytestmark = pytest.mark.django_db
 
-ROLES = ("anonymous", "member", "other", "pi", "committee", "chair", "staff")
+ROLES = ("anonymous", "member", "other", "pi", "committee", "conflicted", "chair", "staff")
 SIGNED_IN = frozenset(ROLES) - {"anonymous"}
 EVERYONE = frozenset(ROLES)
 STAFF = frozenset({"staff"})
-PROJECT = frozenset({"member", "pi", "staff"})  # pawsey0003's own people, and staff
+PROJECT = frozenset({"member", "pi", "conflicted", "staff"})  # pawsey0003's people, and staff
 PI = frozenset({"pi", "staff"})
 REQUEST_READERS = PROJECT | {"committee", "chair"}  # a submitted request: also its committee
 CHAIR = frozenset({"chair", "staff"})
-COMMITTEE = frozenset({"committee", "chair", "staff"})
+COMMITTEE = frozenset({"committee", "chair", "staff"})  # never one in conflict (reviews)
+SEATS = COMMITTEE | {"conflicted"}  # the round's committee, conflicted or not, and staff
+REVIEWERS = frozenset({"committee", "chair"})  # review pawsey0003's request: not frank
 ANY_PI = frozenset({"pi", "other", "member", "staff"})  # alice (member here) leads pawsey0001
 
 # Not in the matrix, on purpose: Django's admin (its own staff checks), the sign-in, password
@@ -216,9 +223,7 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/allocations/requests/{s.request.pk}/start-review/", write=CHAIR
     ),
     "allocations:request-review": Entry(  # the chair sits on the committee; staff do not
-        lambda s: f"/allocations/requests/{s.request.pk}/review/",
-        read=frozenset({"committee", "chair"}),
-        write=frozenset({"committee", "chair"}),
+        lambda s: f"/allocations/requests/{s.request.pk}/review/", read=REVIEWERS, write=REVIEWERS
     ),
     "allocations:request-grant": Entry(
         lambda s: f"/allocations/requests/{s.request.pk}/grant/", read=CHAIR, write=CHAIR
@@ -238,15 +243,14 @@ MATRIX: dict[str, Entry] = {
         body=lambda s: {"role": "manager"},
     ),
     "allocations:member-remove": Entry(  # the PI removes alice; alice may leave
-        lambda s: f"/allocations/projects/{_code(s)}/members/alice/remove/", write=PROJECT
+        lambda s: f"/allocations/projects/{_code(s)}/members/alice/remove/",
+        write=frozenset({"member", "pi", "staff"}),
     ),
     "allocations:invitation": Entry(  # the link is the proof: anyone signed in may accept
         _invitation_link, read=SIGNED_IN, write=SIGNED_IN
     ),
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
-    "allocations:round-detail": Entry(
-        lambda s: f"/allocations/rounds/{s.round.pk}/", read=COMMITTEE
-    ),
+    "allocations:round-detail": Entry(lambda s: f"/allocations/rounds/{s.round.pk}/", read=SEATS),
     # --- A person's own pages ------------------------------------------------------------
     "people:tokens": Entry(
         lambda s: "/account/tokens/",
@@ -342,10 +346,14 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/requests/{s.request.pk}/review-start/", write=CHAIR
     ),
     "api:request-submit": Entry(lambda s: f"/api/v1/requests/{s.request.pk}/submit/", write=PI),
+    # Any committee member may send a review (frank too: of another project's request).
     "api:review-list": Entry(
-        lambda s: "/api/v1/reviews/", read=SIGNED_IN, write=frozenset({"committee", "chair"})
+        lambda s: "/api/v1/reviews/", read=SIGNED_IN, write=REVIEWERS | {"conflicted"}
     ),
-    "api:review-detail": Entry(lambda s: f"/api/v1/reviews/{_first(Review)}/", read=COMMITTEE),
+    # A review of pawsey0003's request: frank, on the committee but of the project, gets 404.
+    "api:review-detail": Entry(
+        lambda s: f"/api/v1/reviews/{_first(Review, request=s.request)}/", read=COMMITTEE
+    ),
     "api:adjustment-list": Entry(lambda s: "/api/v1/adjustments/", read=SIGNED_IN),
     "api:adjustment-refund": Entry(lambda s: "/api/v1/adjustments/refund/", write=STAFF),
     "api:adjustment-top-up": Entry(lambda s: "/api/v1/adjustments/top-up/", write=STAFF),
@@ -376,9 +384,18 @@ def rare_objects(site: Site) -> None:
 
 def rare_objects_make(site: Site) -> None:
     """Objects the shared scenario lacks, made for the test (rolled back with it): a quarantined
-    line, a proposed priority action, a priority policy and an adjustment of pawsey0003."""
-    staff = site.users["staff"]
+    line, a proposed priority action, a priority policy, an adjustment of pawsey0003, erin's
+    review of pawsey0003's request, and frank (``conflicted``): on the round's committee and a
+    member of pawsey0003."""
+    staff, pi, erin = site.users["staff"], site.users["pi"], site.users["committee"]
     assert staff is not None
+    assert pi is not None
+    assert erin is not None
+    frank = User.objects.create_user("frank", "frank@example.org")
+    membership_add(project=site.project, user=frank, actor=pi)
+    CommitteeMember.objects.create(round=site.round, user=frank)
+    site.users["conflicted"] = frank
+    review_submit(request=site.request, reviewer=erin, score=3, comment="matrix")
     QuarantinedRecord.objects.create(
         cluster=site.cluster, source="matrix", line_number=1, header="JobID|Account",
         raw="1|nobody", raw_hash="0" * 64, reason="unknown project (Slurm account 'nobody')",

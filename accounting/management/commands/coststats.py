@@ -9,7 +9,6 @@ both. ``--quiet`` keeps only the Total column; ``--csv`` prints machine-readable
 
 from __future__ import annotations
 
-import csv
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -39,6 +38,7 @@ from accounting.costs.coststats import (
 )
 from accounting.costs.services import cost_table_get
 from accounting.management.options import moment_option
+from kit.csv_export import csv_writer
 
 # Widths of the details table, which is printed while the jobs stream in.
 _DETAIL_WIDTHS = {"size": 9, "runtime": 11, "energy": 12, "node_set": 9, "rate": 9, "total": 10}
@@ -127,7 +127,7 @@ class Command(BaseCommand):
         if show_details:
             self.stdout.write("")
         if options["csv"]:
-            writer = csv.writer(self.stdout, lineterminator="\n")
+            writer = csv_writer(self.stdout, lineterminator="\n")
             writer.writerows(statistics_csv_rows(stats))
             return
         for line in statistics_table(stats):
@@ -138,7 +138,7 @@ class Command(BaseCommand):
 
     def _details_printer(self, model: Any, columns: tuple[Column, ...], as_csv: bool) -> Any:
         if as_csv:
-            writer = csv.writer(self.stdout, lineterminator="\n")
+            writer = csv_writer(self.stdout, lineterminator="\n")
             writer.writerow(details_csv_header(columns))
 
             def write_csv(row: CostRow) -> None:

@@ -5,7 +5,6 @@ CSV on standard output (or --output FILE) with a header; times ISO 8601 UTC; SU 
 
 from __future__ import annotations
 
-import csv
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from accounting.clusters.selectors import NotFound, cluster_get
 from accounting.ledger.selectors import charges_for_export
 from accounting.management.options import moment_option
+from kit.csv_export import csv_writer
 
 COLUMNS = (
     "job_id_raw", "job_id", "project", "user", "partition", "state", "start", "end",
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         )
         out: Any = open(options["output"], "w", newline="") if options["output"] else self.stdout  # noqa: SIM115
         try:
-            writer = csv.writer(out, lineterminator="\n")
+            writer = csv_writer(out, lineterminator="\n")
             writer.writerow(COLUMNS)
             for job in jobs.iterator(chunk_size=5000):
                 writer.writerow(
