@@ -140,13 +140,21 @@ def partitions_ensure(months: Iterable[date]) -> list[str]:
 
 
 def _missing(months: list[date]) -> list[date]:
+    """The months without a partition, read from ``pg_class`` as a table (a snapshot of what is
+    committed now), not with ``to_regclass``: that reads the backend's catalogue cache, which a
+    backend refreshes only when it takes a table lock. A process that waited on the advisory
+    lock while another made the partition would otherwise still see it missing, and make it
+    again ("already exists", seen with ``--workers 2``)."""
+    names = [partition_name(month) for month in months]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL",
-            [[partition_name(month) for month in months]],
+            "SELECT c.relname FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relname = ANY(%s)",
+            [names],
         )
-        absent = {name for (name,) in cursor.fetchall()}
-    return [month for month in months if partition_name(month) in absent]
+        present = {name for (name,) in cursor.fetchall()}
+    return [month for month in months if partition_name(month) not in present]
 
 
 def months_between(first: date, last: date) -> list[date]:

@@ -329,3 +329,43 @@ def test_a_new_partition_waits_for_the_batches_in_flight_and_never_deadlocks_wit
     assert errors == []
     assert done.is_set()
     assert partition_name(month) in {p.name for p in partitions_list()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_partition_made_by_another_process_while_one_waited_is_seen_once_the_lock_is_held():
+    """`--workers 2` failed now and then with 'relation accounting_job_pYYYY_MM already exists':
+    both processes found a month missing, one made it while the other waited for the lock, and
+    the waiting one, looking again with ``to_regclass`` (the catalogue cache, which a backend
+    refreshes only when it takes a table lock, and an advisory lock is none), still saw it
+    missing and made it again. Here the waiting process is a transaction that looked before
+    the other committed; it must see the partition when it looks again."""
+    import threading
+
+    from django.db import connections
+
+    from accounting.ledger_storage import _missing
+
+    month = date(2032, 7, 1)  # no partition yet
+    seen: list[list[date]] = []
+    looked, made, errors = threading.Event(), threading.Event(), []
+
+    def waiting_process():
+        try:
+            with transaction.atomic():
+                seen.append(_missing([month]))  # before the other made it
+                looked.set()
+                assert made.wait(timeout=30)
+                seen.append(_missing([month]))  # after: it is there
+        except BaseException as error:  # reported in the test's thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    waiter = threading.Thread(target=waiting_process)
+    waiter.start()
+    assert looked.wait(timeout=30)
+    assert partitions_ensure([month]) == [partition_name(month)]
+    made.set()
+    waiter.join(timeout=30)
+    assert errors == []
+    assert seen == [[month], []]
