@@ -70,3 +70,22 @@ def start_celery_worker(
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+
+@contextmanager
+def others_not_consuming(queue: str = "imports") -> Iterator[None]:
+    """While the block runs, no other worker of this test run takes tasks from ``queue`` (the
+    session's worker stops consuming it and starts again after): a test whose own worker must
+    be the one that runs a task (its environment differs) then cannot lose it to another."""
+    from portal.celery import app
+
+    session = f"session-{os.getpid()}@"
+    replies = app.control.ping(timeout=0.5) or []
+    nodes = [name for reply in replies for name in reply if name.startswith(session)]
+    if nodes:
+        app.control.cancel_consumer(queue, destination=nodes, reply=True)
+    try:
+        yield
+    finally:
+        if nodes:
+            app.control.add_consumer(queue, destination=nodes, reply=True)

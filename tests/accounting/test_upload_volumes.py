@@ -19,7 +19,7 @@ from accounting.models import Cluster, ImportRun
 from accounting.tasks import import_sacct_file
 from projects.models import Project
 from tests.factories import UserFactory
-from tests.workers import start_celery_worker
+from tests.workers import others_not_consuming, start_celery_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct" / "midrun" / "sacct_midrun_allocations.psv"
@@ -88,9 +88,14 @@ def test_a_worker_without_the_webs_uploads_fails_the_run_and_one_sharing_them_im
     staff.force_login(UserFactory(username="ops", is_staff=True))
     web_root, worker_root = tmp_path / "web", tmp_path / "worker"
 
-    # Separate volumes: the worker looks in its own, empty, uploads directory.
+    # Separate volumes: the worker looks in its own, empty, uploads directory. Only this test's
+    # workers consume imports meanwhile (the session's worker, with the suite's var dir, would
+    # otherwise take the task now and then).
     settings.VAR_DIR = web_root
-    with start_celery_worker(name="apart", env={"PORTAL_VAR_DIR": str(worker_root)}):
+    with (
+        others_not_consuming(),
+        start_celery_worker(name="apart", env={"PORTAL_VAR_DIR": str(worker_root)}),
+    ):
         apart = _finished(_upload_as_staff(staff))
     assert apart.status == ImportRun.Status.FAILED
     assert apart.lines == 0
@@ -100,7 +105,10 @@ def test_a_worker_without_the_webs_uploads_fails_the_run_and_one_sharing_them_im
 
     # One shared volume: the same file (a failed run does not count as imported) imports.
     settings.VAR_DIR = worker_root
-    with start_celery_worker(name="shared", env={"PORTAL_VAR_DIR": str(worker_root)}):
+    with (
+        others_not_consuming(),
+        start_celery_worker(name="shared", env={"PORTAL_VAR_DIR": str(worker_root)}),
+    ):
         shared = _finished(_upload_as_staff(staff))
     assert shared.status == ImportRun.Status.SUCCEEDED, shared.error
     assert shared.lines > 0
