@@ -22,10 +22,11 @@ REDIS_SERVER = Path("/usr/bin/redis-server")
 
 
 def redis_missing_reason() -> str | None:
-    """Why a private Redis cannot be started here, or ``None``."""
-    if not REDIS_SERVER.exists():
-        return f"{REDIS_SERVER} is missing (Debian's redis-server package)"
-    return None
+    """Why a private Redis cannot be started here, or ``None``: Debian's ``redis-server`` is
+    installed when missing (as root), as the other test servers are."""
+    from tests.system_packages import apt_missing_reason
+
+    return apt_missing_reason(REDIS_SERVER, "redis-server")
 
 
 @dataclass
