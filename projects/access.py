@@ -105,7 +105,10 @@ def project_is_writable(project: Project) -> bool:
 
 def project_writable_check(project: Project) -> None:
     """Refuse (``ProjectReadOnly``) every write service of an archived project: the one rule
-    every service that changes a project's data asks."""
+    every service that changes a project's data asks. The status is read again from the
+    database, so an object loaded before the project was archived cannot slip through."""
+    if project.pk is not None:
+        project.refresh_from_db(fields=["status", "status_since"])
     if not project_is_writable(project):
         raise ProjectReadOnly(project)
 

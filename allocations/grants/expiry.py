@@ -87,7 +87,9 @@ def grant_expiry_notices_send(*, today: date | None = None) -> list[GrantExpiryN
     notice_days = list(settings.PORTAL_GRANT_EXPIRY_NOTICE_DAYS)
     if not notice_days:
         return []
-    horizon = day + timedelta(days=max(notice_days))
+    # Days left count to the grant's last day (the day before its period_end): on the last
+    # day of a grant ending 2026-12-31, on 2026-12-24 it "ends in 7 days".
+    horizon = day + timedelta(days=max(notice_days) + 1)
     ending = (
         Allocation.objects.filter(period_end__gt=day, period_end__lte=horizon)
         .exclude(project__status=Project.Status.ARCHIVED)
@@ -96,7 +98,7 @@ def grant_expiry_notices_send(*, today: date | None = None) -> list[GrantExpiryN
     )
     recorded = []
     for allocation in ending:
-        days_left = (allocation.period_end - day).days
+        days_left = (allocation.period_end - timedelta(days=1) - day).days
         due = lifecycle.notice_due(days_left=days_left, notice_days=notice_days)
         if due is None or _continued(allocation):
             continue

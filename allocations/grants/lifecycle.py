@@ -1,10 +1,10 @@
 """When a grant ends: which notice is due, and what a project's status becomes. Pure: dates and
 numbers in, answers out (the services in ``allocations/grants/expiry.py`` read and write).
 
-- A grant ending in ``days_left`` days (its ``period_end``, the day after its last day, minus
-  today) is due the most urgent notice of ``notice_days`` it has reached: 30, 14, 7 by default.
-  A notice missed (the task did not run, the grant came late) is not sent late: only the most
-  urgent one counts, so a grant made ten days before its end gets the 14-day notice, then 7.
+- A grant ending in ``days_left`` days (its last day minus today: 0 on its last day) is due
+  the most urgent notice of ``notice_days`` it has reached: 30, 14, 7 by default. A notice
+  missed (the task did not run, the grant came late) is not sent late: only the most urgent
+  one counts, so a grant made ten days before its end gets the 14-day notice, then 7.
 - A project's status follows its grants: ``active`` while a grant is current or future;
   ``expired`` from the day its last grant ended; ``archived`` (read-only) ``archive_after_days``
   after it expired. A new grant makes an expired project active again; an archived one stays
