@@ -229,24 +229,27 @@ def _status_change(project: Project, day: date) -> lifecycle.StatusChange | None
 
 
 @transaction.atomic
-def project_status_follow(*, project: Project, today: date | None = None) -> str | None:
-    """Set ``project``'s status from its grants on ``today``; returns the new status, or None
-    when it stays. Expiring mails the PI the final usage summary (after the commit)."""
+def project_status_follow(*, project: Project, today: date | None = None) -> list[str]:
+    """Set ``project``'s status from its grants on ``today``; returns the statuses it went
+    through (none when it stays). A project whose last grant ended long enough ago expires and
+    is archived in one run. Expiring mails the PI the final usage summary (after the commit)."""
     project = Project.objects.select_for_update().get(pk=project.pk)
-    change = _status_change(project, _today(today))
-    if change is None:
-        return None
-    project.status, project.status_since = change.status, change.since
-    project.save(update_fields=["status", "status_since"])
-    if change.status == Project.Status.EXPIRED:
-        _final_summary_send(project)
-    return change.status
+    day = _today(today)
+    statuses: list[str] = []
+    while (change := _status_change(project, day)) is not None and len(statuses) < 2:
+        project.status, project.status_since = change.status, change.since
+        project.save(update_fields=["status", "status_since"])
+        if change.status == Project.Status.EXPIRED:
+            _final_summary_send(project)
+        statuses.append(change.status)
+    return statuses
 
 
 def project_statuses_follow(*, today: date | None = None) -> StatusReport:
     """Every active project whose grants have all ended expires (a final summary to its PI),
     every expired one with a current or future grant is active again, and every one expired
-    PORTAL_ARCHIVE_AFTER_DAYS ago is archived. A second run on the same day changes nothing."""
+    PORTAL_ARCHIVE_AFTER_DAYS ago is archived (in the same run when its last grant ended that
+    long ago). A second run on the same day changes nothing."""
     day = _today(today)
     ended = (
         Project.objects.filter(status=Project.Status.ACTIVE, allocations__isnull=False)
@@ -256,12 +259,12 @@ def project_statuses_follow(*, today: date | None = None) -> StatusReport:
     candidates = [*ended, *Project.objects.filter(status=Project.Status.EXPIRED)]
     report = StatusReport()
     for project in sorted(candidates, key=lambda project: project.code):
-        status = project_status_follow(project=project, today=day)
-        if status == Project.Status.EXPIRED:
+        statuses = project_status_follow(project=project, today=day)
+        if Project.Status.EXPIRED in statuses:
             report.expired.append(project.code)
-        elif status == Project.Status.ARCHIVED:
+        if Project.Status.ARCHIVED in statuses:
             report.archived.append(project.code)
-        elif status == Project.Status.ACTIVE:
+        if Project.Status.ACTIVE in statuses:
             report.revived.append(project.code)
     return report
 

@@ -239,6 +239,12 @@ def test_an_expired_project_is_archived_after_the_configured_days_and_a_grant_re
     assert (centre.p1.status, centre.p1.status_since) == ("archived", date(2027, 5, 30))
     assert _follow(date(2027, 6, 1), capture).archived == []
 
+    # A project whose last grant ended long ago expires and is archived in one run.
+    _grant(centre, project=centre.p2, period=(date(2026, 1, 1), date(2026, 2, 1)))
+    report = _follow(date(2027, 6, 1), capture)
+    assert (report.expired, report.archived) == (["pawsey0002"], ["pawsey0002"])
+    assert [mail.subject for mail in mailoutbox][-1].startswith("[SU portal] pawsey0002: final")
+
     with pytest.raises(ProjectReadOnly, match=r"^pawsey0001 is archived: it is read-only$"):
         _grant(centre, period=(date(2027, 6, 1), date(2028, 6, 1)))
 
