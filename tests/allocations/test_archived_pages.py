@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from accounting.ledger.pipeline import jobs_import
 from allocations.grants.services import allocation_grant
 from allocations.models import AllocationRequest
+from projects.invitations import invitation_send
 from projects.models import Membership, Project
 from tests.allocations.conftest import PERIOD, SAMPLE
 from tests.allocations.test_round_end_to_end import _round
@@ -133,3 +134,18 @@ def test_staff_see_the_un_archive_button_and_use_it(archived, client):
     assert "pawsey0001 is active again" in page
     assert "is archived" not in page
     assert "Apply for SU" in page
+
+
+def test_an_invitation_to_an_archived_project_is_refused_on_its_own_page(archived, client):
+    Project.objects.filter(pk=archived.p1.pk).update(status=Project.Status.ACTIVE)
+    sent = invitation_send(
+        project=archived.p1, email="bob@example.org", role="member", actor=archived.alice
+    )
+    Project.objects.filter(pk=archived.p1.pk).update(status=Project.Status.ARCHIVED)
+    client.force_login(archived.bob)
+
+    response = client.post(sent.link.split("8000", 1)[1])
+
+    assert response.status_code == 200  # the invitation page, not the project's (not his)
+    assert REFUSAL in response.content.decode()
+    assert not Membership.objects.filter(project=archived.p1, user=archived.bob).exists()

@@ -265,6 +265,13 @@ def test_the_daily_task_runs_the_notices_and_the_statuses_and_is_idempotent(
     ]
 
 
+def test_the_task_runs_daily_on_the_beat_schedule(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["grant-endings"]
+    assert entry["task"] == grant_endings_task.name == "allocations.tasks.grant_endings"
+    assert entry["schedule"].hour == {5}
+    assert entry["schedule"].day_of_month == set(range(1, 32))
+
+
 def test_staff_un_archive_a_project_and_no_one_else(centre):
     _grant(centre, period=(date(2026, 10, 1), date(2026, 11, 1)))
     Project.objects.filter(pk=centre.p1.pk).update(status=Project.Status.ARCHIVED)
