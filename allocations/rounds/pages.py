@@ -191,7 +191,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "editable": editable,
         "can_start_review": chair and state == AllocationRequest.State.SUBMITTED,
         "can_review": state == AllocationRequest.State.UNDER_REVIEW
-        and can_review(user, allocation_request),
+        and can_review(user, allocation_request)
+        and writable,
         "can_grant": chair and state == AllocationRequest.State.UNDER_REVIEW,
     }
     if editable:

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from accounting.ledger.pipeline import jobs_import
 from allocations.grants.services import allocation_grant
 from allocations.models import AllocationRequest
+from allocations.rounds.services import request_create
 from projects.invitations import invitation_send
 from projects.models import Membership, Project
 from tests.allocations.conftest import PERIOD, SAMPLE
@@ -149,3 +150,22 @@ def test_an_invitation_to_an_archived_project_is_refused_on_its_own_page(archive
     assert response.status_code == 200  # the invitation page, not the project's (not his)
     assert REFUSAL in response.content.decode()
     assert not Membership.objects.filter(project=archived.p1, user=archived.bob).exists()
+
+
+def test_a_request_of_an_archived_project_shows_no_form(archived, client):
+    Project.objects.filter(pk=archived.p1.pk).update(status=Project.Status.ACTIVE)
+    draft = request_create(
+        round_=archived.round, project=archived.p1, actor=archived.alice,
+        amounts={archived.cpu: Decimal(5)},
+    )  # fmt: skip
+    client.force_login(archived.alice)
+    path = f"/allocations/requests/{draft.pk}/"
+    assert f"{path}submit/" in client.get(path).content.decode()
+
+    Project.objects.filter(pk=archived.p1.pk).update(status=Project.Status.ARCHIVED)
+    page = client.get(path).content.decode()
+
+    assert f"{path}submit/" not in page
+    assert f"{path}edit/" not in page
+    refused = client.post(f"{path}submit/", follow=True)
+    assert [str(m) for m in refused.context["messages"]] == [REFUSAL]
