@@ -425,6 +425,10 @@ EMAIL_HOST_PASSWORD = env_secret("DJANGO_EMAIL_HOST_PASSWORD", "") or ""
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "su-portal@localhost")
 # How long an invitation to a project stays open (allocations/invitations.py).
 PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 14, minimum=1)
+# Project requests (docs/allocations.md, "Asking for a new project"): who approves them besides
+# staff (members of this Django group; blank: staff alone), and the prefix of the next code.
+PORTAL_PROJECT_APPROVERS_GROUP = env_str("PORTAL_PROJECT_APPROVERS_GROUP", "")
+PORTAL_PROJECT_CODE_PREFIX = env_str("PORTAL_PROJECT_CODE_PREFIX", "pawsey")
 # The portal's own address, for the links in its mails (requests, invitations, alerts).
 PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
 
