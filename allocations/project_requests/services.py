@@ -49,6 +49,8 @@ from projects.services import project_create
 State = ProjectRequest.State
 ZERO = Decimal(0)
 CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a Slurm account, as the API's codes
+MAX_SU = Decimal(10) ** 18  # SU columns hold 24 digits, 6 of them decimals
+MAX_DAYS = 3660  # a start-up allocation's longest period: ten years
 DECIDERS = "only centre staff and the centre's project approvers decide project requests"
 
 
@@ -73,6 +75,7 @@ def _su(value: object, what: str) -> Decimal:
         check_rule(False, f"{what} must be a number")
         raise AssertionError("unreachable") from None
     check_rule(amount >= 0, f"{what} cannot be negative")
+    check_rule(amount < MAX_SU, f"{what} is more than any pool holds")
     return amount
 
 
@@ -302,6 +305,7 @@ def project_request_approve(
     start = period_start or timezone.localdate()
     end = period_end or add_months(start, 12)
     check_rule(start < end, "the allocation must end after it starts")
+    check_rule((end - start).days <= MAX_DAYS, "a start-up allocation lasts ten years at most")
     asked = {amount.pool: amount for amount in request.amounts.select_related("pool")}
     decided = {amount.pool: amount.requested_su for amount in asked.values()}
     if granted is not None:
