@@ -24,7 +24,6 @@ from allocations.access import (
     can_confirm_project_request,
     can_edit_project_request,
 )
-from allocations.grants.services import AllocationError
 from allocations.models import ProjectRequest
 from allocations.project_requests.forms import DecisionForm, ProjectRequestForm
 from allocations.project_requests.selectors import (
@@ -46,6 +45,7 @@ from allocations.project_requests.services import (
 )
 from kit.access import require
 from kit.calendar import add_months
+from kit.errors import ApplicationError
 
 State = ProjectRequest.State
 
@@ -82,7 +82,7 @@ def project_request_new(request: HttpRequest) -> HttpResponse:
                 pi=form.cleaned_data["pi"], amounts=form.cleaned_data["amounts"],
                 estimates=form.estimate_lines(),
             )  # fmt: skip
-        except (AllocationError, ValueError) as error:
+        except ApplicationError as error:  # a rule refused it, or the quote engine
             form.add_error(None, _refusal(error))
         else:
             waiting = (
@@ -164,7 +164,7 @@ def project_request_confirm(request: HttpRequest, pk: int) -> HttpResponse:
             accept=request.POST.get("answer") == "confirm",
             reason=request.POST.get("reason", ""),
         )  # fmt: skip
-    except AllocationError as error:
+    except ApplicationError as error:
         messages.error(request, _refusal(error))
     else:
         messages.success(request, "Thank you: your answer is recorded.")
@@ -201,7 +201,7 @@ def project_request_decide(request: HttpRequest, pk: int) -> HttpResponse:
                 f"Approved: {project_request.project.code} is created, with its grants; its "
                 "Slurm accounts wait in a plan for review."
             )
-    except AllocationError as error:
+    except ApplicationError as error:
         form.add_error(None, _refusal(error))
         return _detail(request, _visible(request, pk), form)
     messages.success(request, done)
@@ -228,7 +228,7 @@ def project_request_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 field_of_science=form.cleaned_data["field_of_science"],
                 amounts=form.cleaned_data["amounts"],
             )  # fmt: skip
-        except (AllocationError, PermissionDenied) as error:
+        except (ApplicationError, PermissionDenied) as error:
             form.add_error(None, _refusal(error))
         else:
             messages.success(request, "Resubmitted: the centre decides again.")
