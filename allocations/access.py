@@ -164,13 +164,18 @@ def approvers_of_project_requests() -> QuerySet[User]:
 
 def project_requests_visible(*, user: Actor) -> QuerySet[ProjectRequest]:
     """The project requests a user may read: those they asked for and those naming them as
-    PI; every one for staff and approvers."""
+    PI; for the approvers' group also every one its PI confirmed (one the named PI has not
+    confirmed, or declined, is not theirs to see); every one for staff."""
     requests = ProjectRequest.objects.all()
-    if approves_project_requests(user):
+    if is_staff(user):
         return requests
     if not isinstance(user, User):
         return requests.none()
-    return requests.filter(Q(requester_id=user.pk) | Q(pi_id=user.pk))
+    own = Q(requester_id=user.pk) | Q(pi_id=user.pk)
+    if approves_project_requests(user):
+        unconfirmed = [ProjectRequest.State.AWAITING_PI, ProjectRequest.State.PI_DECLINED]
+        return requests.filter(own | ~Q(state__in=unconfirmed))
+    return requests.filter(own)
 
 
 def can_edit_project_request(user: Actor, request: ProjectRequest) -> bool:

@@ -37,14 +37,16 @@ def project_requests_of(*, user: User) -> QuerySet[ProjectRequest]:
 
 
 def project_requests_queue() -> QuerySet[ProjectRequest]:
-    """Every project request for the approvers: those waiting for a decision first, then the
-    rest; the newest first in each."""
+    """The approvers' queue: every project request its PI confirmed, those waiting for a
+    decision first, then the rest; the newest first in each."""
     waiting = Case(
         When(state=ProjectRequest.State.SUBMITTED, then=Value(0)),
         default=Value(1),
         output_field=IntegerField(),
     )
-    return project_requests_detailed(ProjectRequest.objects.order_by(waiting, "-created_at"))
+    unconfirmed = [ProjectRequest.State.AWAITING_PI, ProjectRequest.State.PI_DECLINED]
+    confirmed = ProjectRequest.objects.exclude(state__in=unconfirmed)
+    return project_requests_detailed(confirmed.order_by(waiting, "-created_at"))
 
 
 def project_requests_waiting() -> int:

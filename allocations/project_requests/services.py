@@ -338,22 +338,28 @@ def project_request_approve(
     request.decided_by = actor
     request.decided_at = timezone.now()
     request.decision_reason = reason.strip()
-    _transition(request, State.APPROVED, actor, note=reason.strip())
-    _slurm_plans_prepare(request, actor)
+    planned = _slurm_plans_prepare(request, actor)
+    note = reason.strip()
+    if planned:
+        note += f"{chr(10) if note else ''}Slurm accounts: a plan of {', '.join(planned)} waits"
+        note += " for staff to review and apply it."
+    _transition(request, State.APPROVED, actor, note=note)
     notifications.notify_decided(request)
     return request
 
 
-def _slurm_plans_prepare(request: ProjectRequest, actor: User) -> None:
+def _slurm_plans_prepare(request: ProjectRequest, actor: User) -> list[str]:
     """Ask, after the commit, for a Slurm plan of each cluster the project got SU on: the
-    reviewed provisioning (docs/slurm.md) shows the new accounts to staff, who apply them."""
-    clusters = (
+    reviewed provisioning (docs/slurm.md) shows the new accounts to staff, who apply them.
+    The clusters' names, for the request's history."""
+    clusters = dict(
         request.amounts.filter(~Q(granted_su=0), granted_su__isnull=False)
-        .values_list("pool__cluster_id", flat=True)
+        .values_list("pool__cluster_id", "pool__cluster__name")
         .distinct()
     )
-    for cluster_id in sorted(set(clusters)):
+    for cluster_id in sorted(clusters):
         task_enqueue(
             name="allocations.tasks.slurm_sync_plan",
             kwargs={"cluster_id": cluster_id, "actor_id": actor.pk if is_staff(actor) else None},
         )
+    return sorted(clusters.values())

@@ -104,6 +104,8 @@ def test_a_newcomer_asking_to_lead_goes_straight_to_the_approvers_and_approval_c
     assert "pawsey0005" in mailoutbox[0].body
     assert len(callbacks) == 2  # the plan task and the mail
     assert _states(request) == [("", "submitted", "nina"), ("submitted", "approved", "ops")]
+    approval = request.transitions.last()
+    assert "a plan of slurm-testbed waits for staff to review" in approval.note
 
 
 def test_a_named_pi_confirms_and_the_requester_becomes_the_projects_manager(
@@ -183,6 +185,10 @@ def test_members_of_the_approvers_group_decide_others_do_not(centre, newcomer, s
     approver.groups.add(Group.objects.create(name="project-approvers"))
     assert approves_project_requests(approver)
     assert not approves_project_requests(centre.bob)
+    waiting_for_bob = _ask(centre, newcomer, pi="bob")
+    assert waiting_for_bob not in project_requests_visible(user=approver)  # bob confirms first
+    project_request_pi_answer(request=waiting_for_bob, actor=centre.bob, accept=True)
+    assert waiting_for_bob in project_requests_visible(user=approver)
     request = _ask(centre, newcomer)
     assert request in project_requests_visible(user=approver)
     with pytest.raises(PermissionDenied):
