@@ -272,3 +272,25 @@ def test_estimates_are_added_only_by_the_requester_while_editable(centre, newcom
     project_request_pi_answer(request=request, actor=centre.bob, accept=True)
     with pytest.raises(AllocationError, match="cannot be edited"):
         project_request_estimate_add(request=request, actor=newcomer, line=line)
+
+
+@pytest.mark.parametrize(
+    "decide",
+    [
+        lambda request, actor: project_request_approve(request=request, actor=actor),
+        lambda request, actor: project_request_reject(request=request, actor=actor, reason="no"),
+        lambda request, actor: project_request_changes_ask(
+            request=request, actor=actor, reason="more"
+        ),
+    ],
+    ids=["approve", "reject", "ask for changes"],
+)
+def test_only_approvers_decide_never_the_requester_the_pi_or_anyone_else(centre, newcomer, decide):
+    request = _ask(centre, newcomer, pi="bob")
+    project_request_pi_answer(request=request, actor=centre.bob, accept=True)
+    for actor in (newcomer, centre.bob, centre.carol):
+        with pytest.raises(PermissionDenied, match="only centre staff and the centre's project"):
+            decide(request, actor)
+    request.refresh_from_db()
+    assert request.state == State.SUBMITTED
+    assert request.transitions.count() == 2
