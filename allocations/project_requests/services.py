@@ -31,7 +31,7 @@ from allocations.access import (
     can_confirm_project_request,
     can_edit_project_request,
 )
-from allocations.grants.services import allocation_grant, check_rule, su_amount
+from allocations.grants.services import AllocationError, allocation_grant, check_rule, su_amount
 from allocations.models import (
     ProjectRequest,
     ProjectRequestAmount,
@@ -72,8 +72,7 @@ def _su(value: object, what: str) -> Decimal:
     try:
         amount = su_amount(str(value).strip(), what)
     except InvalidOperation:
-        check_rule(False, f"{what} must be a number")
-        raise AssertionError("unreachable") from None
+        raise AllocationError(f"{what} must be a number") from None
     check_rule(amount >= 0, f"{what} cannot be negative")
     check_rule(amount < MAX_SU, f"{what} is more than any pool holds")
     return amount
@@ -120,8 +119,16 @@ def _transition(request: ProjectRequest, to_state: str, actor: User, note: str =
 
 
 def _check_state(request: ProjectRequest, *states: str, doing: str) -> None:
+    """Refuse unless the request is in one of ``states``, read again under a row lock: two
+    approvers deciding at once are served one after the other, and the second is refused."""
+    request.state = (
+        ProjectRequest.objects.select_for_update()
+        .values_list("state", flat=True)
+        .get(pk=request.pk)
+    )
     check_rule(
-        request.state in states, f"a request {request.get_state_display()} cannot be {doing}"
+        request.state in states,
+        f"this request is {request.get_state_display()}: it cannot be {doing}",
     )
 
 
