@@ -445,6 +445,10 @@ PORTAL_GRANT_EXPIRY_NOTICE_DAYS = env_int_list(
     "PORTAL_GRANT_EXPIRY_NOTICE_DAYS", [30, 14, 7], minimum=1
 )
 PORTAL_ARCHIVE_AFTER_DAYS = env_int("PORTAL_ARCHIVE_AFTER_DAYS", 90, minimum=0)
+# Project requests (docs/allocations.md, "Asking for a new project"): who approves them besides
+# staff (members of this Django group; blank: staff alone), and the prefix of the next code.
+PORTAL_PROJECT_APPROVERS_GROUP = env_str("PORTAL_PROJECT_APPROVERS_GROUP", "")
+PORTAL_PROJECT_CODE_PREFIX = env_str("PORTAL_PROJECT_CODE_PREFIX", "pawsey")
 # The portal's own address, for the links in its mails (requests, invitations, alerts).
 PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
 

@@ -14,11 +14,17 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from accounting.models import Job
-from allocations.access import can_decide, chairs_any_round
+from allocations.access import approves_project_requests, can_decide, chairs_any_round
 from allocations.grants import budget
 from allocations.grants.expiry import project_status_follow
 from allocations.grants.selectors import balance_for_period, budget_period_at, pool_today
-from allocations.models import Adjustment, Allocation, AllocationRequest, BudgetPeriod
+from allocations.models import (
+    Adjustment,
+    Allocation,
+    AllocationRequest,
+    BudgetPeriod,
+    ProjectRequest,
+)
 from kit.access import is_staff, require
 from kit.errors import ApplicationError
 from kit.queue import task_enqueue
@@ -61,10 +67,19 @@ def allocation_grant(
     reason: str = "",
     request: AllocationRequest | None = None,
     custom_budgets: list[Decimal] | None = None,
+    project_request: ProjectRequest | None = None,
 ) -> Allocation:
-    """Grant SU on a pool for a period, split into budget periods by the pool's policy."""
-    allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
-    require(allowed, "only centre staff and a round's chair grant SU")
+    """Grant SU on a pool for a period, split into budget periods by the pool's policy. A
+    request decided by its chair, or a project request approved by an approver, grants too."""
+    allowed = (
+        is_staff(actor)
+        or (request is not None and can_decide(actor, request))
+        or (project_request is not None and approves_project_requests(actor))
+    )
+    require(
+        allowed,
+        "only centre staff and a round's chair grant SU (approvers, to a project they approve)",
+    )
     project_writable_check(project)
     value = su_amount(amount, "the grant")
     check_rule(value >= 0, "a grant cannot be negative")
