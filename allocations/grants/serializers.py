@@ -17,6 +17,7 @@ from rest_framework import serializers
 
 from accounting.clusters.serializers import SU_DIGITS, SU_PLACES
 from allocations.grants.budget import GrantBalance, GrantStatus
+from allocations.grants.selectors import grant_balances_of
 from allocations.models import Adjustment, Allocation, BudgetPeriod
 from kit.api import ApiModelSerializer, EndsAfterStart, QuerySerializer, SlugField, slug_of
 from projects.access import projects_visible
@@ -271,7 +272,7 @@ _SU_OUT = su_out_field()
 
 class AllocationOutputSerializer(ApiModelSerializer):
     """A grant, with its figures as a whole (``context["grants"]``: allocation id ->
-    ``GrantBalance``, from the one balance selector)."""
+    ``GrantBalance``, from the one balance selector; read per grant when missing)."""
 
     project = slug_of("code")
     pool = slug_of("name")
@@ -285,7 +286,12 @@ class AllocationOutputSerializer(ApiModelSerializer):
     remaining_su = serializers.SerializerMethodField()
 
     def _grant(self, allocation: Allocation) -> GrantBalance:
-        return self.context["grants"][allocation.pk]
+        grants = self.context.get("grants") or {}
+        if allocation.pk in grants:
+            return grants[allocation.pk]
+        # Rendered without the view's figures (one balance read per project of a page): read
+        # this grant's project.
+        return grant_balances_of(allocations=[allocation])[allocation.pk]
 
     @extend_schema_field(OpenApiTypes.DATE)
     def get_period_last_day(self, allocation: Allocation) -> Any:
