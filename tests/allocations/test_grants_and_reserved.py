@@ -8,6 +8,8 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -280,3 +282,26 @@ def test_the_project_page_lists_every_grant_and_says_which_account_to_use(three_
         assert f'class="badge grant-{grant.status}">{grant.status}<' in row
     assert "1,160" in content  # the current grant's remaining SU
     assert "SU, none reserved" in content
+
+
+def test_the_project_page_reads_no_more_queries_for_more_grants(three_grants):
+    centre, spans = three_grants
+    client = client_for(centre.carol)
+    url = reverse("allocations:project-detail", args=["pawsey0003"])
+    client.get(url)  # the charts are cached under the ledger's stamp: count a warm page
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    before = queries()
+    for years in (3, 4, 5):  # after the three grants
+        allocation_grant(
+            project=centre.p3, pool=centre.cpu, amount=Decimal(5), actor=centre.staff,
+            period_start=add_months(spans[0][0], 12 * years),
+            period_end=add_months(spans[0][0], 12 * (years + 1)),
+        )  # fmt: skip
+    content = client.get(url).content.decode()
+    assert content.count('class="badge grant-future"') == 4
+    assert queries() == before
