@@ -150,6 +150,10 @@ def test_queued_and_running_jobs_reserve_their_size_and_time_limit_and_finished_
     # A quarter of the 400 SU grant is this budget period's.
     assert balance.remaining_su == balance.available_su - balance.used_su == 100 - whole
     assert balance.free_su == balance.remaining_su - balance.reserved_su
+    # The project page and the dashboard show them beside the remaining SU.
+    shown = f"{balance.reserved_su:,.0f} reserved · {balance.free_su:,.0f} free"
+    for url in (reverse("allocations:project-detail", args=["pawsey0003"]), reverse("home")):
+        assert shown in client_for(granted.carol).get(url).content.decode()
 
     # The running job ends within its limit: it is charged and reserves nothing any more.
     ended = RUNNING.replace("|RUNNING|", "|COMPLETED|").replace(
