@@ -286,12 +286,15 @@ class AllocationOutputSerializer(ApiModelSerializer):
     remaining_su = serializers.SerializerMethodField()
 
     def _grant(self, allocation: Allocation) -> GrantBalance:
-        grants = self.context.get("grants") or {}
-        if allocation.pk in grants:
+        grants = self.context.get("grants")
+        if grants is not None and allocation.pk in grants:
             return grants[allocation.pk]
         # Rendered without the view's figures (one balance read per project of a page): read
-        # this grant's project.
-        return grant_balances_of(allocations=[allocation])[allocation.pk]
+        # this grant's project once per serializer.
+        read: dict[int, GrantBalance] = self.__dict__.setdefault("_grants_read", {})
+        if allocation.pk not in read:
+            read.update(grant_balances_of(allocations=[allocation]))
+        return read[allocation.pk]
 
     @extend_schema_field(OpenApiTypes.DATE)
     def get_period_last_day(self, allocation: Allocation) -> Any:
