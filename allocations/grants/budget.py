@@ -132,9 +132,10 @@ def grant_status(*, start: date, end: date, today: date) -> GrantStatus:
 
 @dataclass(frozen=True)
 class GrantBalance:
-    """One grant (an allocation on one pool) as a whole: what was granted, adjusted and used
-    over all its budget periods. Carry-over only moves SU between the grant's own periods, so
-    ``remaining = granted + adjustments - used`` holds for the grant as it does per period."""
+    """One grant (an allocation on one pool) as a whole: what was granted (the sum of its
+    budget periods' budgets), adjusted and used over all its budget periods. Carry-over only
+    moves SU between the grant's own periods, so ``remaining = granted + adjustments - used``
+    holds for the grant as it does per period."""
 
     allocation_id: int
     start: date

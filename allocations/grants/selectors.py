@@ -105,7 +105,7 @@ def _periods_sql() -> str:
         f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
         " ORDER BY cm.effective_from DESC LIMIT 1), a.id, "
         f"(SELECT SUM(ad.amount_su) FROM {adjustment} ad WHERE ad.budget_period_id = bp.id), "
-        "a.granted_su, p.slurm_account_suffix "
+        "p.slurm_account_suffix "
         f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
         f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
         "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
@@ -121,7 +121,6 @@ class _Period:
     budget: Decimal
     grant_start: date
     grant_end: date
-    granted: Decimal = ZERO
 
 
 def _balance_of(
@@ -167,7 +166,9 @@ def _grants_of(
     adjusted: dict[int, Decimal],
     day: date,
 ) -> list[GrantBalance]:
-    """Each grant among ``periods`` (one pool's) as a whole, oldest first."""
+    """Each grant among ``periods`` (one pool's) as a whole, oldest first. What was granted is
+    the sum of its budget periods' budgets, the figure every balance counts (the grant's amount,
+    unless staff changed a period's budget since)."""
     grants: dict[int, list[_Period]] = defaultdict(list)
     for period in periods:
         grants[period.allocation].append(period)
@@ -176,7 +177,7 @@ def _grants_of(
             allocation_id=allocation,
             start=own[0].grant_start,
             end=own[0].grant_end,
-            granted_su=own[0].granted,
+            granted_su=sum((p.budget for p in own), ZERO),
             adjustments_su=sum((adjusted[p.pk] for p in own), ZERO),
             used_su=_between(used, own[0].grant_start, own[0].grant_end),
             on=day,
@@ -225,20 +226,11 @@ def _balances(
         pool = row[4]
         if pool not in pools:
             pools[pool] = (row[7], row[9], bool(row[8]), row[11])
-            suffixes[pool] = row[15] or ""
+            suffixes[pool] = row[14] or ""
             days[pool] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
         start, stop, grant_start, grant_end = map(sql_day, (row[1], row[2], row[5], row[6]))
         periods[pool].append(
-            _Period(
-                row[0],
-                row[12],
-                start,
-                stop,
-                sql_decimal(row[3]),
-                grant_start,
-                grant_end,
-                sql_decimal(row[14]),
-            )
+            _Period(row[0], row[12], start, stop, sql_decimal(row[3]), grant_start, grant_end)
         )
         adjusted[row[0]] = sql_decimal(row[13])
     if not pools:

@@ -24,6 +24,7 @@ from allocations.grants.selectors import (
     project_balances_get,
 )
 from allocations.grants.services import adjustment_top_up, allocation_grant
+from allocations.models import BudgetPeriod
 from kit.calendar import add_months
 from projects.accounts import submit_commands
 from tests.allocations.conftest import PERIOD, SAMPLE_DAY
@@ -230,6 +231,13 @@ def test_every_grant_of_a_pool_with_its_status_and_figures(three_grants):
     assert (pool.grants[2].used_su, pool.grants[2].remaining_su) == (0, 80000)
     assert pool.account == "pawsey0003-cpu"
     assert pool.submit_with == ["sbatch --account=pawsey0003-cpu --partition=work"]
+    # Staff changed a budget period by hand: the grant counts what its periods hold, as
+    # every balance does.
+    last = BudgetPeriod.objects.filter(allocation_id=current.allocation_id).latest("start")
+    last.budget_su = Decimal(500)
+    last.save(update_fields=["budget_su"])
+    (pool,) = balances_for_project(project=centre.p3, grants=True)
+    assert pool.grants[1].granted_su == 300 * 3 + 500
 
 
 def test_the_allocations_api_gives_each_grants_status_used_and_remaining(three_grants):
