@@ -230,7 +230,7 @@ class GrantBalanceSerializer(serializers.Serializer):
     granted_su = su_out_field()
     adjustments_su = su_out_field(help_text="refunds, top-ups, transfers over its periods")
     used_su = su_out_field()
-    remaining_su = su_out_field(help_text="granted + adjustments - used")
+    remaining_su = su_out_field(help_text="its budget periods' budgets + adjustments - used")
 
 
 class PoolBalanceSerializer(serializers.Serializer):
@@ -316,7 +316,7 @@ class AllocationOutputSerializer(ApiModelSerializer):
     def get_used_su(self, allocation: Allocation) -> Any:
         return _SU_OUT.to_representation(self._grant(allocation).used_su)
 
-    @extend_schema_field(su_out_field(help_text="granted + adjustments - used"))
+    @extend_schema_field(su_out_field(help_text="its budget periods' budgets + adjustments - used"))
     def get_remaining_su(self, allocation: Allocation) -> Any:
         return _SU_OUT.to_representation(self._grant(allocation).remaining_su)
 
