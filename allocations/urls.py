@@ -50,6 +50,11 @@ urlpatterns = [
     path("projects/<str:code>/", project_pages.project_detail, name="project-detail"),
     path("projects/<str:code>/requests/new/", pages.request_new, name="request-new"),
     path(
+        "projects/<str:code>/unarchive/",
+        project_pages.project_unarchive_page,
+        name="project-unarchive",
+    ),
+    path(
         "projects/<str:code>/invitations/",
         member_pages.invitation_send_page,
         name="invitation-send",

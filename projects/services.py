@@ -8,7 +8,7 @@ from django.db import transaction
 
 from kit.access import require
 from kit.errors import ApplicationError
-from projects.access import can_delegate, can_manage_project
+from projects.access import can_delegate, can_manage_project, project_writable_check
 from projects.models import Membership, Project
 from projects.signals import projects_created
 
@@ -51,6 +51,7 @@ def membership_add(
     require(
         can_manage_project(actor, project), f"only the PI or a manager of {project} adds members"
     )
+    project_writable_check(project)
     _check(role in Membership.Role.values, f"unknown role {role!r}")
     if role != Membership.Role.MEMBER:
         require(can_delegate(actor, project), f"only the PI of {project} appoints a {role}")
@@ -68,6 +69,7 @@ def membership_remove(*, project: Project, user: User, actor: User) -> None:
         leaving or can_manage_project(actor, project),
         f"only the PI of {project} removes members (a member may leave)",
     )
+    project_writable_check(project)
     _check(project.pi_id != user.pk, f"{user} is the PI of {project}; appoint another PI first")
     deleted, _ = Membership.objects.filter(project=project, user=user).delete()
     _check(deleted > 0, f"{user} is not a member of {project}")

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.models import Job
+from allocations.grants.expiry import project_unarchive
 from allocations.grants.selectors import grant_balances_of, project_balances_get
 from allocations.grants.serializers import (
     AdjustmentOutputSerializer,
@@ -140,6 +141,15 @@ class ProjectViewSet(ApiViewSet):
         data.is_valid(raise_exception=True)
         project = project_create(**data.validated_data)
         return Response(ProjectOutputSerializer(project).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: ProjectOutputSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsStaff])
+    def unarchive(self, request: Request, code: str) -> Response:
+        """Staff: make an archived (read-only) project writable again: expired, or active when
+        a grant is current. The one write an archived project takes."""
+        project = get_object_or_404(self.get_queryset(), code=code)
+        project = project_unarchive(project=project, actor=acting_user(request))
+        return Response(ProjectOutputSerializer(project).data)
 
 
 @extend_schema(tags=["projects"])

@@ -103,7 +103,7 @@ class ProjectOutputSerializer(ApiModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["code", "title", "pi", "status", "field_of_science", "created_at"]
+        fields = ["code", "title", "pi", "status", "status_since", "field_of_science", "created_at"]
 
 
 class ProjectCreateInputSerializer(serializers.Serializer):

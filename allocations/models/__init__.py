@@ -12,6 +12,7 @@ from allocations.models.grants import (
     Allocation,
     BudgetPeriod,
     EfficiencySummaryNotice,
+    GrantExpiryNotice,
     ThresholdNotice,
 )
 from allocations.models.priorities import PriorityAction, PriorityPolicy, ProfilingCoefficient
@@ -43,6 +44,7 @@ __all__ = [
     "CommitteeMember",
     "EfficiencySummaryNotice",
     "EnforcementAction",
+    "GrantExpiryNotice",
     "PriorityAction",
     "PriorityPolicy",
     "ProfilingCoefficient",

@@ -195,6 +195,10 @@ CASES = [
     Case("project: read", "get", _url("/api/v1/projects/pawsey0003/"), P3_READ),
     Case("project: write", "patch", _url("/api/v1/projects/pawsey0003/"), STAFF_NOT_ALLOWED,
          body=lambda w: {"title": "x"}),
+    Case("unarchive: no read", "get", _url("/api/v1/projects/pawsey0003/unarchive/"),
+         STAFF_NOT_ALLOWED),
+    Case("unarchive", "post", _url("/api/v1/projects/pawsey0003/unarchive/"),
+         "401 403 403 403 403 403 200"),  # staff; a project not archived stays as it is
     Case("members: read", "get", _url("/api/v1/projects/pawsey0003/members/"), P3_READ),
     Case("members: add", "post", _url("/api/v1/projects/pawsey0003/members/"),
          "401 403 404 201 404 404 201", body=lambda w: {"username": "bob"}),

@@ -204,6 +204,10 @@ MATRIX: dict[str, Entry] = {
     "allocations:project-detail": Entry(
         lambda s: f"/allocations/projects/{_code(s)}/", read=PROJECT
     ),
+    # Staff un-archive a project (on one that is not archived it changes nothing).
+    "allocations:project-unarchive": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/unarchive/", write=STAFF
+    ),
     "allocations:request-new": Entry(
         lambda s: f"/allocations/projects/{_code(s)}/requests/new/", read=PI, write=PI
     ),
@@ -311,6 +315,9 @@ MATRIX: dict[str, Entry] = {
     # --- API: allocations -----------------------------------------------------------------
     "api:project-list": Entry(lambda s: "/api/v1/projects/", read=SIGNED_IN, write=STAFF),
     "api:project-detail": Entry(lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT),
+    "api:project-unarchive": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/unarchive/", write=STAFF
+    ),
     "api:project-balance": Entry(lambda s: f"/api/v1/projects/{_code(s)}/balance/", read=PROJECT),
     "api:project-carbon": Entry(lambda s: f"/api/v1/projects/{_code(s)}/carbon/", read=PROJECT),
     "api:project-member-list": Entry(
