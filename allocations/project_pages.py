@@ -62,7 +62,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         raise Http404
     step_form = UsageStepForm(request.GET or None)
     step = (step_form.is_valid() and step_form.cleaned_data.get("step")) or "week"
-    pool_balances = balances_for_project(project=project)
+    pool_balances = balances_for_project(project=project, grants=True)
     today = pool_balances[0].balance.on if pool_balances and pool_balances[0].balance else None
     today = today or datetime.now(UTC).date()
 
@@ -99,6 +99,8 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
                 "balance": balance,
                 "currency": item.currency,
                 "burn": burn,
+                "grants": item.grants,
+                "submit_with": item.submit_with,
                 "alert": charts.alert_level(
                     balance.percent_used if balance else None, item.pool.thresholds
                 ),

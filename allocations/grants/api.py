@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from accounting.models import Job
 from allocations.grants.expiry import project_unarchive
-from allocations.grants.selectors import project_balances_get
+from allocations.grants.selectors import grant_balances_of, project_balances_get
 from allocations.grants.serializers import (
     AdjustmentOutputSerializer,
     AllocationGrantInputSerializer,
@@ -276,10 +276,9 @@ class ProjectBalanceView(APIView):
         project = project_visible(user=request.user, code=code)
         query = BalanceQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        every = query.validated_data["periods"] == "all"
         balances = project_balances_get(
-            project=project,
-            on=query.validated_data.get("on"),
-            all_periods=query.validated_data["periods"] == "all",
+            project=project, on=query.validated_data.get("on"), all_periods=every, grants=every
         )
         return Response(_BALANCE_RENDERER.to_representation(balances))
 
@@ -305,13 +304,20 @@ class AllocationViewSet(ApiViewSet):
             .prefetch_related(Prefetch("budget_periods", BudgetPeriod.objects.order_by("start")))
         )
 
+    @staticmethod
+    def _rendered(allocations: list[Allocation]) -> Any:
+        """The grants with their status, used and remaining SU (one balance per project)."""
+        grants = grant_balances_of(allocations=allocations)
+        return AllocationOutputSerializer(allocations, many=True, context={"grants": grants}).data
+
     def list(self, request: Request) -> Response:
-        """Grants of your projects (staff: all)."""
-        queryset = self.filter_queryset(self.get_queryset())
-        return self.paginated(queryset, AllocationOutputSerializer)
+        """Grants of your projects (staff: all), each with its status (future, current,
+        ended: relative to today on the pool's cluster), used and remaining SU."""
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self._rendered(list(page or [])))
 
     def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(AllocationOutputSerializer(self.get_object()).data)
+        return Response(self._rendered([self.get_object()])[0])
 
     @extend_schema(
         request=AllocationGrantInputSerializer, responses={201: AllocationOutputSerializer}
@@ -328,7 +334,7 @@ class AllocationViewSet(ApiViewSet):
             custom_budgets=values.get("custom_budgets"),
         )  # fmt: skip
         allocation = self.get_queryset().get(pk=allocation.pk)
-        return Response(AllocationOutputSerializer(allocation).data, status.HTTP_201_CREATED)
+        return Response(self._rendered([allocation])[0], status.HTTP_201_CREATED)
 
 
 # --- Adjustments ----------------------------------------------------------------------------
