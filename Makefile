@@ -15,6 +15,11 @@ BUILD_DEBS := libldap2-dev libsasl2-dev
 RUN_INSTALL := $(if $(PORTAL_LDAP_URI),install-ldap,install)
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# The address every mail links to (docs/configuration.md, "Links in mails"): where the demo and
+# the run-* targets serve, unless PORTAL_URL is given (a proxy's https://portal.example.org).
+# Serving on every address (0.0.0.0, ::), mails name the machine instead.
+LINK_HOST := $(if $(filter 0.0.0.0 :: [::],$(HOST)),$(shell hostname -f 2>/dev/null || hostname),$(HOST))
+export PORTAL_URL ?= http://$(LINK_HOST):$(PORT)
 # The run-* targets: nginx serves HOST:PORT and hands whole requests to gunicorn on a unix
 # socket in the var dir (docs/configuration.md, "Web tier").
 VAR_DIR := $(or $(PORTAL_VAR_DIR),$(CURDIR)/var)
@@ -79,7 +84,7 @@ install-dev: $(STAMP_DEV)
 demo: install
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --noinput
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py loaddemo
-	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops); mails link to $(PORTAL_URL)"
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install-dev
@@ -130,6 +135,7 @@ run-beat: $(RUN_INSTALL)
 	$(VENV)/bin/celery -A portal beat --loglevel INFO --scheduler django_celery_beat.schedulers:DatabaseScheduler
 
 run: $(RUN_INSTALL) migrate
+	@echo "Serving on http://$(HOST):$(PORT)/; mails link to $(PORTAL_URL)"
 	$(MAKE) -j4 run-nginx run-web run-worker run-beat
 
 clean:
