@@ -6,8 +6,10 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.test import RequestFactory
 
 from allocations.grants.services import allocation_grant
 from allocations.slurm.plan import Account, Action
@@ -134,6 +136,19 @@ def test_two_pools_of_a_cluster_may_not_share_an_account_suffix_and_are_told_on_
         upper.full_clean()
     assert list(refused.value.message_dict) == ["slurm_account_suffix"]
     ResourcePool(name="other", cluster=cluster, slurm_account_suffix="-highmem").full_clean()
+    # The admin's own form for a pool shows it on the field, and keeps what was typed.
+    staff = UserFactory.create(is_staff=True, is_superuser=True)
+    request = RequestFactory().get("/")
+    request.user = staff
+    form_class = admin.site._registry[ResourcePool].get_form(request)
+    typed = {
+        "name": "setonix GPU 2", "cluster": cluster.pk, "slurm_account_suffix": "-gpu",
+        "budget_months": 3, "split": "even", "notify_thresholds": "75,90,100",
+    }  # fmt: skip
+    form = form_class(data=typed)
+    assert not form.is_valid()
+    assert form.errors == {"slurm_account_suffix": [POOL_SUFFIX_TAKEN]}
+    assert form["name"].value() == "setonix GPU 2"
     with pytest.raises(IntegrityError), transaction.atomic():
         ResourcePool.objects.create(name="raw", cluster=cluster, slurm_account_suffix="-gpu")
 
