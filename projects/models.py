@@ -159,7 +159,9 @@ class ResourcePool(models.Model):
     """What SU are granted on, e.g. "setonix CPU" (partitions work, highmem) or "setonix GPU".
 
     A job is charged against the pool that contains its partition; a partition belongs to at
-    most one pool. The pool also carries the budget and enforcement policy.
+    most one pool. The pool also carries the budget and enforcement policy, and is a Slurm
+    account of each project granted on it (the code and ``slurm_account_suffix``, one suffix
+    per pool of a cluster), limited to the pool's SU (docs/slurm.md, "One Slurm limit per pool").
     """
 
     class Split(models.TextChoices):
