@@ -124,14 +124,17 @@ run-nginx:
 # deploy/gunicorn.conf.py. nginx is one proxy hop: the client's address is the one it saw.
 run-web: export PORTAL_TRUSTED_PROXY_COUNT ?= 1
 run-web: $(RUN_INSTALL)
+	@echo "$@: mails link to $(PORTAL_URL)"
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	mkdir -p $(VAR_DIR)/run
 	$(VENV)/bin/gunicorn -c deploy/gunicorn.conf.py --bind unix:$(VAR_DIR)/run/gunicorn.sock portal.wsgi
 
 run-worker: $(RUN_INSTALL)
+	@echo "$@: mails link to $(PORTAL_URL)"
 	$(VENV)/bin/celery -A portal worker --queues portal,imports --concurrency 2 --loglevel INFO
 
 run-beat: $(RUN_INSTALL)
+	@echo "$@: mails link to $(PORTAL_URL)"
 	$(VENV)/bin/celery -A portal beat --loglevel INFO --scheduler django_celery_beat.schedulers:DatabaseScheduler
 
 run: $(RUN_INSTALL) migrate

@@ -44,6 +44,6 @@ def test_the_demo_says_where_its_mails_link_and_serves_there():
     plan = _make("-n", "demo", "HOST=portal.example.org", "PORT=8123")
     assert "mails link to http://portal.example.org:8123" in plan
     assert "runserver portal.example.org:8123" in plan
-    assert "mails link to http://portal.example.org:8123" in _make(
-        "-n", "run", "HOST=portal.example.org", "PORT=8123"
-    )
+    for target in ("run", "run-web", "run-worker", "run-beat"):
+        shown = _make("-n", target, "HOST=portal.example.org", "PORT=8123")
+        assert "mails link to http://portal.example.org:8123" in shown, target
