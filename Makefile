@@ -15,6 +15,11 @@ BUILD_DEBS := libldap2-dev libsasl2-dev
 RUN_INSTALL := $(if $(PORTAL_LDAP_URI),install-ldap,install)
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# The address every mail links to (docs/configuration.md, "Links in mails"): where the demo and
+# the run-* targets serve, unless PORTAL_URL is given (a proxy's https://portal.example.org).
+# Serving on every address (0.0.0.0, ::), mails name the machine instead.
+LINK_HOST := $(if $(filter 0.0.0.0 :: [::],$(HOST)),$(shell hostname -f 2>/dev/null || hostname),$(HOST))
+export PORTAL_URL ?= http://$(LINK_HOST):$(PORT)
 # The run-* targets: nginx serves HOST:PORT and hands whole requests to gunicorn on a unix
 # socket in the var dir (docs/configuration.md, "Web tier").
 VAR_DIR := $(or $(PORTAL_VAR_DIR),$(CURDIR)/var)
@@ -79,7 +84,7 @@ install-dev: $(STAMP_DEV)
 demo: install
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --noinput
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py loaddemo
-	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops); mails link to $(PORTAL_URL)"
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install-dev
@@ -119,17 +124,21 @@ run-nginx:
 # deploy/gunicorn.conf.py. nginx is one proxy hop: the client's address is the one it saw.
 run-web: export PORTAL_TRUSTED_PROXY_COUNT ?= 1
 run-web: $(RUN_INSTALL)
+	@echo "$@: mails link to $(PORTAL_URL)"
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	mkdir -p $(VAR_DIR)/run
 	$(VENV)/bin/gunicorn -c deploy/gunicorn.conf.py --bind unix:$(VAR_DIR)/run/gunicorn.sock portal.wsgi
 
 run-worker: $(RUN_INSTALL)
+	@echo "$@: mails link to $(PORTAL_URL)"
 	$(VENV)/bin/celery -A portal worker --queues portal,imports --concurrency 2 --loglevel INFO
 
 run-beat: $(RUN_INSTALL)
+	@echo "$@: mails link to $(PORTAL_URL)"
 	$(VENV)/bin/celery -A portal beat --loglevel INFO --scheduler django_celery_beat.schedulers:DatabaseScheduler
 
 run: $(RUN_INSTALL) migrate
+	@echo "Serving on http://$(HOST):$(PORT)/; mails link to $(PORTAL_URL)"
 	$(MAKE) -j4 run-nginx run-web run-worker run-beat
 
 clean:

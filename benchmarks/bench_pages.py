@@ -88,8 +88,8 @@ pi = User.objects.create(username="bench-pi")
 chair = User.objects.create(username="bench-chair")
 cluster = Cluster.objects.get(name="slurm-testbed")
 pools = []
-for name, partition in (("bench CPU", "work"), ("bench GPU", "gpu")):
-    pool = ResourcePool.objects.create(name=name, cluster=cluster)
+for name, partition, suffix in (("bench CPU", "work", ""), ("bench GPU", "gpu", "-gpu")):
+    pool = ResourcePool.objects.create(name=name, cluster=cluster, slurm_account_suffix=suffix)
     PoolPartition.objects.create(
         pool=pool, partition=Partition.objects.get(cluster=cluster, name=partition))
     pools.append(pool)

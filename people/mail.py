@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
+from django.template.loader import render_to_string
 
 from people.models import MailSettings
 
@@ -40,19 +41,25 @@ def mail_recipients(users: Iterable[User | None], kind: MailKind) -> list[str]:
 
 
 def portal_link(path: str) -> str:
-    """An absolute link for a mail: PORTAL_URL and a path from reverse()."""
-    return settings.PORTAL_URL.rstrip("/") + path
+    """An absolute link for a mail: PORTAL_URL and a path from reverse(). PORTAL_URL is the
+    one source of the portal's address in mail: a mail sent by a task has no request to take
+    it from (docs/configuration.md, "Links in mails")."""
+    return portal_url() + path
+
+
+def portal_url() -> str:
+    """The portal's address as mails give it, without a trailing slash."""
+    return str(settings.PORTAL_URL).rstrip("/")
 
 
 def mail_send(*, recipients: list[str], subject: str, body: str, link: str) -> None:
     """Send once the transaction commits (a rolled-back change mails no one); the subject is
-    prefixed, the body ends with the link and where to turn such mail off."""
+    prefixed, the body ends with the link and where to turn such mail off
+    (templates/mail/notification.txt)."""
     if not recipients:
         return
-    text = (
-        f"{body.rstrip()}\n\n{link}\n\n"
-        f"-- \nThe SU portal. Choose which mail you get at "
-        f"{portal_link('/account/notifications/')}\n"
+    text = render_to_string(
+        "mail/notification.txt", {"body": body.rstrip(), "link": link, "portal_url": portal_url()}
     )
     transaction.on_commit(
         lambda: send_mail(f"[SU portal] {subject}", text, settings.DEFAULT_FROM_EMAIL, recipients)

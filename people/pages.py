@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from people.forms import MailSettingsForm, TokenCreateForm
 from people.lockout import client_address
-from people.mail import mail_settings_get
+from people.mail import mail_settings_get, portal_url
 from people.oidc import oidc_enabled
 from people.passwords import password_reset_admit
 from people.tokens import TokenError, token_create, token_revoke, tokens_of
@@ -66,7 +66,11 @@ def token_revoke_page(request: HttpRequest, pk: int) -> HttpResponse:
 class PasswordResetThrottled(PasswordResetView):
     """Django's "forgot my password" page, sending no more mails than the centre allows per
     e-mail address and per client address (people/passwords.py); beyond that it answers 429
-    with the form and a message, and sends nothing."""
+    with the form and a message, and sends nothing. Its mail links to PORTAL_URL, as every
+    mail does, not to the Host the request named (templates/mail/password_reset.txt)."""
+
+    email_template_name = "mail/password_reset.txt"
+    subject_template_name = "mail/password_reset_subject.txt"
 
     def form_valid(self, form: Any) -> HttpResponse:
         refusal = password_reset_admit(
@@ -75,6 +79,7 @@ class PasswordResetThrottled(PasswordResetView):
         if refusal is not None:
             form.add_error("email", refusal)
             return self.render_to_response(self.get_context_data(form=form), status=429)
+        self.extra_email_context = {"portal_url": portal_url()}
         response: HttpResponse = super().form_valid(form)
         return response
 

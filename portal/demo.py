@@ -193,8 +193,11 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
     """Pools, a year of grants whose current quarter began 50 days ago, and an open round."""
     staff = get_user_model().objects.get(username="staff")
     pools = {}
-    for key, partition in (("CPU", "work"), ("GPU", "gpu")):
-        pool, _ = ResourcePool.objects.get_or_create(name=f"testbed {key}", cluster=cluster)
+    # Setonix's accounts: pawsey0001 in the CPU pool, pawsey0001-gpu in the GPU pool.
+    for key, partition, suffix in (("CPU", "work", ""), ("GPU", "gpu", "-gpu")):
+        pool, _ = ResourcePool.objects.get_or_create(
+            name=f"testbed {key}", cluster=cluster, defaults={"slurm_account_suffix": suffix}
+        )
         PoolPartition.objects.get_or_create(
             partition=Partition.objects.get(cluster=cluster, name=partition),
             defaults={"pool": pool},

@@ -42,5 +42,8 @@ class PoolPartitionInline(admin.TabularInline):
 
 @admin.register(ResourcePool)
 class ResourcePoolAdmin(admin.ModelAdmin):
-    list_display = ("name", "cluster", "budget_months", "split", "carry_over", "notify_thresholds")
+    list_display = (
+        "name", "cluster", "slurm_account_suffix", "budget_months", "split", "carry_over",
+        "notify_thresholds",
+    )  # fmt: skip
     inlines = [PoolPartitionInline]

@@ -8,9 +8,12 @@ they had when these models lived in ``allocations`` (migration projects 0001).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -149,11 +152,21 @@ class Invitation(AuditedInProject, models.Model):
         return "pending"
 
 
+POOL_SUFFIX_TAKEN = (
+    "Another pool of this cluster already has this account suffix: each pool needs a Slurm "
+    "account of its own, so that its GrpTRESMins holds its SU alone (e.g. blank for the CPU "
+    "pool, -gpu for the GPU pool)."
+)
+POOL_SUFFIX_CODE = "pool_suffix_taken"
+
+
 class ResourcePool(models.Model):
     """What SU are granted on, e.g. "setonix CPU" (partitions work, highmem) or "setonix GPU".
 
     A job is charged against the pool that contains its partition; a partition belongs to at
-    most one pool. The pool also carries the budget and enforcement policy.
+    most one pool. The pool also carries the budget and enforcement policy, and is a Slurm
+    account of each project granted on it (the code and ``slurm_account_suffix``, one suffix
+    per pool of a cluster), limited to the pool's SU (docs/slurm.md, "One Slurm limit per pool").
     """
 
     class Split(models.TextChoices):
@@ -206,15 +219,17 @@ class ResourcePool(models.Model):
     )
     slurm_account_suffix = models.CharField(
         max_length=16, blank=True,
-        help_text="the pool's projects get a Slurm account of their own, the project code and "
-        "this suffix (e.g. -gpu), limited to the pool's SU alone (blank: the project's account, "
-        "limited to what all its pools on the cluster have left)",
+        validators=[
+            RegexValidator(
+                r"^[a-z0-9_.-]*$",
+                "Only lower-case letters, digits, '-', '_' and '.' (Slurm stores accounts in "
+                "lower case).",
+            )
+        ],
+        help_text="the pool's Slurm account is the project code and this suffix (e.g. -gpu; "
+        "blank: the code itself), limited to the pool's SU alone; each pool of a cluster has "
+        "its own suffix",
     )  # fmt: skip
-    slurm_partition_associations = models.BooleanField(
-        default=False,
-        help_text="members' associations name the pool's partitions, so the account runs jobs "
-        "in those partitions only",
-    )
     slurm_limits_auto = models.BooleanField(
         default=False,
         help_text="after each import, grant and adjustment, and in each new budget period, set "
@@ -224,6 +239,15 @@ class ResourcePool(models.Model):
     class Meta:
         db_table = "allocations_resourcepool"  # the table it had in allocations
         ordering = ["name"]
+        constraints = [
+            # One Slurm account, and so one GrpTRESMins limit, per pool (docs/slurm.md).
+            models.UniqueConstraint(
+                fields=["cluster", "slurm_account_suffix"],
+                name="pool_account_suffix_unique",
+                violation_error_message=POOL_SUFFIX_TAKEN,
+                violation_error_code=POOL_SUFFIX_CODE,
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -231,6 +255,21 @@ class ResourcePool(models.Model):
     @property
     def thresholds(self) -> list[int]:
         return sorted({int(item) for item in self.notify_thresholds.split(",") if item.strip()})
+
+    def validate_constraints(self, exclude: Collection[str] | None = None) -> None:
+        """As Django's, but a second pool of the cluster with this suffix is said on the
+        suffix field (where the admin's and the staff pages' forms show it)."""
+        try:
+            super().validate_constraints(exclude=exclude)
+        except ValidationError as error:
+            errors = error.update_error_dict({})
+            general = errors.pop(NON_FIELD_ERRORS, [])
+            taken = [item for item in general if getattr(item, "code", "") == POOL_SUFFIX_CODE]
+            if taken:
+                errors.setdefault("slurm_account_suffix", []).extend(taken)
+            if general := [item for item in general if item not in taken]:
+                errors[NON_FIELD_ERRORS] = general
+            raise ValidationError(errors) from error
 
 
 class PoolPartition(models.Model):

@@ -90,6 +90,22 @@ def _pi_membership(project: Project, create: bool, extracted: Any) -> None:
         )
 
 
+def _free_suffix(pool: Any) -> str:
+    """The first pool of a cluster books to the project's own account; each further one gets
+    an account suffix of its own (``-p2``, ``-p3``...), as two pools of a cluster must."""
+    taken = set(
+        ResourcePool.objects.filter(cluster=pool.cluster).values_list(
+            "slurm_account_suffix", flat=True
+        )
+    )
+    number = 1
+    suffix = ""
+    while suffix in taken:
+        number += 1
+        suffix = f"-p{number}"
+    return suffix
+
+
 def _pool_partitions(pool: ResourcePool, names: Any) -> None:
     for name in names:
         PoolPartition.objects.get_or_create(
@@ -134,6 +150,7 @@ class ResourcePoolFactory(factory.django.DjangoModelFactory[ResourcePool]):
 
     name = factory.Sequence(lambda n: f"pool {n}")
     cluster = factory.SubFactory(ClusterFactory)
+    slurm_account_suffix = factory.LazyAttribute(_free_suffix)
 
     partitions = factory.PostGeneration(
         lambda pool, create, extracted, **kwargs: _pool_partitions(pool, extracted or ())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -70,10 +70,11 @@ def desired_state_build(*, cluster: Cluster) -> DesiredState:
     expired; an archived project's accounts are absent, so the plan proposes removing them),
     its members, and each pool's parent account. Balances come from the one balance selector.
 
-    A project has one account, limited to what all its pools on the cluster have left, except
-    that a pool with a ``slurm_account_suffix`` gives it an account of its own (``code-gpu``)
-    limited to that pool alone. A pool with ``slurm_partition_associations`` associates the
-    members in its partitions only."""
+    One account per project and pool, named by the one rule (``projects.accounts``: the code
+    and the pool's suffix, ``pawsey0001`` and ``pawsey0001-gpu``), each limited to its own
+    pool's SU, its members associated in the pool's partitions only (docs/slurm.md, "One
+    Slurm limit per pool"). A pool that names no partition gets its accounts but no members:
+    nothing could be charged to it."""
     accounts: dict[str, Account] = {}
     skipped: list[str] = []
     grants = (
@@ -82,10 +83,9 @@ def desired_state_build(*, cluster: Cluster) -> DesiredState:
         .select_related("project", "pool")
         .order_by("project__code", "pool__name")
     )
-    pools_of: dict[tuple[Project, str], list[ResourcePool]] = {}
+    pools_of: dict[tuple[Project, ResourcePool], None] = {}
     for grant in grants:
-        key = (grant.project, grant.pool.slurm_account_suffix)
-        pools_of.setdefault(key, []).append(grant.pool)
+        pools_of[(grant.project, grant.pool)] = None
     members: dict[int, set[str]] = {}
     for project_id, username in Membership.objects.filter(
         project__in={project for project, _ in pools_of}, user__is_active=True
@@ -97,42 +97,33 @@ def desired_state_build(*, cluster: Cluster) -> DesiredState:
     ):
         partitions_of.setdefault(pool_id, set()).add(name)
 
-    for (project, suffix), pools in pools_of.items():
+    remaining: dict[int, dict[int, Decimal]] = {}
+    for project, pool in pools_of:
+        if project.pk not in remaining:
+            remaining[project.pk] = _remaining_su(project)
         try:
-            code = account_name(project.code, suffix)
+            code = account_name(project.code, pool.slurm_account_suffix)
+            partitions = {name_checked(name) for name in partitions_of.get(pool.pk, ())}
         except PlanError as error:
-            skipped.append(f"project {project.code}: {error}")
+            skipped.append(f"project {project.code} in {pool.name}: {error}")
             continue
+        if not partitions:
+            skipped.append(f"members of {code}: pool {pool.name} names no partition")
         users = set()
         for username in sorted(members.get(project.pk, ())):
             try:
                 users.add(name_checked(username))
             except PlanError as error:
                 skipped.append(f"member of {project.code}: {error}")
-        partitions = _partitions(pools, partitions_of)
-        try:
-            partitions = partitions and {name_checked(name) for name in partitions}
-        except PlanError as error:
-            skipped.append(f"project {project.code}: partition {error}")
-            continue
-        accounts[code] = _with_members(
-            Account(
-                parent=name_checked(
-                    _first(pool.slurm_parent_account for pool in pools) or ROOT_ACCOUNT
-                ),
-                billing_minutes=billing_minutes(
-                    _remaining_su(project, pools={pool.pk for pool in pools})
-                ),
-                qos=frozenset(
-                    item.strip()
-                    for item in _first(pool.slurm_qos for pool in pools).split(",")
-                    if item.strip()
-                )
-                or None,
-                default_qos=_first(pool.slurm_default_qos for pool in pools) or None,
+        accounts[code] = Account(
+            parent=name_checked(pool.slurm_parent_account or ROOT_ACCOUNT),
+            billing_minutes=billing_minutes(remaining[project.pk].get(pool.pk, Decimal(0))),
+            qos=frozenset(item.strip() for item in pool.slurm_qos.split(",") if item.strip())
+            or None,
+            default_qos=pool.slurm_default_qos or None,
+            partition_users=frozenset(
+                (user, name) for user in users for name in sorted(partitions)
             ),
-            users,
-            partitions,
         )
     for account in list(accounts.values()):
         if account.parent != ROOT_ACCOUNT and account.parent not in accounts:
@@ -140,44 +131,17 @@ def desired_state_build(*, cluster: Cluster) -> DesiredState:
     return DesiredState(accounts=accounts, skipped=skipped)
 
 
-def _first(values: Iterable[str]) -> str:
-    return next((value for value in values if value), "")
-
-
-def _partitions(pools: list[ResourcePool], partitions_of: dict[int, set[str]]) -> set[str] | None:
-    """The partitions an account's members are associated in; None: the whole account (some
-    pool of the account does not restrict them, or names no partition)."""
-    names: set[str] = set()
-    for pool in pools:
-        if not pool.slurm_partition_associations or not partitions_of.get(pool.pk):
-            return None
-        names |= partitions_of[pool.pk]
-    return names
-
-
-def _with_members(account: Account, users: set[str], partitions: set[str] | None) -> Account:
-    if partitions is None:
-        return replace(account, users=frozenset(users))
-    return replace(
-        account,
-        partition_users=frozenset((user, name) for user in users for name in sorted(partitions)),
-    )
-
-
-def _remaining_su(project: Project, *, pools: set[int]) -> Decimal:
-    """The SU the project's current budget periods on ``pools`` have left, overdrawn pools
-    counting 0 (a held project), suspended and expired projects 0."""
+def _remaining_su(project: Project) -> dict[int, Decimal]:
+    """The SU the project's current budget period on each of its pools has left (by pool id),
+    0 when overdrawn (a held project) and when suspended or expired; a pool between budget
+    periods is missing (0 too)."""
     if project.status in (Project.Status.SUSPENDED, Project.Status.EXPIRED):
-        return Decimal(0)
-    balances = project_balances_get(project=project).pools
-    return sum(
-        (
-            max(item.current.remaining_su, Decimal(0))
-            for item in balances
-            if item.pool_id in pools and item.current is not None
-        ),
-        Decimal(0),
-    )
+        return {}
+    return {
+        item.pool_id: max(item.current.remaining_su, Decimal(0))
+        for item in project_balances_get(project=project).pools
+        if item.current is not None
+    }
 
 
 def _sacctmgr(*arguments: str, stdin: str | None = None, data: bool = False) -> CommandOutcome:

@@ -44,7 +44,9 @@ class Centre:
 def centre(db):
     cluster = example_cluster("slurm-testbed")
     cpu = ResourcePoolFactory(name="testbed CPU", cluster=cluster, partitions=["work"])
-    gpu = ResourcePoolFactory(name="testbed GPU", cluster=cluster, partitions=["gpu"])
+    gpu = ResourcePoolFactory(
+        name="testbed GPU", cluster=cluster, partitions=["gpu"], slurm_account_suffix="-gpu"
+    )
     users = {
         name: UserFactory(username=name) for name in ("chair", "reviewer", "alice", "bob", "carol")
     }

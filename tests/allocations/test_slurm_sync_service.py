@@ -6,11 +6,15 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.test import RequestFactory
 
 from allocations.grants.services import allocation_grant
 from allocations.slurm.plan import Account, Action
 from allocations.slurm.sync import _renderable, actions_json, desired_state_build
-from projects.models import Project
+from projects.models import POOL_SUFFIX_TAKEN, Project, ResourcePool
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -67,21 +71,21 @@ def test_the_desired_state_has_each_granted_project_its_members_and_its_su_in_mi
         "uni1": Account(),
         "pawsey0042": Account(
             parent="uni1",
-            users=frozenset({granted.pi.username.lower(), "alice"}),
+            partition_users=frozenset({(granted.pi.username.lower(), "work"), ("alice", "work")}),
             billing_minutes=int(budget * 60),
             qos=frozenset({"normal", "low"}),
             default_qos="normal",
         ),
         "held01": Account(
             parent="uni1",
-            users=frozenset({held.pi.username.lower()}),
+            partition_users=frozenset({(held.pi.username.lower(), "work")}),
             billing_minutes=0,  # suspended: held by Slurm
             qos=frozenset({"normal", "low"}),
             default_qos="normal",
         ),
         "old0001": Account(
             parent="uni1",
-            users=frozenset({expired.pi.username.lower()}),
+            partition_users=frozenset({(expired.pi.username.lower(), "work")}),
             billing_minutes=0,  # expired: held by Slurm until a new grant
             qos=frozenset({"normal", "low"}),
             default_qos="normal",
@@ -99,9 +103,8 @@ def test_a_pool_with_an_account_suffix_gives_its_projects_an_account_limited_to_
     staff = UserFactory.create(is_staff=True)
     cpu = ResourcePoolFactory.create(cluster=cluster, partitions=["work"])
     gpu = ResourcePoolFactory.create(
-        cluster=cluster, partitions=["gpu"], slurm_account_suffix="-gpu",
-        slurm_partition_associations=True,
-    )  # fmt: skip
+        cluster=cluster, partitions=["gpu"], slurm_account_suffix="-gpu"
+    )
     project = ProjectFactory.create(code="Pawsey0042")
     today = date.today()
     for pool, amount in ((cpu, "300"), (gpu, "40")):
@@ -118,37 +121,62 @@ def test_a_pool_with_an_account_suffix_gives_its_projects_an_account_limited_to_
     desired = desired_state_build(cluster=cluster)
 
     assert desired.accounts == {
-        "pawsey0042": Account(users=frozenset({pi}), billing_minutes=int(budget[cpu.pk] * 60)),
+        "pawsey0042": Account(
+            partition_users=frozenset({(pi, "work")}), billing_minutes=int(budget[cpu.pk] * 60)
+        ),
         "pawsey0042-gpu": Account(
             partition_users=frozenset({(pi, "gpu")}), billing_minutes=int(budget[gpu.pk] * 60)
         ),
     }
 
 
-def test_without_a_suffix_one_account_holds_all_pools_and_partitions_of_the_restricting_ones():
+def test_two_pools_of_a_cluster_may_not_share_an_account_suffix_and_are_told_on_the_field():
+    """One account per pool, so one limit per pool: the second pool of a cluster without a
+    suffix (or with the first's) is refused by the model's validation, on the suffix field,
+    which the admin's form shows, and by the database whatever writes it."""
+    cluster = example_cluster("slurm-testbed")
+    ResourcePoolFactory.create(cluster=cluster, slurm_account_suffix="")
+    ResourcePoolFactory.create(cluster=cluster, slurm_account_suffix="-gpu")
+    for suffix in ("", "-gpu"):
+        second = ResourcePool(name=f"second {suffix}", cluster=cluster, slurm_account_suffix=suffix)
+        with pytest.raises(ValidationError) as refused:
+            second.full_clean()
+        assert refused.value.message_dict == {"slurm_account_suffix": [POOL_SUFFIX_TAKEN]}
+    upper = ResourcePool(name="upper", cluster=cluster, slurm_account_suffix="-GPU2")
+    with pytest.raises(ValidationError) as refused:
+        upper.full_clean()
+    assert list(refused.value.message_dict) == ["slurm_account_suffix"]
+    ResourcePool(name="other", cluster=cluster, slurm_account_suffix="-highmem").full_clean()
+    # The admin's own form for a pool shows it on the field, and keeps what was typed.
+    staff = UserFactory.create(is_staff=True, is_superuser=True)
+    request = RequestFactory().get("/")
+    request.user = staff
+    form_class = admin.site._registry[ResourcePool].get_form(request)
+    typed = {
+        "name": "setonix GPU 2", "cluster": cluster.pk, "slurm_account_suffix": "-gpu",
+        "budget_months": 3, "split": "even", "notify_thresholds": "75,90,100",
+    }  # fmt: skip
+    form = form_class(data=typed)
+    assert not form.is_valid()
+    assert form.errors == {"slurm_account_suffix": [POOL_SUFFIX_TAKEN]}
+    assert form["name"].value() == "setonix GPU 2"
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ResourcePool.objects.create(name="raw", cluster=cluster, slurm_account_suffix="-gpu")
+
+
+def test_a_pool_that_names_no_partition_gets_its_accounts_but_no_members():
     cluster = example_cluster("slurm-testbed")
     staff = UserFactory.create(is_staff=True)
-    pools = [
-        ResourcePoolFactory.create(
-            cluster=cluster, partitions=[name], slurm_partition_associations=True
-        )
-        for name in ("work", "gpu")
-    ]
+    pool = ResourcePoolFactory.create(cluster=cluster, name="empty", slurm_account_suffix="-e")
     project = ProjectFactory.create(code="p7")
     today = date.today()
-    for pool in pools:
-        allocation_grant(
-            project=project, pool=pool, amount=Decimal("30"), actor=staff,
-            period_start=today.replace(day=1), period_end=date(today.year + 1, today.month, 1),
-        )  # fmt: skip
-    total = sum(
-        grant.budget_periods.order_by("start").first().budget_su
-        for grant in project.allocations.all()
-    )
-    pi = project.pi.username.lower()
+    allocation_grant(
+        project=project, pool=pool, amount=Decimal("30"), actor=staff,
+        period_start=today.replace(day=1), period_end=date(today.year + 1, today.month, 1),
+    )  # fmt: skip
 
-    (account,) = desired_state_build(cluster=cluster).accounts.values()
+    desired = desired_state_build(cluster=cluster)
 
-    assert account.billing_minutes == int(total * 60)
-    assert account.partition_users == {(pi, "gpu"), (pi, "work")}
-    assert account.users == frozenset()
+    assert desired.accounts["p7-e"].partition_users == frozenset()
+    assert desired.accounts["p7-e"].users == frozenset()
+    assert desired.skipped == ["members of p7-e: pool empty names no partition"]

@@ -144,7 +144,9 @@ def build_scenario(*, history_lines: int = 6000, seed: int = 2026) -> Scenario:
     MembershipFactory(project=projects["pawsey0003"], user=users["alice"], notify=True)
     pools = {
         "cpu": ResourcePoolFactory.create(name="testbed CPU", cluster=cluster, partitions=["work"]),
-        "gpu": ResourcePoolFactory.create(name="testbed GPU", cluster=cluster, partitions=["gpu"]),
+        "gpu": ResourcePoolFactory.create(
+            name="testbed GPU", cluster=cluster, partitions=["gpu"], slurm_account_suffix="-gpu"
+        ),
     }
     now = timezone.now()
     history = sacct_lines(

@@ -11,6 +11,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from auditlog.models import LogEntry
@@ -242,9 +243,11 @@ def test_a_plan_slurm_half_refuses_fails_and_says_which_actions_were_not_done(
     # The second project gets a QOS Slurm does not know: its account cannot be created, nor
     # its user added; the first project is created all the same.
     bad_pool = ResourcePoolFactory.create(
-        cluster=cluster, name=unique_name("pool"), slurm_qos="nosuchqos"
-    )
+        cluster=cluster, name=unique_name("pool"), slurm_qos="nosuchqos", partitions=["gpu"],
+        slurm_account_suffix="-bad",
+    )  # fmt: skip
     bad.allocations.update(pool=bad_pool)
+    bad_code = f"{bad.code}-bad"
 
     plan = _apply(slurm_sync_plan(cluster=cluster).plan)
 
@@ -252,11 +255,11 @@ def test_a_plan_slurm_half_refuses_fails_and_says_which_actions_were_not_done(
     assert plan.exit_code != 0
     not_done = {str(action) for action in plan.actions.filter(done=False)}
     assert not_done == {
-        f"create account {bad.code}",
-        f"create user {bad.pi.username} in {bad.code}",
+        f"create account {bad_code}",
+        f"create user {bad.pi.username} in {bad_code} (partition gpu)",
     }
     assert f"2 of {plan.actions.count()} actions not done" in plan.error
-    assert _associations(slurm_testbed, bad.code) == set()
+    assert _associations(slurm_testbed, bad_code) == set()
     assert len(_associations(slurm_testbed, good.code)) == 2
 
 
@@ -389,7 +392,9 @@ def test_a_small_centre_is_planned_and_applied_in_seconds(slurm_testbed, on_test
     if stale is not None:
         _apply(stale)
     on_testbed.write_text("")
-    more = _centre(projects=projects, members=5, partitions=()).projects
+    # A second pool of the cluster: an account of its own per project (-p2), users in gpu.
+    second = _centre(projects=projects, members=5, partitions=("gpu",))
+    more, suffix = second.projects, second.pool.slurm_account_suffix
 
     started = time.monotonic()
     plan = slurm_sync_plan(cluster=cluster).plan
@@ -402,7 +407,7 @@ def test_a_small_centre_is_planned_and_applied_in_seconds(slurm_testbed, on_test
     assert plan.actions.count() == 1 + projects * 6, [str(a) for a in plan.actions.all()]
     assert [line.split()[0] for line in on_testbed.read_text().splitlines()].count("-i") == 1
     for project, people in more[:3]:
-        assert len(_associations(slurm_testbed, project.code)) == 1 + len(people)
+        assert len(_associations(slurm_testbed, project.code + suffix)) == 1 + len(people)
     print(
         f"\n{projects} projects, {plan.actions.count()} actions: plan {planned - started:.2f}s,"
         f" apply {applied - planned:.2f}s"
@@ -479,7 +484,7 @@ def test_on_a_pool_that_allows_it_a_top_up_sets_the_limit_by_itself_and_a_new_me
     assert [str(action) for action in applied.actions.all()] == [f"modify account {project.code}"]
     waiting = SlurmSyncPlan.objects.get(status=SlurmSyncPlan.Status.PENDING)
     assert [str(action) for action in waiting.actions.all()] == [
-        f"create user {newcomer.username} in {project.code}"
+        f"create user {newcomer.username} in {project.code} (partition work)"
     ]
     assert f"{project.code}|{newcomer.username}||" not in _associations(slurm_testbed, project.code)
 
@@ -577,12 +582,19 @@ def test_the_whole_way_round_grant_provision_run_import_and_agree_with_slurm(
     assert int(charged * 60) - 1 <= used <= int(charged * 60)
 
 
-def test_a_gpu_pool_with_an_account_of_its_own_is_held_alone_and_each_account_keeps_its_partitions(
+def test_each_pool_is_its_own_account_and_limit_a_spent_gpu_pool_holds_gpu_jobs_alone_and_back(
     slurm_testbed, on_testbed
 ):
-    """Pawsey's layout: the CPU grant is the project's account, associated in work only; the
-    GPU grant is ``CODE-gpu``, associated in gpu only and limited to the GPU pool's SU. With
-    the GPU grant used up, Slurm holds GPU jobs while CPU jobs still run."""
+    """One Slurm limit per pool (issue 27, item 7), Pawsey's layout: the CPU pool's account is
+    the project's code, associated in work only; the GPU pool's is ``CODE-gpu``, associated in
+    gpu only, each with the GrpTRESMins of its own pool's SU. Project ``spent_gpu`` has used up
+    its GPU pool and ``spent_cpu`` its CPU pool: Slurm holds the GPU job of the first and the
+    CPU job of the second, and runs the other pool's job of each; neither account runs in the
+    other's partition. The import books each job back to its project and the job of
+    ``CODE-gpu`` to the GPU pool, by the same account rule."""
+    from accounting.models import Job, QuarantinedRecord
+    from allocations.grants.selectors import balance_get
+
     cluster = example_cluster("slurm-testbed")
     staff = UserFactory.create(is_staff=True)
     parent = unique_name("inst")
@@ -591,62 +603,127 @@ def test_a_gpu_pool_with_an_account_of_its_own_is_held_alone_and_each_account_ke
         ResourcePoolFactory.create(
             cluster=cluster, name=unique_name("pool"), partitions=[partition],
             slurm_parent_account=parent, slurm_account_suffix=suffix,
-            slurm_partition_associations=True,
         )
         for partition, suffix in (("work", ""), ("gpu", "-gpu"))
     )  # fmt: skip
-    project = ProjectFactory.create(
-        code=unique_name("p"), pi=UserFactory.create(username=unique_name("u"))
-    )
-    MembershipFactory.create(project=project, user=UserFactory.create(username="root"))
     today = timezone.now().date()
-    for pool, su in ((cpu, "1000"), (gpu, "0.001")):
-        allocation_grant(
-            project=project, pool=pool, amount=Decimal(su), actor=staff,
-            period_start=today.replace(day=1), period_end=_months_later(today, 3),
-        )  # fmt: skip
+    spent_gpu, spent_cpu = (
+        ProjectFactory.create(
+            code=unique_name("p"), pi=UserFactory.create(username=unique_name("u"))
+        )
+        for _ in range(2)
+    )
+    for project, cpu_su, gpu_su in ((spent_gpu, "1000", "0.001"), (spent_cpu, "0.001", "1000")):
+        MembershipFactory.create(project=project, user=UserFactory.create(username="root"))
+        for pool, su in ((cpu, cpu_su), (gpu, gpu_su)):
+            allocation_grant(
+                project=project, pool=pool, amount=Decimal(su), actor=staff,
+                period_start=today.replace(day=1), period_end=_months_later(today, 3),
+            )  # fmt: skip
 
     plan = _apply(slurm_sync_plan(cluster=cluster).plan)
 
     assert plan.status == SlurmSyncPlan.Status.APPLIED, (plan.error, plan.output)
-    code, gpu_code = project.code, f"{project.code}-gpu"
+    accounts = {
+        code: project
+        for project in (spent_gpu, spent_cpu)
+        for code in (project.code, f"{project.code}-gpu")
+    }
     shown = slurm_testbed.run(
-        "sacctmgr", "-n", "-P", "show", "associations", "where", f"account={code},{gpu_code}",
+        "sacctmgr", "-n", "-P", "show", "associations", "where", f"account={','.join(accounts)}",
         f"cluster={slurm_testbed.cluster_name}", "format=account,user,partition,grptresmins",
     ).stdout.split()  # fmt: skip
-    cpu_minutes = int(cpu.allocations.get().budget_periods.order_by("start")[0].budget_su * 60)
+
+    def minutes(project: Project, pool: ResourcePool) -> int:
+        grant = pool.allocations.get(project=project)
+        return int(grant.budget_periods.order_by("start")[0].budget_su * 60)
+
     assert set(shown) == {
-        f"{code}|||billing={cpu_minutes}",
-        f"{gpu_code}|||billing=0",
-        *(f"{code}|{user}|work|" for user in ("root", project.pi.username)),
-        *(f"{gpu_code}|{user}|gpu|" for user in ("root", project.pi.username)),
+        f"{spent_gpu.code}|||billing={minutes(spent_gpu, cpu)}",
+        f"{spent_gpu.code}-gpu|||billing=0",
+        f"{spent_cpu.code}|||billing=0",
+        f"{spent_cpu.code}-gpu|||billing={minutes(spent_cpu, gpu)}",
+        *(
+            f"{code}|{user}|{'gpu' if code.endswith('-gpu') else 'work'}|"
+            for code, project in accounts.items()
+            for user in ("root", project.pi.username)
+        ),
     }
     assert slurm_sync_plan(cluster=cluster).plan is None  # nothing left to do
 
-    def submit(account: str, partition: str, *extra: str):
+    def submit(account: str, partition: str) -> Any:
+        gres = ["--gres=gpu:1"] if partition == "gpu" else []
         return slurm_testbed.run(
             "sbatch", "--parsable", f"--account={account}", f"--partition={partition}",
-            "--output=/dev/null", "--time=1", *extra, "--wrap", "true", check=False,
+            "--output=/dev/null", "--time=1", *gres, "--wrap", "true", check=False,
         )  # fmt: skip
 
-    for account, partition in ((gpu_code, "work"), (code, "gpu")):
+    for account, partition in ((f"{spent_gpu.code}-gpu", "work"), (spent_cpu.code, "gpu")):
         refused = submit(account, partition)
         assert refused.returncode != 0
         assert "Invalid account or account/partition combination" in refused.stderr
-    held = submit(gpu_code, "gpu", "--gres=gpu:1").stdout.strip()
-    assert wait_for("the GPU job to be held", lambda: _pending_reason(slurm_testbed, held) or None)
-    assert _pending_reason(slurm_testbed, held) == "AssocGrpBillingMinutes"
-    runs = submit(code, "work").stdout.strip()
-    wait_for("the CPU job to end in sacct", lambda: _ended(slurm_testbed, runs))
-    slurm_testbed.run("scancel", held)
-    wait_for("the held job to end in sacct", lambda: _cancelled(slurm_testbed, held))
+    since = timezone.now() - timedelta(minutes=1)
+    held = [
+        submit(f"{spent_gpu.code}-gpu", "gpu").stdout.strip(),
+        submit(spent_cpu.code, "work").stdout.strip(),
+    ]
+    runs = [
+        submit(spent_gpu.code, "work").stdout.strip(),
+        submit(f"{spent_cpu.code}-gpu", "gpu").stdout.strip(),
+    ]
+    for job_id in held:
+        wait_for("a job to be held", lambda j=job_id: _pending_reason(slurm_testbed, j) or None)
+        assert _pending_reason(slurm_testbed, job_id) == "AssocGrpBillingMinutes"
+    slurm_testbed.run("scancel", *held)
+    balances = {
+        (project, pool): balance_get(project=project, pool=pool)
+        for project in (spent_gpu, spent_cpu)
+        for pool in (cpu, gpu)
+    }
+    wait_for("the four jobs to end in sacct", lambda: _final(slurm_testbed, [*held, *runs]))
 
+    out = StringIO()
+    call_command(
+        "import_sacct", "--run-sacct", "--cluster", cluster.name, "--since", since.isoformat(),
+        "--json", stdout=out,
+    )  # fmt: skip
 
-def _cancelled(testbed: Testbed, job_id: str) -> bool | None:
-    shown = testbed.run("sacct", "-X", "-n", "-P", "-j", job_id, "-o", "State,End").stdout.split()
-    return (
-        True if shown and shown[0].startswith("CANCELLED") and "Unknown" not in shown[0] else None
+    ran = {job.job_id_raw: job for job in Job.objects.filter(job_id_raw__in=runs)}
+    assert set(ran) == set(runs), (
+        out.getvalue(),
+        list(QuarantinedRecord.objects.values_list("reason", flat=True)),
     )
+    assert (ran[runs[0]].project, ran[runs[0]].partition.name) == (spent_gpu, "work")
+    assert (ran[runs[1]].project, ran[runs[1]].partition.name) == (spent_cpu, "gpu")
+    for (project, pool), before in balances.items():
+        after = balance_get(project=project, pool=pool)
+        assert before is not None
+        assert after is not None
+        charged = sum(
+            (
+                job.service_units
+                for job in ran.values()
+                if job.project == project and job.partition.pool_membership.pool == pool
+            ),
+            Decimal(0),
+        )
+        assert before.remaining_su - after.remaining_su == charged
+
+
+def _final(testbed: Testbed, job_ids: list[str]) -> bool | None:
+    """True once sacct shows each job ended, with its partition and end time: what the import
+    reads (right after a job ends its record may still be on its way to slurmdbd)."""
+    shown = testbed.run(
+        "sacct", "-X", "-n", "-P", "-j", ",".join(job_ids), "-o", "JobIDRaw,State,Partition,End"
+    ).stdout.splitlines()
+    final = {
+        fields[0]
+        for fields in (line.split("|") for line in shown if line.count("|") == 3)
+        if fields[1].split(" ")[0] in ("COMPLETED", "CANCELLED")
+        and fields[2]
+        and fields[3] not in ("", "Unknown")
+    }
+    return True if final == set(job_ids) else None
 
 
 @pytest.mark.django_db(transaction=True)
