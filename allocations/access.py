@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from allocations import lifecycle
 from allocations.models import AllocationRequest, AllocationRound, CommitteeMember, Review
 from kit.access import Actor, is_staff
-from projects.access import can_manage_project, is_member, projects_of_member
+from projects.access import can_manage_project, is_member, projects_managed, projects_of_member
 from projects.models import Project
 
 # --- Roles --------------------------------------------------------------------------------
@@ -98,6 +98,13 @@ def can_ask_for_change(user: Actor, project: Project) -> bool:
     """Ask for any kind of change to a project's allocation (apply, top up, extend, renew,
     appeal): whoever manages the project (its PI, a manager, staff)."""
     return can_manage_project(user, project)
+
+
+def asks_for_changes(user: Actor) -> bool:
+    """May use the request operations at all: staff, or whoever manages some project (its PI
+    or a manager). Asked before any input is read; ``can_ask_for_change`` then names the
+    project."""
+    return is_staff(user) or projects_managed(user=user).exists()
 
 
 def can_appeal(user: Actor, request: AllocationRequest) -> bool:

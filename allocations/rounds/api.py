@@ -20,6 +20,7 @@ from rest_framework.response import Response
 
 from accounting.clusters.quotes import QuoteRequest
 from allocations.access import (
+    asks_for_changes,
     can_ask_for_change,
     can_decide,
     requests_visible,
@@ -53,7 +54,7 @@ from allocations.rounds.services import (
 )
 from kit.access import require
 from kit.api import ID_PATTERN, ApiViewSet, EnumFilter, IdFilter, IsStaffOrReadOnly, acting_user
-from projects.access import can_manage_project, leads_a_project
+from projects.access import can_manage_project
 
 
 class RequestFilter(django_filters.FilterSet):
@@ -174,7 +175,7 @@ class RequestViewSet(ApiViewSet):
         """The PI (or a manager) starts a request (a draft) of a ``kind``: an application in a
         round, a top-up, an extension, a renewal or an appeal (docs/api.md says what each
         needs): SU per pool and a justification."""
-        require(leads_a_project(request.user), "only a project's PI applies for it")
+        require(asks_for_changes(request.user), "only a project's PI or manager applies for it")
         data = RequestCreateInputSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         values = data.validated_data
