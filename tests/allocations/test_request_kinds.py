@@ -54,7 +54,8 @@ class Kinds:
 def kinds_fixture(centre) -> Kinds:
     today = pool_today(centre.cpu)
     start = today.replace(day=1)
-    manager, conflicted = UserFactory(username="dave"), UserFactory(username="frank")
+    manager = UserFactory.create(username="dave")
+    conflicted = UserFactory.create(username="frank")
     MembershipFactory(project=centre.p1, user=manager, role=Membership.Role.MANAGER)
     MembershipFactory(project=centre.p1, user=centre.carol)
     MembershipFactory(project=centre.p1, user=conflicted)
