@@ -32,7 +32,7 @@ def test_a_pi_appeals_a_partial_grant_once_and_the_chair_raises_it(live_server, 
     appeal_url = pi.url
     assert pi.locator("#appeal-of").inner_text().startswith("Appeals the decision on request")
     # The draft asks for what was not granted: 300 GPU SU.
-    assert pi.locator("#id_pool_%d" % granted.gpu.pk).input_value() == "300"
+    assert pi.locator(f"#id_pool_{granted.gpu.pk}").input_value() == "300"
     pi.get_by_role("button", name="Submit", exact=True).click()
     pi.locator("#request-state", has_text="submitted").wait_for()
 
