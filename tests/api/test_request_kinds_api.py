@@ -14,7 +14,6 @@ from allocations.grants.selectors import balance_get
 from allocations.models import Allocation, AllocationRequest
 from kit.calendar import add_months
 from people.tokens import token_create
-from tests.allocations.conftest import centre as centre_fixture  # noqa: F401 (a fixture)
 from tests.allocations.test_request_kinds import Kinds, kinds_fixture  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
