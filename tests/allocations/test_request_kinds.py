@@ -422,3 +422,18 @@ def test_an_appeal_of_a_rejected_top_up_is_granted_as_a_top_up(kinds):
     assert before is not None
     assert after is not None
     assert after.adjustments_su == before.adjustments_su + 50
+
+
+def test_a_submitted_top_up_is_mailed_to_the_chair_who_decides_it(
+    kinds, django_capture_on_commit_callbacks, mailoutbox
+):
+    centre = kinds.centre
+    top_up = request_create(
+        project=centre.p1, actor=centre.alice, kind=Kind.TOP_UP, amounts={centre.cpu: Decimal(5)}
+    )
+    mailoutbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        request_submit(request=top_up, actor=centre.alice)
+    assert [message.to for message in mailoutbox] == [[centre.chair.email]]
+    assert "pawsey0001's top-up request" in mailoutbox[0].subject
+    assert "waits for you to decide it" in mailoutbox[0].body
