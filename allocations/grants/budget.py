@@ -43,6 +43,10 @@ def split_even(total: Decimal, parts: int) -> list[Decimal]:
     return [Decimal(share + (1 if index < extra else 0)) * SU_QUANTUM for index in range(parts)]
 
 
+# An extension moves a grant's end by at most this much: further is a new grant (a renewal).
+MAX_EXTENSION_MONTHS = 24
+
+
 def extension_budgets(
     old_end: date, new_end: date, amount: Decimal, *, months: int = 3
 ) -> list[tuple[date, date, Decimal]]:
@@ -51,6 +55,8 @@ def extension_budgets(
     ``amount`` split evenly over them."""
     if not old_end < new_end:
         raise ValueError(f"an extension must end after the grant ({new_end} <= {old_end})")
+    if new_end > add_months(old_end, MAX_EXTENSION_MONTHS):
+        raise ValueError(f"an extension adds at most {MAX_EXTENSION_MONTHS} months")
     spans = periods(old_end, new_end, months=months)
     return [
         (start, end, share)

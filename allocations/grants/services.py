@@ -19,6 +19,7 @@ from allocations.grants import budget
 from allocations.grants.selectors import balance_for_period, budget_period_at, pool_today
 from allocations.models import Adjustment, Allocation, AllocationRequest, BudgetPeriod
 from kit.access import is_staff, require
+from kit.calendar import add_months
 from kit.errors import ApplicationError
 from kit.queue import task_enqueue
 from projects.access import is_pi
@@ -105,6 +106,32 @@ def allocation_grant(
     return allocation
 
 
+def check_extension_end(allocation: Allocation, new_end: date) -> None:
+    """An extension's end: after the grant's end, at most ``MAX_EXTENSION_MONTHS`` later, and
+    before any later grant of the project on the pool starts."""
+    check_rule(
+        new_end > allocation.period_end,
+        f"the new end must be after the grant's end ({allocation.period_end})",
+        field="new_end",
+    )
+    months = budget.MAX_EXTENSION_MONTHS
+    check_rule(
+        new_end <= add_months(allocation.period_end, months),
+        f"an extension adds at most {months} months (to {add_months(allocation.period_end, months)}"
+        "): for longer, apply for a renewal",
+        field="new_end",
+    )
+    overlapping = Allocation.objects.filter(
+        project=allocation.project, pool=allocation.pool,
+        period_start__lt=new_end, period_end__gt=allocation.period_end,
+    ).exclude(pk=allocation.pk)  # fmt: skip
+    check_rule(
+        not overlapping.exists(),
+        f"{allocation.project} holds another grant on {allocation.pool} before {new_end}",
+        field="new_end",
+    )
+
+
 def _may_grant(actor: User, request: AllocationRequest | None) -> None:
     allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
     require(allowed, "only centre staff and the chair who decides the request change a grant")
@@ -124,20 +151,7 @@ def allocation_extend(
     own periods stay as they are."""
     _may_grant(actor, request)
     allocation = Allocation.objects.select_for_update().get(pk=allocation.pk)
-    check_rule(
-        new_end > allocation.period_end,
-        f"the new end must be after the grant's end ({allocation.period_end})",
-        field="new_end",
-    )
-    overlapping = Allocation.objects.filter(
-        project=allocation.project, pool=allocation.pool,
-        period_start__lt=new_end, period_end__gt=allocation.period_end,
-    ).exclude(pk=allocation.pk)  # fmt: skip
-    check_rule(
-        not overlapping.exists(),
-        f"{allocation.project} holds another grant on {allocation.pool} before {new_end}",
-        field="new_end",
-    )
+    check_extension_end(allocation, new_end)
     value = su_amount(amount, "the extension's SU")
     check_rule(value >= 0, "an extension cannot remove SU")
     added = budget.extension_budgets(

@@ -25,6 +25,7 @@ from allocations.grants.services import (
     allocation_extend,
     allocation_grant,
     allocation_raise,
+    check_extension_end,
     check_rule,
     su_amount,
 )
@@ -218,11 +219,7 @@ def request_create(
         if kind == Kind.EXTENSION:
             check_rule(new_end is not None, "an extension names its new end", field="new_end")
             assert new_end is not None
-            check_rule(
-                new_end > grant.period_end,
-                f"the new end must be after the grant's end ({grant.period_end})",
-                field="new_end",
-            )
+            check_extension_end(grant, new_end)
     elif kind == Kind.RENEWAL:
         current = allocations_in_force(project=project)
         check_rule(

@@ -25,9 +25,12 @@ def test_an_extension_splits_its_su_over_the_added_span_in_the_pools_periods():
     ]
 
 
-def test_an_extension_must_end_after_the_grant():
+def test_an_extension_must_end_after_the_grant_and_within_two_years():
     with pytest.raises(ValueError, match="must end after the grant"):
         extension_budgets(date(2027, 1, 1), date(2027, 1, 1), Decimal(1))
+    with pytest.raises(ValueError, match="at most 24 months"):
+        extension_budgets(date(2027, 1, 1), date(2029, 1, 2), Decimal(1))
+    assert len(extension_budgets(date(2027, 1, 1), date(2029, 1, 1), Decimal(1))) == 8
 
 
 def test_a_raise_goes_to_the_current_and_later_periods_only():

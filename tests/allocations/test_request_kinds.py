@@ -270,21 +270,27 @@ def test_an_extension_must_end_after_the_grant(kinds):
         )  # fmt: skip
 
 
-def test_an_extension_never_runs_into_the_next_grant(kinds):
+def test_an_extension_never_runs_into_the_next_grant_nor_past_two_years(kinds):
     centre = kinds.centre
     end = kinds.cpu_grant.period_end
-    allocation_grant(
-        project=centre.p1, pool=centre.cpu, amount=Decimal(50), period_start=end,
-        period_end=add_months(end, 12), actor=centre.staff,
-    )  # fmt: skip
     extension = request_create(
         project=centre.p1, actor=centre.alice, kind=Kind.EXTENSION,
         new_end=add_months(end, 3), amounts={centre.cpu: Decimal(10)},
     )  # fmt: skip
     request_submit(request=extension, actor=centre.alice)
+    allocation_grant(
+        project=centre.p1, pool=centre.cpu, amount=Decimal(50), period_start=end,
+        period_end=add_months(end, 12), actor=centre.staff,
+    )  # fmt: skip
     with pytest.raises(AllocationError, match="holds another grant on testbed CPU"):
         request_decide(request=extension, actor=centre.chair, granted={centre.cpu: Decimal(10)})
     assert Allocation.objects.get(pk=kinds.cpu_grant.pk).period_end == end
+    with pytest.raises(AllocationError, match="adds at most 24 months") as error:
+        request_create(
+            project=centre.p1, actor=centre.alice, kind=Kind.EXTENSION,
+            new_end=date(9999, 12, 31), amounts={centre.gpu: Decimal(10)},
+        )  # fmt: skip
+    assert error.value.field == "new_end"
 
 
 # --- Renewal --------------------------------------------------------------------------------
