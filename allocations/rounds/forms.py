@@ -28,7 +28,9 @@ class RequestCreateForm(forms.Form):
         "appeal": (),
     }
 
-    kind = forms.ChoiceField(choices=AllocationRequest.Kind.choices, widget=forms.HiddenInput)
+    kind = forms.ChoiceField(
+        choices=AllocationRequest.Kind.choices, widget=forms.HiddenInput, required=False
+    )
     round = forms.ModelChoiceField(
         queryset=AllocationRound.objects.none(), required=False, label="Allocation round"
     )
@@ -50,8 +52,9 @@ class RequestCreateForm(forms.Form):
         help_text="what the SU are for; whoever decides reads this",
     )
 
-    def __init__(self, *args: Any, rounds: Any, pools: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, kind: str, rounds: Any, pools: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.chosen_kind = kind
         round_field = self.fields["round"]
         assert isinstance(round_field, forms.ModelChoiceField)
         round_field.queryset = rounds
@@ -61,7 +64,7 @@ class RequestCreateForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        for name in self.NEEDS.get(data.get("kind", ""), ()):
+        for name in self.NEEDS.get(self.chosen_kind, ()):
             if data.get(name) in (None, "") and name not in self.errors:
                 self.add_error(name, "This field is required for this kind of request.")
         return data

@@ -115,7 +115,13 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
         appealed = request_for_user(user=request.user, pk=found) if found else None
         if appealed is None or appealed.project_id != project.pk:
             raise Http404
-    grants = allocations_in_force(project=project)
+    # A top-up, an extension and a renewal start from the grants in force (and show their use).
+    from_grants = kind in (
+        AllocationRequest.Kind.TOP_UP,
+        AllocationRequest.Kind.EXTENSION,
+        AllocationRequest.Kind.RENEWAL,
+    )
+    grants = allocations_in_force(project=project) if from_grants else []
     rounds = open_rounds()
     if kind == AllocationRequest.Kind.RENEWAL and grants:
         rounds = rounds.filter(period_start__gte=max(grant.period_end for grant in grants))
@@ -128,7 +134,7 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
     pools = [grant.pool for grant in grants]
     initial["pool"] = next((pool for pool in pools if pool.pk == chosen_pool), None)
     form = RequestCreateForm(
-        request.POST or None, rounds=rounds, initial=initial,
+        request.POST or None, kind=kind, rounds=rounds, initial=initial,
         pools=ResourcePool.objects.filter(pk__in=[pool.pk for pool in pools]),
     )  # fmt: skip
     if request.method == "POST" and form.is_valid():
@@ -149,7 +155,11 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
         else:
             messages.success(request, "Draft saved. Check the SU you ask for, then submit it.")
             return redirect("allocations:request-detail", pk=created.pk)
-    balances = {item.pool.pk: item.balance for item in balances_for_project(project=project)}
+    balances = (
+        {item.pool.pk: item.balance for item in balances_for_project(project=project)}
+        if grants
+        else {}
+    )
     context = {
         "project": project,
         "form": form,
@@ -255,7 +265,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         and can_review(user, allocation_request),
         "can_grant": chair and state == lifecycle.decidable_from(allocation_request.kind),
         "can_appeal": can_appeal(user, allocation_request),
-        "appeals": allocation_request.appeals.all(),
+        "appeals": (list(allocation_request.appeals.all()) if state in lifecycle.DECIDED else []),
     }
     if editable:
         context["amounts_form"] = RequestAmountsForm(
