@@ -10,6 +10,8 @@ the matrix, and tests/test_permission_matrix.py checks every URL against it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
@@ -129,6 +131,17 @@ def can_read_reviews(user: Actor, request: AllocationRequest) -> bool:
 # --- What a user may see ------------------------------------------------------------------
 
 
+def decided_in_rounds(rounds: Any) -> Q:
+    """Requests outside rounds whose ``deciding_round`` is one of ``rounds`` (ids, or a query
+    of ids): ``deciding_round`` as a filter. A grant is made by an application or a renewal
+    (or by staff, outside rounds), so the chain is never longer than this."""
+    return Q(round__isnull=True) & (
+        Q(grant__request__round_id__in=rounds)
+        | Q(appeal_of__round_id__in=rounds)
+        | Q(appeal_of__grant__request__round_id__in=rounds)
+    )
+
+
 def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
     """Requests of the user's projects, and the submitted requests of rounds whose committee
     they sit on: a draft stays with its project. Every request for staff."""
@@ -141,11 +154,7 @@ def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
     # A request outside rounds (top-up, extension, appeal) goes to the chair of the round
     # behind it (``deciding_round``) alone, not to the committee.
     chaired = CommitteeMember.objects.filter(user_id=user.pk, is_chair=True).values("round_id")
-    outside = Q(round__isnull=True) & (
-        Q(grant__request__round_id__in=chaired)
-        | Q(appeal_of__round_id__in=chaired)
-        | Q(appeal_of__grant__request__round_id__in=chaired)
-    )
+    outside = decided_in_rounds(chaired)
     return requests.filter(
         Q(project__in=projects_of_member(user=user))
         | ((Q(round_id__in=rounds) | outside) & ~Q(state=AllocationRequest.State.DRAFT))

@@ -43,6 +43,7 @@ from allocations.rounds.forms import (
     ReviewForm,
 )
 from allocations.rounds.selectors import (
+    changes_to_decide,
     open_rounds,
     request_amounts,
     request_estimate_totals,
@@ -483,6 +484,7 @@ def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return chart.csv_response(f"round-{seat.round.pk}")
         pools = overview["pools"]
         context.update(
+            changes=changes_to_decide(round_=seat.round, user=request.user),
             overview=overview,
             chart=chart,
             pool_rows=[

@@ -165,6 +165,19 @@ def open_rounds() -> QuerySet[AllocationRound]:
     )
 
 
+def changes_to_decide(*, round_: AllocationRound, user: Actor) -> list[dict[str, object]]:
+    """Top-ups, extensions and appeals submitted to the round's chair (``deciding_round``),
+    oldest first, each marked when it is of the user's own project (staff decide it)."""
+    requests = (
+        AllocationRequest.objects.filter(access.decided_in_rounds([round_.pk]))
+        .filter(state=AllocationRequest.State.SUBMITTED)
+        .select_related("project")
+        .order_by("created_at", "pk")
+    )
+    own = set(access.projects_in_conflict(user=user).values_list("pk", flat=True))
+    return [{"request": request, "conflict": request.project_id in own} for request in requests]
+
+
 def round_requests_for_committee(
     *, round_: AllocationRound, user: Actor
 ) -> list[dict[str, object]]:

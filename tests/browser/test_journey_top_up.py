@@ -120,10 +120,13 @@ def test_a_pi_tops_up_from_the_alert_and_the_chair_grants_it(live_server, sign_i
     pi.locator("#request-state", has_text="submitted").wait_for()
     assert "dana" in pi.locator("#next-step").inner_text()  # the chair behind the grant
 
-    chair = sign_in("dana")
-    chair.goto(request_url)
-    chair.get_by_role("link", name="Decide and grant").click()
+    chair = sign_in("dana")  # from the round whose decision made the grant
+    chair.goto(f"{live_server.url}/allocations/rounds/{granted.round.pk}/")
+    changes = chair.locator("#changes-to-decide")
+    assert "top-up" in changes.inner_text()
+    changes.get_by_role("link", name="Decide").click()
     chair.get_by_role("button", name="Record the decision").click()
+    chair.wait_for_url(request_url)
     chair.locator("#request-state", has_text="granted").wait_for()
 
     pi.goto(project_url)

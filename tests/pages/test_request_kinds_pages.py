@@ -13,6 +13,7 @@ from django.test import Client
 from allocations.grants.selectors import pool_today
 from allocations.grants.services import allocation_grant
 from allocations.models import AllocationRequest
+from allocations.rounds.services import request_create, request_submit
 from tests.allocations.conftest import centre  # noqa: F401 (a fixture)
 from tests.allocations.test_request_kinds import Kinds, kinds_fixture  # noqa: F401 (a fixture)
 
@@ -100,3 +101,16 @@ def test_a_grant_ending_within_60_days_offers_renewal_and_extension_to_its_pi(ce
     )  # fmt: skip
     later = _as(centre.alice).get("/allocations/projects/pawsey0003/").content.decode()
     assert "Grants ending soon" not in later
+
+
+def test_the_chair_finds_a_submitted_top_up_among_the_rounds_changes_to_decide(kinds: Kinds):
+    c = kinds.centre
+    top_up = request_create(project=c.p1, actor=c.alice, kind="top_up", amounts={c.cpu: Decimal(5)})
+    url = f"/allocations/rounds/{kinds.round.pk}/"
+    grant = f"/allocations/requests/{top_up.pk}/grant/"
+    assert grant not in _as(c.chair).get(url).content.decode()  # a draft: not yet
+    request_submit(request=top_up, actor=c.alice)
+    assert grant in _as(c.chair).get(url).content.decode()
+    assert grant in _as(c.staff).get(url).content.decode()
+    # A reviewer sees the round but not the changes; the chair decides them alone.
+    assert "Changes to decide" not in _as(c.reviewer).get(url).content.decode()
