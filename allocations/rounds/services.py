@@ -121,9 +121,8 @@ def _pools_offered(request: AllocationRequest) -> tuple[set[int], str]:
         asked = request.appeal_of.amounts.values_list("pool_id", flat=True)
         return set(asked), "the decision appealed gave no SU to ask for"
     if request.grant is not None:
-        return {
-            request.grant.pool_id
-        }, f"a {request.get_kind_display()} adds SU to its grant's pool only, not"
+        why = f"a {request.get_kind_display()} adds SU to its grant's pool only, not"
+        return {request.grant.pool_id}, why
     offered = RoundPool.objects.filter(round=request.round).values_list("pool_id", flat=True)
     return set(offered), f"the round {request.round} offers no SU"
 
