@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
-from allocations import lifecycle
+from allocations import request_states
 from allocations.models import AllocationRequest, AllocationRound, CommitteeMember, Review
 from kit.access import Actor, is_staff
 from projects.access import can_manage_project, is_member, projects_managed, projects_of_member
@@ -111,10 +111,10 @@ def asks_for_changes(user: Actor) -> bool:
 
 def can_appeal(user: Actor, request: AllocationRequest) -> bool:
     """Offer an appeal of a decision: to whoever manages the project, for a decision that gave
-    less than asked (``lifecycle.is_appealable``), once."""
+    less than asked (``request_states.is_appealable``), once."""
     return (
         can_ask_for_change(user, request.project)
-        and lifecycle.is_appealable(request.kind, request.state)
+        and request_states.is_appealable(request.kind, request.state)
         and not request.appeals.exists()
     )
 

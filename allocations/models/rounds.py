@@ -84,7 +84,7 @@ class AllocationRequest(models.Model):
     for every ``kind``: an application in a round (``new``), and outside rounds more SU now
     (``top_up``), a later end for the grant in force (``extension``), the next period
     (``renewal``, in the next round) or a second look at a decision (``appeal``). Each kind's
-    states and transitions are in ``allocations/lifecycle.py``."""
+    states and transitions are in ``allocations/request_states.py``."""
 
     class State(models.TextChoices):
         DRAFT = "draft", "draft"

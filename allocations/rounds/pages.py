@@ -19,7 +19,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.clusters.quotes import QuoteRequest
-from allocations import lifecycle
+from allocations import request_states
 from allocations.access import (
     can_appeal,
     can_ask_for_change,
@@ -264,9 +264,11 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         and state == AllocationRequest.State.SUBMITTED,
         "can_review": state == AllocationRequest.State.UNDER_REVIEW
         and can_review(user, allocation_request),
-        "can_grant": chair and state == lifecycle.decidable_from(allocation_request.kind),
+        "can_grant": chair and state == request_states.decidable_from(allocation_request.kind),
         "can_appeal": can_appeal(user, allocation_request),
-        "appeals": (list(allocation_request.appeals.all()) if state in lifecycle.DECIDED else []),
+        "appeals": (
+            list(allocation_request.appeals.all()) if state in request_states.DECIDED else []
+        ),
     }
     if editable:
         context["amounts_form"] = RequestAmountsForm(

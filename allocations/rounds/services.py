@@ -17,7 +17,7 @@ from django.utils import timezone
 from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
 from accounting.models import Partition
-from allocations import lifecycle
+from allocations import request_states
 from allocations.access import can_ask_for_change, can_decide, has_conflict, is_committee
 from allocations.grants.selectors import allocation_in_force, allocations_in_force, pool_today
 from allocations.grants.services import (
@@ -92,12 +92,12 @@ def round_create(
 #
 # One model for every kind of change (docs/allocations.md, "Changing an allocation"): what
 # each kind needs at creation is checked in ``request_create``, what may follow what in
-# ``allocations/lifecycle.py``, who decides in ``allocations.access.deciding_round``.
+# ``allocations/request_states.py``, who decides in ``allocations.access.deciding_round``.
 
 
 def _transition(request: AllocationRequest, to_state: str, actor: User, note: str = "") -> None:
     check_rule(
-        lifecycle.allowed(request.kind, request.state, to_state),
+        request_states.allowed(request.kind, request.state, to_state),
         f"a {request.get_state_display()} {request.get_kind_display()} cannot become "
         f"{State(to_state).label}",
     )
@@ -200,10 +200,10 @@ def request_create(
     if kind == Kind.APPEAL and appeal_of is not None:
         project = appeal_of.project
     require(can_ask_for_change(actor, project), f"only the PI of {project} applies for it")
-    check_rule(kind in lifecycle.KINDS, f"unknown kind of request {kind!r}", field="kind")
+    check_rule(kind in request_states.KINDS, f"unknown kind of request {kind!r}", field="kind")
     amounts = dict(amounts or {})
     grant = None
-    if kind in lifecycle.OUTSIDE_ROUNDS:
+    if kind in request_states.OUTSIDE_ROUNDS:
         check_rule(round_ is None, f"a {Kind(kind).label} is not made in a round", field="round")
     if kind == Kind.NEW:
         check_rule(round_ is not None, "an application names its round", field="round")
@@ -252,7 +252,7 @@ def request_create(
             appeal_of.kind != Kind.APPEAL, "an appeal's decision is final", field="appeal_of"
         )
         check_rule(
-            appeal_of.state in lifecycle.APPEALABLE,
+            appeal_of.state in request_states.APPEALABLE,
             f"only a decision that gave less than asked may be appealed; request {appeal_of.pk} "
             f"is {appeal_of.get_state_display()}",
             field="appeal_of",
@@ -267,10 +267,10 @@ def request_create(
             for amount in appeal_of.amounts.select_related("pool")
             if amount.requested_su > (amount.granted_su or ZERO)
         }
-    if round_ is not None and kind in lifecycle.IN_ROUND:
+    if round_ is not None and kind in request_states.IN_ROUND:
         check_rule(
             not AllocationRequest.objects.filter(
-                round=round_, project=project, kind__in=lifecycle.IN_ROUND
+                round=round_, project=project, kind__in=request_states.IN_ROUND
             ).exists(),
             f"{project} already has an application in {round_}",
             field="round",
@@ -359,7 +359,7 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
         "only the round's chair opens requests for review, never of a project of their own",
     )
     check_rule(
-        lifecycle.is_reviewed(request.kind),
+        request_states.is_reviewed(request.kind),
         f"a {request.get_kind_display()} is decided without the committee's review",
     )
     check_rule(
@@ -417,7 +417,7 @@ def request_decide(
         "only the round's chair grants SU, never to a project of their own",
     )
     check_rule(
-        request.state == lifecycle.decidable_from(request.kind),
+        request.state == request_states.decidable_from(request.kind),
         f"a {request.get_state_display()} request cannot be decided",
     )
     amounts = {amount.pool_id: amount for amount in request.amounts.select_related("pool")}

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from allocations import lifecycle
+from allocations import request_states
 from allocations.access import can_appeal, can_decide, deciding_round, requests_visible
 from allocations.grants.selectors import balance_get, pool_today
 from allocations.grants.services import AllocationError, allocation_grant, su_amount
@@ -93,31 +93,31 @@ def _history(request: AllocationRequest) -> list[str]:
 
 def test_requests_in_a_round_are_reviewed_before_they_are_decided():
     for kind in ("new", "renewal"):
-        assert lifecycle.allowed(kind, "draft", "submitted")
-        assert lifecycle.allowed(kind, "submitted", "under_review")
-        assert not lifecycle.allowed(kind, "submitted", "granted")
-        assert lifecycle.allowed(kind, "under_review", "partially_granted")
-        assert lifecycle.decidable_from(kind) == "under_review"
+        assert request_states.allowed(kind, "draft", "submitted")
+        assert request_states.allowed(kind, "submitted", "under_review")
+        assert not request_states.allowed(kind, "submitted", "granted")
+        assert request_states.allowed(kind, "under_review", "partially_granted")
+        assert request_states.decidable_from(kind) == "under_review"
 
 
 def test_top_ups_extensions_and_appeals_go_from_submitted_straight_to_a_decision():
     for kind in ("top_up", "extension", "appeal"):
-        assert lifecycle.allowed(kind, "submitted", "granted")
-        assert lifecycle.allowed(kind, "submitted", "rejected")
-        assert not lifecycle.allowed(kind, "submitted", "under_review")
-        assert not lifecycle.allowed(kind, "draft", "granted")
-        assert lifecycle.decidable_from(kind) == "submitted"
+        assert request_states.allowed(kind, "submitted", "granted")
+        assert request_states.allowed(kind, "submitted", "rejected")
+        assert not request_states.allowed(kind, "submitted", "under_review")
+        assert not request_states.allowed(kind, "draft", "granted")
+        assert request_states.decidable_from(kind) == "submitted"
 
 
 def test_a_decision_is_final_and_only_less_than_asked_may_be_appealed_once_removed():
-    for kind in lifecycle.KINDS:
-        for decided in lifecycle.DECIDED:
-            assert lifecycle.TRANSITIONS[kind].get(decided) is None
-    assert lifecycle.is_appealable("new", "partially_granted")
-    assert lifecycle.is_appealable("top_up", "rejected")
-    assert not lifecycle.is_appealable("new", "granted")
-    assert not lifecycle.is_appealable("new", "under_review")
-    assert not lifecycle.is_appealable("appeal", "rejected")
+    for kind in request_states.KINDS:
+        for decided in request_states.DECIDED:
+            assert request_states.TRANSITIONS[kind].get(decided) is None
+    assert request_states.is_appealable("new", "partially_granted")
+    assert request_states.is_appealable("top_up", "rejected")
+    assert not request_states.is_appealable("new", "granted")
+    assert not request_states.is_appealable("new", "under_review")
+    assert not request_states.is_appealable("appeal", "rejected")
 
 
 def test_an_amount_that_is_not_a_number_is_refused_with_a_message():
