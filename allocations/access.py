@@ -10,10 +10,13 @@ the matrix, and tests/test_permission_matrix.py checks every URL against it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
+from allocations import request_states
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
@@ -22,20 +25,20 @@ from allocations.models import (
     Review,
 )
 from kit.access import Actor, is_staff
-from projects.access import is_member, projects_of_member
+from projects.access import can_manage_project, is_member, projects_managed, projects_of_member
 from projects.models import Project
 
 # --- Roles --------------------------------------------------------------------------------
 
 
-def is_committee(user: Actor, round_: AllocationRound) -> bool:
-    if not isinstance(user, User):
+def is_committee(user: Actor, round_: AllocationRound | None) -> bool:
+    if not isinstance(user, User) or round_ is None:
         return False
     return CommitteeMember.objects.filter(round=round_, user=user).exists()
 
 
-def is_chair(user: Actor, round_: AllocationRound) -> bool:
-    if not isinstance(user, User):
+def is_chair(user: Actor, round_: AllocationRound | None) -> bool:
+    if not isinstance(user, User) or round_ is None:
         return False
     return CommitteeMember.objects.filter(round=round_, user=user, is_chair=True).exists()
 
@@ -53,6 +56,20 @@ def chairs_any_round(user: Actor) -> bool:
     return CommitteeMember.objects.filter(user=user, is_chair=True).exists()
 
 
+def deciding_round(request: AllocationRequest) -> AllocationRound | None:
+    """The round whose chair decides a request: its own round (an application, a renewal);
+    for a top-up or an extension, the round that granted the grant in force; for an appeal,
+    the round of the decision appealed. ``None`` when there is none (a grant staff made
+    outside a round): then staff decide."""
+    if request.round_id is not None:
+        return request.round
+    if request.kind == AllocationRequest.Kind.APPEAL and request.appeal_of is not None:
+        return deciding_round(request.appeal_of)
+    if request.grant is not None and request.grant.request is not None:
+        return deciding_round(request.grant.request)
+    return None
+
+
 # --- What a role may do -------------------------------------------------------------------
 
 
@@ -63,8 +80,13 @@ def has_conflict(user: Actor, project: Project) -> bool:
 
 
 def can_review(user: Actor, request: AllocationRequest) -> bool:
-    """Score a request: the round's committee, except members of the request's project."""
-    return is_committee(user, request.round) and not has_conflict(user, request.project)
+    """Score a request: the round's committee, except members of the request's project. Only
+    requests in a round (applications, renewals) are reviewed."""
+    return (
+        request.in_round
+        and is_committee(user, request.round)
+        and not has_conflict(user, request.project)
+    )
 
 
 def can_decide_round(user: Actor, round_: AllocationRound) -> bool:
@@ -73,11 +95,35 @@ def can_decide_round(user: Actor, round_: AllocationRound) -> bool:
 
 
 def can_decide(user: Actor, request: AllocationRequest) -> bool:
-    """Open a request for review, grant or decline it: the round's chair, except for a request
-    of their own project (``has_conflict``), or staff."""
+    """Open a request for review, grant or decline it: the chair of its ``deciding_round``,
+    except for a request of their own project (``has_conflict``), or staff (who alone decide
+    a request with no such round)."""
     if is_staff(user):
         return True
-    return is_chair(user, request.round) and not has_conflict(user, request.project)
+    return is_chair(user, deciding_round(request)) and not has_conflict(user, request.project)
+
+
+def can_ask_for_change(user: Actor, project: Project) -> bool:
+    """Ask for any kind of change to a project's allocation (apply, top up, extend, renew,
+    appeal): whoever manages the project (its PI, a manager, staff)."""
+    return can_manage_project(user, project)
+
+
+def asks_for_changes(user: Actor) -> bool:
+    """May use the request operations at all: staff, or whoever manages some project (its PI
+    or a manager). Asked before any input is read; ``can_ask_for_change`` then names the
+    project."""
+    return is_staff(user) or projects_managed(user=user).exists()
+
+
+def can_appeal(user: Actor, request: AllocationRequest) -> bool:
+    """Offer an appeal of a decision: to whoever manages the project, for a decision that gave
+    less than asked (``request_states.is_appealable``), once."""
+    return (
+        can_ask_for_change(user, request.project)
+        and request_states.is_appealable(request.kind, request.state)
+        and not request.appeals.exists()
+    )
 
 
 def can_read_reviews(user: Actor, request: AllocationRequest) -> bool:
@@ -92,6 +138,17 @@ def can_read_reviews(user: Actor, request: AllocationRequest) -> bool:
 # --- What a user may see ------------------------------------------------------------------
 
 
+def decided_in_rounds(rounds: Any) -> Q:
+    """Requests outside rounds whose ``deciding_round`` is one of ``rounds`` (ids, or a query
+    of ids): ``deciding_round`` as a filter. A grant is made by an application or a renewal
+    (or by staff, outside rounds), so the chain is never longer than this."""
+    return Q(round__isnull=True) & (
+        Q(grant__request__round_id__in=rounds)
+        | Q(appeal_of__round_id__in=rounds)
+        | Q(appeal_of__grant__request__round_id__in=rounds)
+    )
+
+
 def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
     """Requests of the user's projects, and the submitted requests of rounds whose committee
     they sit on: a draft stays with its project. Every request for staff."""
@@ -101,9 +158,13 @@ def requests_visible(*, user: Actor) -> QuerySet[AllocationRequest]:
     if not isinstance(user, User):
         return requests.none()
     rounds = CommitteeMember.objects.filter(user_id=user.pk).values("round_id")
+    # A request outside rounds (top-up, extension, appeal) goes to the chair of the round
+    # behind it (``deciding_round``) alone, not to the committee.
+    chaired = CommitteeMember.objects.filter(user_id=user.pk, is_chair=True).values("round_id")
+    outside = decided_in_rounds(chaired)
     return requests.filter(
         Q(project__in=projects_of_member(user=user))
-        | (Q(round_id__in=rounds) & ~Q(state=AllocationRequest.State.DRAFT))
+        | ((Q(round_id__in=rounds) | outside) & ~Q(state=AllocationRequest.State.DRAFT))
     )
 
 

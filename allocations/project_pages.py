@@ -19,7 +19,11 @@ from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, u
 from allocations.grants import charts
 from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
-from allocations.grants.selectors import adjustments_for_project, balances_for_project
+from allocations.grants.selectors import (
+    adjustments_for_project,
+    allocations_in_force,
+    balances_for_project,
+)
 from allocations.rounds.selectors import requests_of_project
 from kit.access import is_staff, staff_only
 from kit.caching import remembered
@@ -28,6 +32,9 @@ from projects.access import can_delegate, can_manage_project, project_is_writabl
 from projects.invitations import invitations_of
 from projects.models import Project, ResourcePool
 from projects.selectors import memberships_of, project_for_user, role_in_project
+
+# A grant ending this soon offers its renewal and its extension on the project page.
+ENDING_SOON_DAYS = 60
 
 # How far back the usage charts reach for each step.
 USAGE_WINDOWS = {"day": 60, "week": 26 * 7, "month": 365}
@@ -176,6 +183,15 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
         "members": memberships_of(project=project),
         "requests": requests_of_project(project=project)[:20],
+        # Changing an allocation (docs/allocations.md): grants ending soon offer a renewal and
+        # an extension to whoever may ask for them.
+        "grants_ending": [
+            grant
+            for grant in allocations_in_force(project=project)
+            if (grant.period_end - today).days <= ENDING_SOON_DAYS
+        ]
+        if manages
+        else [],
     }
     return render(request, "allocations/project_detail.html", context)
 

@@ -97,7 +97,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     """DRF's ``EXCEPTION_HANDLER``: every error as ``{"message", "errors"}``."""
     if isinstance(exc, ApplicationError):
         set_rollback()
-        return Response(error_body(str(exc)), status=status.HTTP_400_BAD_REQUEST)
+        # A domain error may name the input it is about (``field``): listed under it.
+        field = getattr(exc, "field", None)
+        listed = {field: [str(exc)]} if isinstance(field, str) and field else None
+        return Response(error_body(str(exc), listed), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
         # A race with another request (the input serializers check uniqueness first).
         set_rollback()

@@ -46,6 +46,38 @@ def split_even(total: Decimal, parts: int) -> list[Decimal]:
     return [Decimal(share + (1 if index < extra else 0)) * SU_QUANTUM for index in range(parts)]
 
 
+# An extension moves a grant's end by at most this much: further is a new grant (a renewal).
+MAX_EXTENSION_MONTHS = 24
+
+
+def extension_budgets(
+    old_end: date, new_end: date, amount: Decimal, *, months: int = 3
+) -> list[tuple[date, date, Decimal]]:
+    """An extension of a grant from ``old_end`` to ``new_end`` with ``amount`` SU: budget
+    periods of ``months`` over the added span only (the grant's own periods stay as they are),
+    ``amount`` split evenly over them."""
+    if not old_end < new_end:
+        raise ValueError(f"an extension must end after the grant ({new_end} <= {old_end})")
+    if new_end > add_months(old_end, MAX_EXTENSION_MONTHS):
+        raise ValueError(f"an extension adds at most {MAX_EXTENSION_MONTHS} months")
+    spans = periods(old_end, new_end, months=months)
+    return [
+        (start, end, share)
+        for (start, end), share in zip(spans, split_even(amount, len(spans)), strict=True)
+    ]
+
+
+def raise_budgets(spans: list[tuple[date, date]], amount: Decimal, *, on: date) -> list[Decimal]:
+    """What a raise of a grant by ``amount`` adds to each of its budget periods ``spans``:
+    split evenly over the periods not over on ``on`` (the current one and those to come),
+    or all of it to the last period when every period is over. Adds up to ``amount``."""
+    if not spans:
+        raise ValueError("a grant has at least one budget period")
+    open_ = [index for index, (_, end) in enumerate(spans) if end > on] or [len(spans) - 1]
+    shares = iter(split_even(amount, len(open_)))
+    return [next(shares) if index in open_ else Decimal(0) for index in range(len(spans))]
+
+
 @dataclass(frozen=True)
 class Balance:
     """A project's standing on one pool in one budget period."""

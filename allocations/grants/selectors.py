@@ -50,6 +50,32 @@ def budget_period_at(*, project: Project, pool: ResourcePool, on: date) -> Budge
     )
 
 
+def allocation_in_force(*, project: Project, pool: ResourcePool, on: date) -> Allocation | None:
+    """The project's grant on ``pool`` whose period covers ``on``, if any."""
+    return (
+        Allocation.objects.filter(
+            project=project, pool=pool, period_start__lte=on, period_end__gt=on
+        )
+        .select_related("pool", "request")
+        .order_by("period_start")
+        .first()
+    )
+
+
+def allocations_in_force(*, project: Project, on: date | None = None) -> list[Allocation]:
+    """The project's grants in force on ``on`` (each pool's own today), by pool name."""
+    found = []
+    for allocation in (
+        Allocation.objects.filter(project=project)
+        .select_related("pool__cluster", "request")
+        .order_by("pool__name", "period_start")
+    ):
+        day = on or pool_today(allocation.pool)
+        if allocation.period_start <= day < allocation.period_end:
+            found.append(allocation)
+    return found
+
+
 # --- Balances: one implementation ----------------------------------------------------------
 #
 # Every balance the portal shows or acts on (pages, dashboard, API and su-balance, enforcement,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -26,6 +26,7 @@ from allocations.models import (
     ProjectRequest,
 )
 from kit.access import is_staff, require
+from kit.calendar import add_months
 from kit.errors import ApplicationError
 from kit.queue import task_enqueue
 from projects.access import is_pi, project_writable_check
@@ -35,20 +36,37 @@ ZERO = Decimal(0)
 
 
 class AllocationError(ApplicationError):
-    """A rule of the allocation process forbids this; the message says which."""
+    """A rule of the allocation process forbids this; the message says which, and ``field``
+    names the input it is about when one is (the API lists it under that field, a page shows
+    it on that field of its form)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def check_rule(condition: bool, message: str) -> None:
-    """Refuse with ``message`` (an ``AllocationError``) unless ``condition`` holds."""
+def check_rule(condition: bool, message: str, *, field: str | None = None) -> None:
+    """Refuse with ``message`` (an ``AllocationError``, about the input ``field`` when one is
+    named) unless ``condition`` holds."""
     if not condition:
-        raise AllocationError(message)
+        raise AllocationError(message, field=field)
 
 
-def su_amount(amount: Decimal | int | str, what: str = "amount") -> Decimal:
+def su_amount(
+    amount: Decimal | int | str, what: str = "amount", *, field: str | None = None
+) -> Decimal:
     """``amount`` as SU: a finite Decimal of at most 6 places, or an ``AllocationError``."""
-    value = Decimal(str(amount))
-    check_rule(value.is_finite(), f"{what} must be a number")
-    check_rule(value == value.quantize(budget.SU_QUANTUM), f"{what} has more than 6 decimal places")
+    try:
+        value = Decimal(str(amount).strip())
+    except InvalidOperation:
+        message = f"{what} must be a number, not {str(amount)[:40]!r}"
+        raise AllocationError(message, field=field) from None
+    check_rule(value.is_finite(), f"{what} must be a number", field=field)
+    check_rule(
+        value == value.quantize(budget.SU_QUANTUM),
+        f"{what} has more than 6 decimal places",
+        field=field,
+    )
     return value
 
 
@@ -105,6 +123,96 @@ def allocation_grant(
         project_status_follow(project=project)
         project.refresh_from_db(fields=["status", "status_since"])
     _slurm_limits_follow(pool)
+    return allocation
+
+
+def check_extension_end(allocation: Allocation, new_end: date) -> None:
+    """An extension's end: after the grant's end, at most ``MAX_EXTENSION_MONTHS`` later, and
+    before any later grant of the project on the pool starts."""
+    check_rule(
+        new_end > allocation.period_end,
+        f"the new end must be after the grant's end ({allocation.period_end})",
+        field="new_end",
+    )
+    months = budget.MAX_EXTENSION_MONTHS
+    check_rule(
+        new_end <= add_months(allocation.period_end, months),
+        f"an extension adds at most {months} months (to {add_months(allocation.period_end, months)}"
+        "): for longer, apply for a renewal",
+        field="new_end",
+    )
+    overlapping = Allocation.objects.filter(
+        project=allocation.project, pool=allocation.pool,
+        period_start__lt=new_end, period_end__gt=allocation.period_end,
+    ).exclude(pk=allocation.pk)  # fmt: skip
+    check_rule(
+        not overlapping.exists(),
+        f"{allocation.project} holds another grant on {allocation.pool} before {new_end}",
+        field="new_end",
+    )
+
+
+def _may_grant(actor: User, request: AllocationRequest | None) -> None:
+    allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
+    require(allowed, "only centre staff and the chair who decides the request change a grant")
+
+
+@transaction.atomic
+def allocation_extend(
+    *,
+    allocation: Allocation,
+    new_end: date,
+    amount: Decimal,
+    actor: User,
+    request: AllocationRequest | None = None,
+) -> Allocation:
+    """Move a grant's end to ``new_end`` and add ``amount`` SU over the added span, in budget
+    periods of the pool's length (split evenly: ``budget.extension_budgets``); the grant's
+    own periods stay as they are."""
+    _may_grant(actor, request)
+    allocation = Allocation.objects.select_for_update().get(pk=allocation.pk)
+    check_extension_end(allocation, new_end)
+    value = su_amount(amount, "the extension's SU")
+    check_rule(value >= 0, "an extension cannot remove SU")
+    added = budget.extension_budgets(
+        allocation.period_end, new_end, value, months=allocation.pool.budget_months
+    )
+    BudgetPeriod.objects.bulk_create(
+        BudgetPeriod(allocation=allocation, start=start, end=end, budget_su=share)
+        for start, end, share in added
+    )
+    allocation.period_end = new_end
+    allocation.granted_su += value
+    allocation.save(update_fields=["period_end", "granted_su"])
+    _slurm_limits_follow(allocation.pool)
+    return allocation
+
+
+@transaction.atomic
+def allocation_raise(
+    *,
+    allocation: Allocation,
+    amount: Decimal,
+    actor: User,
+    request: AllocationRequest | None = None,
+    on: date | None = None,
+) -> Allocation:
+    """Add ``amount`` SU to a grant (an appeal granted): split evenly over its budget periods
+    not yet over (``budget.raise_budgets``), so the SU come now and later, never in the past."""
+    _may_grant(actor, request)
+    value = su_amount(amount, "the raise")
+    check_rule(value > 0, "a raise must be positive")
+    allocation = Allocation.objects.select_for_update().get(pk=allocation.pk)
+    periods = list(allocation.budget_periods.order_by("start"))
+    day = on or pool_today(allocation.pool)
+    shares = budget.raise_budgets([(p.start, p.end) for p in periods], value, on=day)
+    for period, share in zip(periods, shares, strict=True):
+        if share:
+            period.budget_su += share
+            period.save(update_fields=["budget_su"])
+    allocation.granted_su += value
+    allocation.save(update_fields=["granted_su"])
+    _slurm_limits_follow(allocation.pool)
     return allocation
 
 

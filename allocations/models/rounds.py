@@ -80,7 +80,11 @@ class CommitteeMember(models.Model):
 
 
 class AllocationRequest(models.Model):
-    """A PI's application in a round (or a mid-period top-up), with its review trail."""
+    """A change to a project's allocation, asked by its PI, with its review trail. One model
+    for every ``kind``: an application in a round (``new``), and outside rounds more SU now
+    (``top_up``), a later end for the grant in force (``extension``), the next period
+    (``renewal``, in the next round) or a second look at a decision (``appeal``). Each kind's
+    states and transitions are in ``allocations/request_states.py``."""
 
     class State(models.TextChoices):
         DRAFT = "draft", "draft"
@@ -92,12 +96,30 @@ class AllocationRequest(models.Model):
 
     class Kind(models.TextChoices):
         NEW = "new", "application"
-        TOP_UP = "top_up", "top-up (change request)"
+        TOP_UP = "top_up", "top-up"
+        EXTENSION = "extension", "extension"
+        RENEWAL = "renewal", "renewal"
+        APPEAL = "appeal", "appeal"
 
-    round = models.ForeignKey(AllocationRound, on_delete=models.PROTECT, related_name="requests")
+    # Applications and renewals are in a round; top-ups, extensions and appeals are not
+    # (a top-up of the release before kinds may still name one).
+    round = models.ForeignKey(
+        AllocationRound, null=True, blank=True, on_delete=models.PROTECT, related_name="requests"
+    )
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="requests")
-    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.NEW)
+    kind = models.CharField(max_length=9, choices=Kind.choices, default=Kind.NEW)
     state = models.CharField(max_length=20, choices=State.choices, default=State.DRAFT)
+    # The grant in force a top-up, an extension or a renewal starts from.
+    grant = models.ForeignKey(
+        "allocations.Allocation", null=True, blank=True, on_delete=models.PROTECT,
+        related_name="change_requests",
+    )  # fmt: skip
+    new_end = models.DateField(
+        null=True, blank=True, help_text="an extension: the grant's new end (the day after)"
+    )
+    appeal_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="appeals"
+    )
     justification = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
@@ -111,13 +133,35 @@ class AllocationRequest(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["round", "project"],
-                condition=Q(kind="new"),
+                condition=Q(kind__in=["new", "renewal"]),
                 name="one_application_per_project_and_round",
-            )
+            ),
+            models.UniqueConstraint(fields=["appeal_of"], name="one_appeal_per_decision"),
+            models.CheckConstraint(
+                condition=(Q(kind__in=["new", "renewal"]) & Q(round__isnull=False))
+                | Q(kind__in=["top_up", "extension", "appeal"]),
+                name="request_in_a_round_names_it",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="appeal", appeal_of__isnull=False)
+                | (~Q(kind="appeal") & Q(appeal_of__isnull=True)),
+                name="request_appeal_names_its_decision",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="extension", new_end__isnull=False, grant__isnull=False)
+                | (~Q(kind="extension") & Q(new_end__isnull=True)),
+                name="request_extension_names_grant_and_end",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.project} in {self.round} ({self.state})"
+        where = f"in {self.round}" if self.round_id else f"({self.get_kind_display()})"
+        return f"{self.project} {where} ({self.state})"
+
+    @property
+    def in_round(self) -> bool:
+        """An application or a renewal: reviewed by the round's committee."""
+        return self.kind in (self.Kind.NEW, self.Kind.RENEWAL)
 
 
 class RequestAmount(models.Model):

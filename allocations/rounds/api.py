@@ -19,7 +19,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounting.clusters.quotes import QuoteRequest
-from allocations.access import can_decide, requests_visible, reviews_visible, sits_on_a_committee
+from allocations.access import (
+    asks_for_changes,
+    can_ask_for_change,
+    can_decide,
+    requests_visible,
+    reviews_visible,
+    sits_on_a_committee,
+)
 from allocations.models import AllocationRequest, AllocationRound, RequestTransition, Review
 from allocations.rounds.selectors import round_overview
 from allocations.rounds.serializers import (
@@ -47,7 +54,7 @@ from allocations.rounds.services import (
 )
 from kit.access import require
 from kit.api import ID_PATTERN, ApiViewSet, EnumFilter, IdFilter, IsStaffOrReadOnly, acting_user
-from projects.access import can_manage_project, leads_a_project
+from projects.access import can_manage_project
 
 
 class RequestFilter(django_filters.FilterSet):
@@ -132,8 +139,9 @@ def _request_detail(pk: int) -> AllocationRequest:
 
 @extend_schema(tags=["requests"])
 class RequestViewSet(ApiViewSet):
-    """Applications and top-up requests. PIs write their projects' requests; the round's
-    committee sees the submitted ones, its chair opens review and decides."""
+    """Applications, top-ups, extensions, renewals and appeals. PIs write their projects'
+    requests; the round's committee sees the submitted ones in its round, the chair who decides
+    a request (``deciding_round``'s) opens review and decides."""
 
     serializer_class = RequestOutputSerializer
     lookup_value_regex = ID_PATTERN
@@ -164,15 +172,22 @@ class RequestViewSet(ApiViewSet):
 
     @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestOutputSerializer})
     def create(self, request: Request) -> Response:
-        """The PI starts a request (a draft) in a round: SU per pool and a justification."""
-        require(leads_a_project(request.user), "only a project's PI applies for it")
+        """The PI (or a manager) starts a request (a draft) of a ``kind``: an application in a
+        round, a top-up, an extension, a renewal or an appeal (docs/api.md says what each
+        needs): SU per pool and a justification."""
+        require(asks_for_changes(request.user), "only a project's PI or manager applies for it")
         data = RequestCreateInputSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         values = data.validated_data
+        project = values["project"]
+        require(
+            can_ask_for_change(request.user, project), f"only the PI of {project} applies for it"
+        )
         created = request_create(
-            round_=values["round"], project=values["project"], actor=acting_user(request),
+            round_=values["round"], project=project, actor=acting_user(request),
             kind=values["kind"], justification=values["justification"],
-            amounts=values.get("amounts", {}),
+            amounts=values.get("amounts", {}), new_end=values["new_end"],
+            appeal_of=values["appeal_of"],
         )  # fmt: skip
         return self._respond(created, status.HTTP_201_CREATED)
 
@@ -218,22 +233,26 @@ class RequestViewSet(ApiViewSet):
     @extend_schema(request=None, responses=RequestOutputSerializer)
     @action(detail=True, methods=["post"])
     def submit(self, request: Request, pk: str) -> Response:
-        """The PI submits a draft while the round is open (a top-up any time)."""
+        """The PI submits a draft: in a round while it is open; a top-up, an extension or an
+        appeal any time."""
         request_ = request_submit(request=self.get_object(), actor=acting_user(request))
         return self._respond(request_)
 
     @extend_schema(request=None, responses=RequestOutputSerializer)
     @action(detail=True, methods=["post"], url_path="review-start")
     def review_start(self, request: Request, pk: str) -> Response:
-        """The round's chair opens a submitted request for review."""
+        """The round's chair opens a submitted application or renewal for review (a top-up,
+        an extension or an appeal is decided without review)."""
         request_ = request_review_start(request=self.get_object(), actor=acting_user(request))
         return self._respond(request_)
 
     @extend_schema(request=RequestDecideInputSerializer, responses=RequestOutputSerializer)
     @action(detail=True, methods=["post"])
     def decide(self, request: Request, pk: str) -> Response:
-        """The round's chair grants SU per pool (a reason when it differs from the request);
-        an application becomes allocations, a top-up adds to the current budget period."""
+        """The chair who decides the request (or staff) grants SU per pool (a reason when it
+        differs from the request): an application or a renewal becomes allocations, a top-up
+        adds to the current budget period, an extension moves its grant's end, an appeal
+        raises the grant it appeals (docs/allocations.md)."""
         request_ = self.get_object()
         require(
             can_decide(request.user, request_),

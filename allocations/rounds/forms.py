@@ -10,23 +10,64 @@ from django import forms
 
 from accounting.clusters.forms import QuoteForm, positive
 from accounting.models import Partition
-from allocations.models import AllocationRound, Review, RoundPool
+from allocations.models import AllocationRequest, AllocationRound, Review, RoundPool
+from projects.models import ResourcePool
 
 
 class RequestCreateForm(forms.Form):
-    round = forms.ModelChoiceField(
-        queryset=AllocationRound.objects.none(), empty_label=None, label="Allocation round"
+    """A new request of one kind (``kind`` is chosen on the page before the form shows). Which
+    fields a kind needs is checked here, so that each missing one gets its message on the
+    field; the rules (the grant in force, the next round, once per decision) are the
+    services'."""
+
+    NEEDS = {
+        "new": ("round",),
+        "top_up": ("pool", "su"),
+        "extension": ("pool", "new_end", "su"),
+        "renewal": (),
+        "appeal": (),
+    }
+
+    kind = forms.ChoiceField(
+        choices=AllocationRequest.Kind.choices, widget=forms.HiddenInput, required=False
     )
+    round = forms.ModelChoiceField(
+        queryset=AllocationRound.objects.none(), required=False, label="Allocation round"
+    )
+    pool = forms.ModelChoiceField(
+        queryset=ResourcePool.objects.none(), required=False, label="Pool",
+        help_text="the pool of the grant in force",
+    )  # fmt: skip
+    new_end = forms.DateField(
+        required=False, label="New end", help_text="the day after the new last day (YYYY-MM-DD)",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )  # fmt: skip
+    su = forms.DecimalField(
+        required=False, label="SU", max_digits=24, decimal_places=6, min_value=Decimal(0),
+        widget=forms.TextInput(attrs={"inputmode": "decimal"}),
+        error_messages={"invalid": "Enter the SU as a number, e.g. 5000."},
+    )  # fmt: skip
     justification = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 6}),
-        help_text="what the SU are for; the committee reads this",
+        help_text="what the SU are for; whoever decides reads this",
     )
 
-    def __init__(self, *args: Any, rounds: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, kind: str, rounds: Any, pools: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["round"]
-        assert isinstance(field, forms.ModelChoiceField)
-        field.queryset = rounds
+        self.chosen_kind = kind
+        round_field = self.fields["round"]
+        assert isinstance(round_field, forms.ModelChoiceField)
+        round_field.queryset = rounds
+        pool_field = self.fields["pool"]
+        assert isinstance(pool_field, forms.ModelChoiceField)
+        pool_field.queryset = pools
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for name in self.NEEDS.get(self.chosen_kind, ()):
+            if data.get(name) in (None, "") and name not in self.errors:
+                self.add_error(name, "This field is required for this kind of request.")
+        return data
 
 
 def _su_field(label: str, *, required: bool = True) -> forms.DecimalField:
@@ -46,7 +87,7 @@ class RequestAmountsForm(forms.Form):
 
     justification = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False)
 
-    def __init__(self, *args: Any, pools: list[RoundPool], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, pools: list[RoundPool] | list[Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pools = pools
         for item in pools:

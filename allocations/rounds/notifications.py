@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from allocations.access import can_decide, has_conflict
+from allocations.access import can_decide, deciding_round, has_conflict
 from allocations.models import AllocationRequest, CommitteeMember
 from kit.access import staff_members
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
@@ -23,23 +23,33 @@ def _link(request: AllocationRequest) -> str:
 
 
 def _what(request: AllocationRequest) -> str:
+    code = request.project.code
     if request.kind == AllocationRequest.Kind.NEW:
-        return f"{request.project.code}'s request to {request.round}"
-    return f"{request.project.code}'s top-up request"
+        return f"{code}'s request to {request.round}"
+    if request.kind == AllocationRequest.Kind.RENEWAL:
+        return f"{code}'s renewal in {request.round}"
+    if request.kind == AllocationRequest.Kind.APPEAL:
+        return f"{code}'s appeal of the decision on request {request.appeal_of_id}"
+    return f"{code}'s {request.get_kind_display()} request"
 
 
 def notify_request_submitted(request: AllocationRequest) -> None:
-    """To the chair of the request's round; to staff when the chair belongs to the project
-    (a conflict of interest: ``can_decide`` lets only staff open it for review)."""
-    seats = CommitteeMember.objects.filter(round=request.round, is_chair=True)
-    deciders = [
-        seat.user for seat in seats.select_related("user") if can_decide(seat.user, request)
-    ]
+    """To the chair who decides the request (``deciding_round``'s); to staff when there is no
+    such round, or the chair belongs to the project (a conflict of interest: ``can_decide``
+    lets only staff decide it)."""
+    round_ = deciding_round(request)
+    seats = (
+        CommitteeMember.objects.filter(round=round_, is_chair=True).select_related("user")
+        if round_
+        else []
+    )
+    deciders = [seat.user for seat in seats if can_decide(seat.user, request)]
     recipients = mail_recipients(deciders or staff_members(), MailKind.ALLOCATION_EVENTS)
     mail_send(
         recipients=recipients,
         subject=f"{_what(request)} was submitted",
-        body=f"{_what(request)} was submitted and waits for you to open it for review.",
+        body=f"{_what(request)} was submitted and waits for you to "
+        + ("open it for review." if request.in_round else "decide it."),
         link=_link(request),
     )
 
@@ -47,6 +57,8 @@ def notify_request_submitted(request: AllocationRequest) -> None:
 def notify_review_assigned(request: AllocationRequest) -> None:
     """To the round's committee, except members of the project (they never review it)."""
     seats = CommitteeMember.objects.filter(round=request.round).select_related("user")
+    if request.round is None:
+        return
     reviewers = (seat.user for seat in seats if not has_conflict(seat.user, request.project))
     mail_send(
         recipients=mail_recipients(reviewers, MailKind.ALLOCATION_EVENTS),

@@ -19,7 +19,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.clusters.quotes import QuoteRequest
+from allocations import request_states
 from allocations.access import (
+    can_appeal,
+    can_ask_for_change,
     can_decide,
     can_decide_round,
     can_read_reviews,
@@ -28,6 +31,7 @@ from allocations.access import (
     is_committee,
 )
 from allocations.grants.budget import estimate_mismatch
+from allocations.grants.selectors import allocations_in_force, balances_for_project
 from allocations.grants.services import AllocationError
 from allocations.models import AllocationRequest
 from allocations.rounds import charts
@@ -39,6 +43,7 @@ from allocations.rounds.forms import (
     ReviewForm,
 )
 from allocations.rounds.selectors import (
+    changes_to_decide,
     open_rounds,
     request_amounts,
     request_estimate_totals,
@@ -69,6 +74,7 @@ from projects.access import (
     project_writable_check,
     projects_managed,
 )
+from projects.models import ResourcePool
 from projects.selectors import project_for_user
 
 
@@ -80,37 +86,99 @@ def _user(request: HttpRequest) -> User:
 # --- Requests: PI -----------------------------------------------------------------------------
 
 
+# The kinds a PI picks on the new-request page; an appeal starts from the decision appealed.
+PICKED_KINDS = (
+    AllocationRequest.Kind.NEW,
+    AllocationRequest.Kind.TOP_UP,
+    AllocationRequest.Kind.EXTENSION,
+    AllocationRequest.Kind.RENEWAL,
+)
+# A service's refusal about one input is shown on the form's field for it.
+FORM_FIELD_OF = {"round": "round", "amounts": "su", "new_end": "new_end", "kind": None}
+
+
+def _int_param(request: HttpRequest, name: str) -> int | None:
+    value = request.POST.get(name) or request.GET.get(name) or ""
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def request_new(request: HttpRequest, code: str) -> HttpResponse:
-    """The PI starts an application (a draft) in an open round."""
+    """Whoever manages the project starts a request (a draft) of a kind: an application in an
+    open round, a top-up or an extension of a grant in force, a renewal into the next round,
+    or (from a decided request) an appeal."""
     project = project_for_user(user=request.user, code=code)
     if project is None:
         raise Http404
-    require(can_manage_project(request.user, project), f"only the PI of {project} applies for it")
+    require(can_ask_for_change(request.user, project), f"only the PI of {project} applies for it")
     project_writable_check(project)
+    kind = request.POST.get("kind") or request.GET.get("kind") or AllocationRequest.Kind.NEW
+    if kind not in AllocationRequest.Kind.values:
+        kind = AllocationRequest.Kind.NEW
+    appealed = None
+    if kind == AllocationRequest.Kind.APPEAL:
+        found = _int_param(request, "appeal_of")
+        appealed = request_for_user(user=request.user, pk=found) if found else None
+        if appealed is None or appealed.project_id != project.pk:
+            raise Http404
+    # A top-up, an extension and a renewal start from the grants in force (and show their use).
+    from_grants = kind in (
+        AllocationRequest.Kind.TOP_UP,
+        AllocationRequest.Kind.EXTENSION,
+        AllocationRequest.Kind.RENEWAL,
+    )
+    grants = allocations_in_force(project=project) if from_grants else []
     rounds = open_rounds()
-    # From the rounds page's "Apply for" link: that round is chosen already.
-    chosen = (
-        rounds.filter(pk=request.GET["round"]).first()
-        if request.GET.get("round", "").isdigit()
-        else None
-    )
+    if kind == AllocationRequest.Kind.RENEWAL and grants:
+        rounds = rounds.filter(period_start__gte=max(grant.period_end for grant in grants))
+    initial: dict[str, Any] = {"kind": kind}
+    # From the rounds page's "Apply for" link or a pool's alert: that round or pool is chosen.
+    chosen_round = _int_param(request, "round")
+    if chosen_round is not None:
+        initial["round"] = rounds.filter(pk=chosen_round).first()
+    chosen_pool = _int_param(request, "pool")
+    pools = [grant.pool for grant in grants]
+    initial["pool"] = next((pool for pool in pools if pool.pk == chosen_pool), None)
     form = RequestCreateForm(
-        request.POST or None, rounds=rounds, initial={"round": chosen} if chosen else None
-    )
+        request.POST or None, kind=kind, rounds=rounds, initial=initial,
+        pools=ResourcePool.objects.filter(pk__in=[pool.pk for pool in pools]),
+    )  # fmt: skip
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        amounts = (
+            {data["pool"]: data["su"]} if data.get("pool") and data.get("su") is not None else {}
+        )
         try:
             created = request_create(
-                round_=form.cleaned_data["round"], project=project, actor=_user(request),
-                justification=form.cleaned_data["justification"],
+                project=project, actor=_user(request), kind=kind, round_=data.get("round"),
+                justification=data["justification"], amounts=amounts,
+                new_end=data.get("new_end") if kind == AllocationRequest.Kind.EXTENSION else None,
+                appeal_of=appealed,
             )  # fmt: skip
         except AllocationError as error:
-            form.add_error(None, str(error))
+            field = FORM_FIELD_OF.get(error.field or "")
+            form.add_error(field if field in form.fields else None, str(error))
         else:
-            messages.success(request, "Draft saved. Add the SU you ask for and an estimate.")
+            messages.success(request, "Draft saved. Check the SU you ask for, then submit it.")
             return redirect("allocations:request-detail", pk=created.pk)
-    return render(request, "allocations/request_new.html", {"project": project, "form": form})
+    balances = (
+        {item.pool.pk: item.balance for item in balances_for_project(project=project)}
+        if grants
+        else {}
+    )
+    context = {
+        "project": project,
+        "form": form,
+        "kind": kind,
+        "kind_label": AllocationRequest.Kind(kind).label,
+        "kinds": [(value, AllocationRequest.Kind(value).label) for value in PICKED_KINDS],
+        # Each grant in force beside its current budget period's use (a renewal shows it).
+        "grant_rows": [(grant, balances.get(grant.pool_id)) for grant in grants],
+        "appealed": appealed,
+        "appealed_amounts": request_amounts(request=appealed) if appealed else [],
+    }
+    return render(request, "allocations/request_new.html", context)
 
 
 def _visible_request(request: HttpRequest, pk: int) -> AllocationRequest:
@@ -126,6 +194,15 @@ def _require_pi(request: HttpRequest, allocation_request: AllocationRequest) -> 
     require(
         can_manage_project(request.user, project), f"only the PI of {project} edits its request"
     )
+
+
+def _request_pools(allocation_request: AllocationRequest) -> list[Any]:
+    """The pools a draft's amounts may name, as rows with ``pool`` and ``pool_id``: its round's
+    pools (an application, a renewal), else the pools it asks on (a top-up, an extension, an
+    appeal)."""
+    if allocation_request.in_round and allocation_request.round is not None:
+        return list(round_pools(round_=allocation_request.round))
+    return list(request_amounts(request=allocation_request))
 
 
 def _amounts_initial(
@@ -173,7 +250,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     chair = can_decide(user, allocation_request) and writable
     reads_reviews = can_read_reviews(user, allocation_request)  # never one's own project's
     editable = pi and state == AllocationRequest.State.DRAFT
-    pools = round_pools(round_=allocation_request.round)
+    pools = _request_pools(allocation_request)
     totals = request_estimate_totals(request=allocation_request)
     context: dict[str, Any] = {
         "req": allocation_request,
@@ -189,11 +266,19 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "show_reviews": reads_reviews,
         "reviews": request_reviews(request=allocation_request) if reads_reviews else [],
         "editable": editable,
-        "can_start_review": chair and state == AllocationRequest.State.SUBMITTED,
+        "can_start_review": chair
+        and allocation_request.in_round
+        and state == AllocationRequest.State.SUBMITTED,
         "can_review": state == AllocationRequest.State.UNDER_REVIEW
         and can_review(user, allocation_request)
         and writable,
-        "can_grant": chair and state == AllocationRequest.State.UNDER_REVIEW,
+        "can_grant": chair
+        and writable
+        and state == request_states.decidable_from(allocation_request.kind),
+        "can_appeal": writable and can_appeal(user, allocation_request),
+        "appeals": (
+            list(allocation_request.appeals.all()) if state in request_states.DECIDED else []
+        ),
     }
     if editable:
         context["amounts_form"] = RequestAmountsForm(
@@ -214,7 +299,7 @@ def _service_error(request: HttpRequest, error: Exception) -> None:
 def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
-    form = RequestAmountsForm(request.POST, pools=round_pools(round_=allocation_request.round))
+    form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
     if not form.is_valid():
         for field, errors in form.errors.items():
             label = form.fields[field].label if field in form.fields else ""
@@ -368,8 +453,12 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
         "amounts": amounts,
         "reviews": reviews,
         "average": review_average(request=allocation_request),
-        # What the round still has, beside what this request asks for.
-        "capacity": round_overview(round_=allocation_request.round, actor=request.user)["pools"],
+        # What the round still has, beside what this request asks for (a request in a round).
+        "capacity": (
+            round_overview(round_=allocation_request.round, actor=request.user)["pools"]
+            if allocation_request.in_round and allocation_request.round is not None
+            else []
+        ),
     }
     return render(request, "allocations/grant.html", context)
 
@@ -407,6 +496,7 @@ def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return chart.csv_response(f"round-{seat.round.pk}")
         pools = overview["pools"]
         context.update(
+            changes=changes_to_decide(round_=seat.round, user=request.user),
             overview=overview,
             chart=chart,
             pool_rows=[

@@ -165,6 +165,19 @@ def open_rounds() -> QuerySet[AllocationRound]:
     )
 
 
+def changes_to_decide(*, round_: AllocationRound, user: Actor) -> list[dict[str, object]]:
+    """Top-ups, extensions and appeals submitted to the round's chair (``deciding_round``),
+    oldest first, each marked when it is of the user's own project (staff decide it)."""
+    requests = (
+        AllocationRequest.objects.filter(access.decided_in_rounds([round_.pk]))
+        .filter(state=AllocationRequest.State.SUBMITTED)
+        .select_related("project")
+        .order_by("created_at", "pk")
+    )
+    own = set(access.projects_in_conflict(user=user).values_list("pk", flat=True))
+    return [{"request": request, "conflict": request.project_id in own} for request in requests]
+
+
 def round_requests_for_committee(
     *, round_: AllocationRound, user: Actor
 ) -> list[dict[str, object]]:
@@ -219,14 +232,20 @@ def round_pools(*, round_: AllocationRound) -> list[RoundPool]:
 def request_next_step(*, request: AllocationRequest) -> str:
     """What happens next to a request, and who does it, in one sentence."""
     state, round_ = request.state, request.round
+    deciding = access.deciding_round(request)
     chair = (
-        CommitteeMember.objects.filter(round=round_, is_chair=True).select_related("user").first()
+        CommitteeMember.objects.filter(round=deciding, is_chair=True).select_related("user").first()
+        if deciding
+        else None
     )
     chair_name = f"the round's chair ({chair.user.get_username()})" if chair else "the chair"
     State = AllocationRequest.State
     if state == State.DRAFT:
         closes = f", before the round closes on {round_.closes_at:%Y-%m-%d}" if round_ else ""
         return f"Next: the PI (or a manager) completes and submits the draft{closes}."
+    if state == State.SUBMITTED and not request.in_round:
+        who = chair_name if chair else "centre staff"
+        return f"Next: {who} decides it (a {request.get_kind_display()} has no committee review)."
     if state == State.SUBMITTED:
         return f"Next: {chair_name} opens it for review; the committee cannot score it before."
     if state == State.UNDER_REVIEW:
@@ -241,13 +260,15 @@ def request_next_step(*, request: AllocationRequest) -> str:
 
 
 def request_partitions(*, request: AllocationRequest) -> list[Partition]:
-    """The partitions of the pools of the request's round: what its estimate may name."""
+    """The partitions of the pools of the request's round (outside rounds: of the pools it
+    asks on): what its estimate may name."""
+    pools: Any = (
+        RoundPool.objects.filter(round=request.round).values("pool_id")
+        if request.in_round
+        else RequestAmount.objects.filter(request=request).values("pool_id")
+    )
     return list(
-        Partition.objects.filter(
-            pool_membership__pool_id__in=RoundPool.objects.filter(round=request.round).values(
-                "pool_id"
-            )
-        )
+        Partition.objects.filter(pool_membership__pool_id__in=pools)
         .select_related("cluster")
         .order_by("cluster__name", "name")
     )

@@ -155,7 +155,7 @@ class RequestTransitionOutputSerializer(ApiModelSerializer):
 
 
 class RequestOutputSerializer(ApiModelSerializer):
-    round_name = serializers.CharField(source="round.name", read_only=True)
+    round_name = serializers.CharField(source="round.name", read_only=True, allow_null=True)
     project = slug_of("code")
     created_by = slug_of("username")
     amounts = RequestAmountOutputSerializer(many=True, read_only=True)
@@ -171,6 +171,9 @@ class RequestOutputSerializer(ApiModelSerializer):
             "project",
             "kind",
             "state",
+            "grant",
+            "new_end",
+            "appeal_of",
             "justification",
             "created_by",
             "created_at",
@@ -182,12 +185,38 @@ class RequestOutputSerializer(ApiModelSerializer):
         ]
 
 
+@extend_schema_field(OpenApiTypes.INT)
+class VisibleRequestField(serializers.PrimaryKeyRelatedField):
+    """A request the caller may see (see ``requests_visible``)."""
+
+    default_error_messages = {
+        "does_not_exist": "unknown request {pk_value}",
+        "incorrect_type": "a request id is a number",
+    }
+
+    def get_queryset(self) -> QuerySet[AllocationRequest]:
+        return requests_visible(user=self.context["request"].user)
+
+
 class RequestCreateInputSerializer(serializers.Serializer):
-    round = serializers.PrimaryKeyRelatedField(queryset=AllocationRound.objects.all())
-    project = VisibleProjectField()
+    """What each kind needs (docs/api.md): ``new`` a ``round``; ``top_up`` and ``extension``
+    one pool in ``amounts`` (the grant in force there), an extension its ``new_end``;
+    ``renewal`` nothing more (the next open round, amounts from the grants in force);
+    ``appeal`` the decided request it appeals (``appeal_of``; the project follows from it).
+    The services check the rules; this checks that what a kind needs is there."""
+
     kind = serializers.ChoiceField(
         choices=AllocationRequest.Kind.choices, default=AllocationRequest.Kind.NEW
     )
+    round = serializers.PrimaryKeyRelatedField(
+        queryset=AllocationRound.objects.all(), required=False, allow_null=True, default=None
+    )
+    project = VisibleProjectField(required=False)
+    new_end = serializers.DateField(
+        required=False, allow_null=True, default=None,
+        help_text="an extension: the grant's new end (the day after its last day)",
+    )  # fmt: skip
+    appeal_of = VisibleRequestField(required=False, allow_null=True, default=None)
     justification = serializers.CharField(
         required=False, allow_blank=True, max_length=50_000, default=""
     )
@@ -195,6 +224,36 @@ class RequestCreateInputSerializer(serializers.Serializer):
 
     def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "amounts")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        kind = attrs["kind"]
+        Kind = AllocationRequest.Kind
+        errors: dict[str, str] = {}
+        if kind == Kind.APPEAL:
+            appealed = attrs.get("appeal_of")
+            if appealed is None:
+                errors["appeal_of"] = "an appeal names the decided request it appeals"
+            elif "project" in attrs and attrs["project"] != appealed.project:
+                errors["project"] = f"request {appealed.pk} is not a request of this project"
+            else:
+                attrs["project"] = appealed.project
+        elif "project" not in attrs:
+            errors["project"] = "this field is required"
+        if kind == Kind.NEW and attrs.get("round") is None:
+            errors["round"] = "an application names its round"
+        if kind in (Kind.TOP_UP, Kind.EXTENSION, Kind.APPEAL) and attrs.get("round") is not None:
+            errors["round"] = f"a {Kind(kind).label} is not made in a round"
+        if kind in (Kind.TOP_UP, Kind.EXTENSION) and len(attrs.get("amounts") or {}) != 1:
+            errors["amounts"] = f"a {Kind(kind).label} names one pool and its SU"
+        if kind == Kind.EXTENSION and attrs.get("new_end") is None:
+            errors["new_end"] = "an extension names the grant's new end"
+        if kind != Kind.EXTENSION and attrs.get("new_end") is not None:
+            errors["new_end"] = "only an extension has a new end"
+        if kind != Kind.APPEAL and attrs.get("appeal_of") is not None:
+            errors["appeal_of"] = "only an appeal names a decision"
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
 
 
 class RequestUpdateInputSerializer(serializers.Serializer):
@@ -233,19 +292,6 @@ class ReviewOutputSerializer(ApiModelSerializer):
     class Meta:
         model = Review
         fields = ["id", "request", "round", "project", "reviewer", "score", "comment", "created_at"]
-
-
-@extend_schema_field(OpenApiTypes.INT)
-class VisibleRequestField(serializers.PrimaryKeyRelatedField):
-    """A request the caller may see (see ``requests_visible``)."""
-
-    default_error_messages = {
-        "does_not_exist": "unknown request {pk_value}",
-        "incorrect_type": "a request id is a number",
-    }
-
-    def get_queryset(self) -> QuerySet[AllocationRequest]:
-        return requests_visible(user=self.context["request"].user)
 
 
 class ReviewInputSerializer(serializers.Serializer):

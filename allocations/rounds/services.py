@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -16,8 +17,18 @@ from django.utils import timezone
 from accounting.clusters.quotes import QuoteRequest
 from accounting.clusters.selectors import quote_get
 from accounting.models import Partition
-from allocations.access import can_decide, has_conflict, is_committee
-from allocations.grants.services import adjustment_top_up, allocation_grant, check_rule, su_amount
+from allocations import request_states
+from allocations.access import can_ask_for_change, can_decide, has_conflict, is_committee
+from allocations.grants.selectors import allocation_in_force, allocations_in_force, pool_today
+from allocations.grants.services import (
+    adjustment_top_up,
+    allocation_extend,
+    allocation_grant,
+    allocation_raise,
+    check_extension_end,
+    check_rule,
+    su_amount,
+)
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
@@ -33,11 +44,13 @@ from allocations.rounds.notifications import (
     notify_request_submitted,
     notify_review_assigned,
 )
+from allocations.rounds.selectors import open_rounds
 from kit.access import is_staff, require
-from projects.access import can_manage_project, project_writable_check
+from projects.access import project_writable_check
 from projects.models import Project, ResourcePool
 
 State = AllocationRequest.State
+Kind = AllocationRequest.Kind
 ZERO = Decimal(0)
 
 
@@ -77,9 +90,18 @@ def round_create(
 
 
 # --- Requests -------------------------------------------------------------------------------
+#
+# One model for every kind of change (docs/allocations.md, "Changing an allocation"): what
+# each kind needs at creation is checked in ``request_create``, what may follow what in
+# ``allocations/request_states.py``, who decides in ``allocations.access.deciding_round``.
 
 
 def _transition(request: AllocationRequest, to_state: str, actor: User, note: str = "") -> None:
+    check_rule(
+        request_states.allowed(request.kind, request.state, to_state),
+        f"a {request.get_state_display()} {request.get_kind_display()} cannot become "
+        f"{State(to_state).label}",
+    )
     RequestTransition.objects.create(
         request=request, from_state=request.state, to_state=to_state, actor=actor, note=note
     )
@@ -91,48 +113,183 @@ def _round_is_open(round_: AllocationRound, at: datetime) -> bool:
     return round_.opens_at <= at < round_.closes_at
 
 
+def _pools_offered(request: AllocationRequest) -> tuple[set[int], str]:
+    """The pools a request may ask SU on, and where that rule comes from (for the message)."""
+    if request.round is not None and request.in_round:
+        offered = RoundPool.objects.filter(round=request.round).values_list("pool_id", flat=True)
+        return set(offered), f"the round {request.round} offers no SU"
+    if request.kind == Kind.APPEAL and request.appeal_of is not None:
+        asked = request.appeal_of.amounts.values_list("pool_id", flat=True)
+        return set(asked), "the decision appealed gave no SU to ask for"
+    if request.grant is not None:
+        why = f"a {request.get_kind_display()} adds SU to its grant's pool only, not"
+        return {request.grant.pool_id}, why
+    offered = RoundPool.objects.filter(round=request.round).values_list("pool_id", flat=True)
+    return set(offered), f"the round {request.round} offers no SU"
+
+
 def _set_amounts(request: AllocationRequest, amounts: Mapping[ResourcePool, Decimal]) -> None:
-    offered = set(RoundPool.objects.filter(round=request.round).values_list("pool_id", flat=True))
+    offered, why = _pools_offered(request)
     for pool, amount in amounts.items():
-        check_rule(pool.pk in offered, f"the round {request.round} offers no SU on {pool}")
-        value = su_amount(amount, f"SU requested on {pool}")
-        check_rule(value >= 0, f"SU requested on {pool} cannot be negative")
+        check_rule(pool.pk in offered, f"{why} on {pool}", field="amounts")
+        value = su_amount(amount, f"SU requested on {pool}", field="amounts")
+        check_rule(value >= 0, f"SU requested on {pool} cannot be negative", field="amounts")
         RequestAmount.objects.update_or_create(
             request=request, pool=pool, defaults={"requested_su": value}
         )
 
 
+def _grant_in_force(project: Project, amounts: Mapping[ResourcePool, Decimal], what: str) -> Any:
+    """The grant a top-up or an extension changes: the project's grant in force today on the
+    one pool it names."""
+    check_rule(len(amounts) == 1, f"a {what} names one pool and its SU", field="amounts")
+    pool = next(iter(amounts))
+    grant = allocation_in_force(project=project, pool=pool, on=pool_today(pool))
+    check_rule(
+        grant is not None,
+        f"{project} holds no grant in force on {pool}: a {what} changes a current grant "
+        "(apply in a round instead)",
+        field="amounts",
+    )
+    return grant
+
+
+def renewal_round_for(*, grant: Any) -> AllocationRound | None:
+    """The round a renewal of ``grant`` goes into: the open round, closing first, whose period
+    starts on or after the grant's end and that offers SU on its pool."""
+    return (
+        open_rounds()
+        .filter(period_start__gte=grant.period_end, pools__pool=grant.pool)
+        .order_by("closes_at", "pk")
+        .first()
+    )
+
+
+def renewal_amounts(*, project: Project, round_: AllocationRound) -> dict[ResourcePool, Decimal]:
+    """A renewal's amounts, pre-filled: what the project's grants in force hold on each pool
+    the round offers."""
+    offered = {item.pool_id for item in RoundPool.objects.filter(round=round_)}
+    return {
+        grant.pool: grant.granted_su
+        for grant in allocations_in_force(project=project)
+        if grant.pool_id in offered
+    }
+
+
 @transaction.atomic
 def request_create(
     *,
-    round_: AllocationRound,
     project: Project,
     actor: User,
-    kind: str = AllocationRequest.Kind.NEW,
+    kind: str = Kind.NEW,
+    round_: AllocationRound | None = None,
     justification: str = "",
     amounts: Mapping[ResourcePool, Decimal] | None = None,
+    new_end: date | None = None,
+    appeal_of: AllocationRequest | None = None,
 ) -> AllocationRequest:
-    """A PI starts a request (a draft) in a round; a top-up may come at any time of the period."""
-    require(can_manage_project(actor, project), f"only the PI of {project} applies for it")
+    """Whoever manages the project starts a request (a draft) of one ``kind``:
+
+    - ``new``: an application in an open ``round_``;
+    - ``top_up``: more SU now on the grant in force on the one pool of ``amounts``;
+    - ``extension``: that grant to end on ``new_end`` instead, with the SU of ``amounts``;
+    - ``renewal``: the next period, in ``round_`` or else the next open round starting at or
+      after the grant in force ends; ``amounts`` default to what the grants in force hold;
+    - ``appeal``: more SU than ``appeal_of`` (a decision that gave less than asked) granted,
+      once per decision; ``amounts`` are the SU asked on top, by default the shortfall.
+    """
+    if kind == Kind.APPEAL and appeal_of is not None:
+        project = appeal_of.project
+    require(can_ask_for_change(actor, project), f"only the PI of {project} applies for it")
     project_writable_check(project)
-    now = timezone.now()
-    if kind == AllocationRequest.Kind.NEW:
-        check_rule(_round_is_open(round_, now), f"the round {round_} is not open for applications")
+    check_rule(kind in request_states.KINDS, f"unknown kind of request {kind!r}", field="kind")
+    amounts = dict(amounts or {})
+    grant = None
+    if kind in request_states.OUTSIDE_ROUNDS:
+        check_rule(round_ is None, f"a {Kind(kind).label} is not made in a round", field="round")
+    if kind == Kind.NEW:
+        check_rule(round_ is not None, "an application names its round", field="round")
+        assert round_ is not None
         check_rule(
-            not AllocationRequest.objects.filter(round=round_, project=project, kind=kind).exists(),
+            _round_is_open(round_, timezone.now()),
+            f"the round {round_} is not open for applications",
+            field="round",
+        )
+    elif kind in (Kind.TOP_UP, Kind.EXTENSION):
+        grant = _grant_in_force(project, amounts, Kind(kind).label)
+        if kind == Kind.EXTENSION:
+            check_rule(new_end is not None, "an extension names its new end", field="new_end")
+            assert new_end is not None
+            check_extension_end(grant, new_end)
+    elif kind == Kind.RENEWAL:
+        current = allocations_in_force(project=project)
+        check_rule(
+            bool(current),
+            f"{project} holds no grant in force to renew: apply in a round instead",
+            field="kind",
+        )
+        grant = max(current, key=lambda item: item.period_end)
+        if round_ is None:
+            round_ = renewal_round_for(grant=grant)
+            check_rule(
+                round_ is not None,
+                f"no open round covers the period after {grant.period_end}: a renewal goes into "
+                "the next round when it opens (ask for an extension to go on meanwhile)",
+                field="round",
+            )
+        assert round_ is not None
+        check_rule(
+            _round_is_open(round_, timezone.now()) and round_.period_start >= grant.period_end,
+            f"a renewal goes into an open round whose period starts at or after "
+            f"{grant.period_end}; {round_} does not",
+            field="round",
+        )
+        amounts = amounts or renewal_amounts(project=project, round_=round_)
+    elif kind == Kind.APPEAL:
+        check_rule(
+            appeal_of is not None, "an appeal names the decision it appeals", field="appeal_of"
+        )
+        assert appeal_of is not None
+        check_rule(
+            appeal_of.kind != Kind.APPEAL, "an appeal's decision is final", field="appeal_of"
+        )
+        check_rule(
+            appeal_of.state in request_states.APPEALABLE,
+            f"only a decision that gave less than asked may be appealed; request {appeal_of.pk} "
+            f"is {appeal_of.get_state_display()}",
+            field="appeal_of",
+        )
+        check_rule(
+            not appeal_of.appeals.exists(),
+            f"the decision on request {appeal_of.pk} was appealed already: once per decision",
+            field="appeal_of",
+        )
+        amounts = amounts or {
+            amount.pool: amount.requested_su - (amount.granted_su or ZERO)
+            for amount in appeal_of.amounts.select_related("pool")
+            if amount.requested_su > (amount.granted_su or ZERO)
+        }
+    if round_ is not None and kind in request_states.IN_ROUND:
+        check_rule(
+            not AllocationRequest.objects.filter(
+                round=round_, project=project, kind__in=request_states.IN_ROUND
+            ).exists(),
             f"{project} already has an application in {round_}",
+            field="round",
         )
     request = AllocationRequest.objects.create(
-        round=round_, project=project, kind=kind, justification=justification, created_by=actor
-    )
+        round=round_, project=project, kind=kind, justification=justification, created_by=actor,
+        grant=grant, new_end=new_end if kind == Kind.EXTENSION else None,
+        appeal_of=appeal_of if kind == Kind.APPEAL else None,
+    )  # fmt: skip
     RequestTransition.objects.create(request=request, to_state=State.DRAFT, actor=actor)
-    _set_amounts(request, amounts or {})
+    _set_amounts(request, amounts)
     return request
 
 
 def _editable_by(request: AllocationRequest, actor: User) -> None:
     require(
-        can_manage_project(actor, request.project),
+        can_ask_for_change(actor, request.project),
         f"only the PI of {request.project} edits its request",
     )
     project_writable_check(request.project)
@@ -182,9 +339,10 @@ def request_estimate_add(
 
 @transaction.atomic
 def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequest:
-    """The PI submits a draft while the round is open (a top-up any time)."""
+    """The PI submits a draft: an application or a renewal while its round is open; a top-up,
+    an extension or an appeal any time (it goes to ``deciding_round``'s chair, or staff)."""
     _editable_by(request, actor)
-    if request.kind == AllocationRequest.Kind.NEW:
+    if request.in_round and request.round is not None:
         check_rule(
             _round_is_open(request.round, timezone.now()), f"the round {request.round} is closed"
         )
@@ -204,6 +362,10 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
         "only the round's chair opens requests for review, never of a project of their own",
     )
     project_writable_check(request.project)
+    check_rule(
+        request_states.is_reviewed(request.kind),
+        f"a {request.get_kind_display()} is decided without the committee's review",
+    )
     check_rule(
         request.state == State.SUBMITTED,
         f"a {request.get_state_display()} request cannot go to review",
@@ -243,10 +405,17 @@ def request_decide(
     granted: Mapping[ResourcePool, Decimal],
     reason: str = "",
 ) -> AllocationRequest:
-    """The chair grants SU per pool (possibly other than requested) with a reason.
+    """The chair (``deciding_round``'s, or staff) grants SU per pool, possibly other than
+    requested, with a reason. What a grant does depends on the kind:
 
-    An application becomes allocations over the round's period, split into budget periods;
-    a top-up adds SU to the project's current budget period on each pool.
+    - an application or a renewal becomes allocations over the round's period, split into
+      budget periods;
+    - a top-up adds SU to the project's current budget period on its grant's pool;
+    - an extension moves its grant's end to the new end and adds budget periods for the added
+      span holding the SU granted;
+    - an appeal raises the appealed decision's grant by the SU granted (``_appeal_apply``).
+
+    Nothing granted on any pool is a rejection (an extension then keeps its end).
     """
     require(
         can_decide(actor, request),
@@ -254,38 +423,59 @@ def request_decide(
     )
     project_writable_check(request.project)
     check_rule(
-        request.state == State.UNDER_REVIEW,
+        request.state == request_states.decidable_from(request.kind),
         f"a {request.get_state_display()} request cannot be decided",
     )
     amounts = {amount.pool_id: amount for amount in request.amounts.select_related("pool")}
     for pool in granted:
-        check_rule(pool.pk in amounts, f"{request.project} did not ask for SU on {pool}")
+        check_rule(
+            pool.pk in amounts, f"{request.project} did not ask for SU on {pool}", field="granted"
+        )
     decided = {
-        pool_id: su_amount(granted.get(amount.pool, ZERO), "SU granted")
+        pool_id: su_amount(granted.get(amount.pool, ZERO), "SU granted", field="granted")
         for pool_id, amount in amounts.items()
     }
-    check_rule(all(value >= 0 for value in decided.values()), "a grant cannot be negative")
+    check_rule(
+        all(value >= 0 for value in decided.values()), "a grant cannot be negative", field="granted"
+    )
     differs = any(decided[pool_id] != amounts[pool_id].requested_su for pool_id in amounts)
-    check_rule(bool(reason.strip()) or not differs, "say why the grant differs from the request")
-    if request.kind == AllocationRequest.Kind.NEW:
-        _check_round_capacity(request, decided)
+    check_rule(
+        bool(reason.strip()) or not differs,
+        "say why the grant differs from the request",
+        field="reason",
+    )
+    round_ = _capacity_round(request)
+    if round_ is not None:
+        _check_round_capacity(request, round_, decided)
 
     now = timezone.now()
+    note = reason or "granted as requested"
     for pool_id, amount in amounts.items():
         amount.granted_su = decided[pool_id]
         amount.save(update_fields=["granted_su"])
-        if decided[pool_id] == 0:
+        value = decided[pool_id]
+        if value == 0:
             continue
-        if request.kind == AllocationRequest.Kind.NEW:
+        if request.in_round:
+            assert request.round is not None
             allocation_grant(
-                project=request.project, pool=amount.pool, amount=decided[pool_id],
+                project=request.project, pool=amount.pool, amount=value,
                 period_start=request.round.period_start, period_end=request.round.period_end,
                 actor=actor, reason=reason, request=request,
             )  # fmt: skip
+        elif request.kind == Kind.EXTENSION:
+            assert request.grant is not None
+            assert request.new_end is not None
+            allocation_extend(
+                allocation=request.grant, new_end=request.new_end, amount=value, actor=actor,
+                request=request,
+            )  # fmt: skip
+        elif request.kind == Kind.APPEAL:
+            _appeal_apply(request, amount.pool, value, actor, note)
         else:
             adjustment_top_up(
-                project=request.project, pool=amount.pool, amount=decided[pool_id], actor=actor,
-                reason=f"top-up request {request.pk}: {reason or 'granted as requested'}",
+                project=request.project, pool=amount.pool, amount=value, actor=actor,
+                reason=f"top-up request {request.pk}: {note}",
             )  # fmt: skip
     if not any(decided.values()):
         outcome = State.REJECTED
@@ -300,12 +490,61 @@ def request_decide(
     return request
 
 
-def _check_round_capacity(request: AllocationRequest, decided: Mapping[int, Decimal]) -> None:
-    for item in RoundPool.objects.filter(round=request.round).select_related("pool"):
+def _appeal_apply(
+    appeal: AllocationRequest, pool: ResourcePool, value: Decimal, actor: User, note: str
+) -> None:
+    """An appeal granted raises what the appealed decision gave on ``pool`` by ``value``: its
+    grant on the pool when it made one (``allocation_raise``: over the budget periods not yet
+    over), a new grant over the round's period when it gave nothing there, a top-up of the
+    current budget period when it was a top-up; an extension's grant is raised like an
+    application's."""
+    original = appeal.appeal_of
+    assert original is not None
+    amount = original.amounts.get(pool=pool)
+    if original.kind == Kind.TOP_UP:
+        adjustment_top_up(
+            project=appeal.project, pool=pool, amount=value, actor=actor,
+            reason=f"appeal {appeal.pk} of top-up request {original.pk}: {note}",
+        )  # fmt: skip
+    else:
+        grant = (
+            original.grant
+            if original.kind == Kind.EXTENSION
+            else original.allocations.filter(pool=pool).first()
+        )
+        if grant is not None:
+            allocation_raise(allocation=grant, amount=value, actor=actor, request=appeal)
+        else:
+            assert original.round is not None
+            allocation_grant(
+                project=appeal.project, pool=pool, amount=value,
+                period_start=original.round.period_start, period_end=original.round.period_end,
+                actor=actor, reason=f"appeal {appeal.pk}: {note}", request=original,
+            )  # fmt: skip
+    amount.granted_su = (amount.granted_su or ZERO) + value
+    amount.save(update_fields=["granted_su"])
+
+
+def _capacity_round(request: AllocationRequest) -> AllocationRound | None:
+    """The round whose SU a decision spends: an application's or a renewal's own, an appeal's
+    of one of them; a top-up and an extension spend no round's SU."""
+    if request.in_round:
+        return request.round
+    original = request.appeal_of
+    if original is not None and original.in_round:
+        return original.round
+    return None
+
+
+def _check_round_capacity(
+    request: AllocationRequest, round_: AllocationRound, decided: Mapping[int, Decimal]
+) -> None:
+    """Never more granted in a round than it has: its requests' grants (raised by appeals)."""
+    for item in RoundPool.objects.filter(round=round_).select_related("pool"):
         if item.pool_id not in decided:
             continue
         already = (
-            RequestAmount.objects.filter(request__round=request.round, pool=item.pool)
+            RequestAmount.objects.filter(request__round=round_, pool=item.pool)
             .exclude(request=request)
             .exclude(granted_su__isnull=True)
             .aggregate(total=Sum("granted_su"))["total"]
@@ -315,4 +554,5 @@ def _check_round_capacity(request: AllocationRequest, decided: Mapping[int, Deci
             total <= item.available_su,
             f"the round has {item.available_su} SU on {item.pool}; "
             f"this grant would bring its grants to {total}",
+            field="granted",
         )

@@ -307,27 +307,30 @@ def archived(centre):
         _grant(centre, project=project, period=PERIOD)
     with (SAMPLE / "sacct_all_duplicates.psv").open() as lines:
         jobs_import(cluster=centre.cluster, lines=lines, source="sample")
-    round_ = _round(centre)
     amounts = {centre.cpu: Decimal("2")}
-    draft = request_create(round_=round_, project=centre.p1, actor=centre.alice, amounts=amounts)
-    top_ups = [
+    # An application in each of three rounds (one per project and round): a draft, one
+    # submitted, one under review.
+    draft, submitted, under_review = (
         request_create(
-            round_=round_, project=centre.p1, actor=centre.alice, amounts=amounts, kind="top_up"
+            round_=_round(centre, name=name),
+            project=centre.p1,
+            actor=centre.alice,
+            amounts=amounts,
         )
-        for _ in range(2)
-    ]
-    for request in top_ups:
+        for name in ("2027 merit round", "2027 second call", "2027 third call")
+    )
+    for request in (submitted, under_review):
         request_submit(request=request, actor=centre.alice)
-    request_review_start(request=top_ups[1], actor=centre.chair)
+    request_review_start(request=under_review, actor=centre.chair)
     sent = invitation_send(project=centre.p1, email="dave@example.org", role="member",
                            actor=centre.alice)  # fmt: skip
     MembershipFactory(project=centre.p1, user=centre.carol)
     Project.objects.filter(pk=centre.p1.pk).update(status=Project.Status.ARCHIVED)
-    for item in (centre.p1, draft, *top_ups):
+    for item in (centre.p1, draft, submitted, under_review):
         item.refresh_from_db()
     job = Job.objects.filter(project=centre.p1, partition__name="work", service_units__gt=0)
     return Archived(
-        centre=centre, draft=draft, submitted=top_ups[0], under_review=top_ups[1],
+        centre=centre, draft=draft, submitted=submitted, under_review=under_review,
         invitation=sent.invitation, link=sent.link, job=job.first(),
     )  # fmt: skip
 
@@ -386,7 +389,8 @@ WRITES = {
         actor=a.centre.bob, reason="r", on=SAMPLE_DAY,
     ),
     "request_create": lambda a: request_create(
-        round_=a.draft.round, project=a.centre.p1, actor=a.centre.alice, kind="top_up"
+        round_=None, project=a.centre.p1, actor=a.centre.alice, kind="top_up",
+        amounts={a.centre.cpu: Decimal(2)},
     ),
     "request_update": lambda a: request_update(
         request=a.draft, actor=a.centre.alice, justification="more"

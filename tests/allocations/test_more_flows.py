@@ -6,6 +6,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from accounting.ledger.pipeline import jobs_import
@@ -15,7 +16,6 @@ from allocations.models import AllocationRequest, EnforcementAction
 from allocations.rounds.services import (
     request_create,
     request_decide,
-    request_review_start,
     request_submit,
     round_create,
 )
@@ -32,20 +32,24 @@ def _round(centre):
     )  # fmt: skip
 
 
-def test_a_top_up_follows_the_review_path_and_adds_to_the_current_budget_period(centre):
-    round_ = _round(centre)
+def test_a_top_up_outside_rounds_is_decided_by_staff_and_adds_to_the_current_budget_period(
+    centre,
+):
+    _round(centre)
     today = pool_today(centre.cpu)
     allocation_grant(
         project=centre.p1, pool=centre.cpu, amount=Decimal(40), period_start=today.replace(day=1),
         period_end=add_months(today.replace(day=1), 12), actor=centre.staff,
     )  # fmt: skip
     top_up = request_create(
-        round_=round_, project=centre.p1, actor=centre.alice,
+        project=centre.p1, actor=centre.alice,
         kind=AllocationRequest.Kind.TOP_UP, amounts={centre.cpu: Decimal(5)},
     )  # fmt: skip
     request_submit(request=top_up, actor=centre.alice)
-    request_review_start(request=top_up, actor=centre.chair)
-    request_decide(request=top_up, actor=centre.chair, granted={centre.cpu: Decimal(5)})
+    # Staff granted the grant outside a round: no chair stands behind it, staff decide.
+    with pytest.raises(PermissionDenied):
+        request_decide(request=top_up, actor=centre.chair, granted={centre.cpu: Decimal(5)})
+    request_decide(request=top_up, actor=centre.staff, granted={centre.cpu: Decimal(5)})
     balance = balance_get(project=centre.p1, pool=centre.cpu, on=today)
     assert balance.adjustments_su == Decimal(5)
     assert balance.available_su == Decimal(15)

@@ -37,10 +37,10 @@ from tests.allocations.conftest import PERIOD, SAMPLE, SAMPLE_DAY, open_round_ti
 State = AllocationRequest.State
 
 
-def _round(centre, available_cpu="10", available_gpu="10"):
+def _round(centre, available_cpu="10", available_gpu="10", name="2027 merit round"):
     opens, closes = open_round_times()
     return round_create(
-        name="2027 merit round", opens_at=opens, closes_at=closes,
+        name=name, opens_at=opens, closes_at=closes,
         period_start=PERIOD[0], period_end=PERIOD[1],
         available={centre.cpu: Decimal(available_cpu), centre.gpu: Decimal(available_gpu)},
         chair=centre.chair, committee=[centre.reviewer, centre.alice], actor=centre.staff,

@@ -282,7 +282,7 @@ CASES = [
     # Who leads no project (the committee, the chair) is refused before the body is read.
     Case("requests: apply for a top-up", "post", _url("/api/v1/requests/"),
          "401 403 400 201 403 403 201",
-         body=lambda w: {"round": w.round.pk, "project": "pawsey0003", "kind": "top_up",
+         body=lambda w: {"project": "pawsey0003", "kind": "top_up",
                          "amounts": [{"pool": "testbed CPU", "su": "5"}]},
          named=frozenset({"pawsey0003"})),
     Case("request under review: read", "get",

@@ -48,7 +48,7 @@ BOUNDS = {
     "review form": ("committee", 10),
     "grant form": ("staff", 12),  # with the round's capacity left (3 reads)
     "rounds": ("committee", 5),
-    "round overview": ("staff", 15),
+    "round overview": ("staff", 16),  # with the top-ups, extensions, appeals to decide (1 read)
     "imports": ("staff", 7),
     "quarantine": ("staff", 7),
     "enforcement": ("staff", 4),
