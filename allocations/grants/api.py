@@ -138,7 +138,7 @@ class ProjectViewSet(ApiViewSet):
         """Staff: a project for a Slurm account (its quarantined jobs are then charged)."""
         data = ProjectCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        project = project_create(**data.validated_data)
+        project = project_create(**data.validated_data, actor=acting_user(request))
         return Response(ProjectOutputSerializer(project).data, status=status.HTTP_201_CREATED)
 
 

@@ -31,10 +31,11 @@ class AllocationError(ApplicationError):
     """A rule of the allocation process forbids this; the message says which."""
 
 
-def check_rule(condition: bool, message: str) -> None:
-    """Refuse with ``message`` (an ``AllocationError``) unless ``condition`` holds."""
+def check_rule(condition: bool, message: str, *, field: str | None = None) -> None:
+    """Refuse with ``message`` (an ``AllocationError``, about input ``field`` when given)
+    unless ``condition`` holds."""
     if not condition:
-        raise AllocationError(message)
+        raise AllocationError(message, field=field)
 
 
 def su_amount(amount: Decimal | int | str, what: str = "amount") -> Decimal:

@@ -71,11 +71,6 @@ class RoundCreateInputSerializer(EndsAfterStart):
     chair = user_field()
     committee = serializers.ListField(child=user_field(), required=False, max_length=200)
 
-    def validate_name(self, value: str) -> str:
-        if AllocationRound.objects.filter(name=value).exists():
-            raise serializers.ValidationError(f"a round named {value!r} exists already")
-        return value
-
     def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "available")
 

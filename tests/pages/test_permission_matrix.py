@@ -251,6 +251,47 @@ MATRIX: dict[str, Entry] = {
     ),
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
     "allocations:round-detail": Entry(lambda s: f"/allocations/rounds/{s.round.pk}/", read=SEATS),
+    # Staff's projects, pools and rounds: 404 to everyone else, before the input is read.
+    "allocations:staff-projects": Entry(lambda s: "/allocations/staff/projects/", read=STAFF),
+    "allocations:staff-project-new": Entry(
+        lambda s: "/allocations/staff/projects/new/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-project-edit": Entry(
+        lambda s: f"/allocations/staff/projects/{_code(s)}/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-member-add": Entry(
+        lambda s: f"/allocations/staff/projects/{_code(s)}/members/",
+        write=STAFF,
+        body=lambda s: {"user": "erin", "role": "member"},
+    ),
+    "allocations:staff-member-remove": Entry(
+        lambda s: f"/allocations/staff/projects/{_code(s)}/members/alice/remove/", write=STAFF
+    ),
+    "allocations:staff-pools": Entry(lambda s: "/allocations/staff/pools/", read=STAFF),
+    "allocations:staff-pool-new": Entry(
+        lambda s: "/allocations/staff/pools/new/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-pool-edit": Entry(
+        lambda s: f"/allocations/staff/pools/{s.cpu.pk}/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-rounds": Entry(lambda s: "/allocations/staff/rounds/", read=STAFF),
+    "allocations:staff-round-new": Entry(
+        lambda s: "/allocations/staff/rounds/new/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-round-edit": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-round-close": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/close/", write=STAFF
+    ),
+    "allocations:staff-committee-add": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/committee/",
+        write=STAFF,
+        body=lambda s: {"user": "bob"},
+    ),
+    "allocations:staff-committee-remove": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/committee/erin/remove/", write=STAFF
+    ),
     # --- A person's own pages ------------------------------------------------------------
     "people:tokens": Entry(
         lambda s: "/account/tokens/",
