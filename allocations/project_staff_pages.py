@@ -61,7 +61,8 @@ def staff_project_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Project {project.code} created.")
             return redirect("allocations:staff-project-edit", code=project.code)
-    return render(request, "allocations/staff_project_form.html", {"form": form})
+    status = 400 if form.is_bound else 200
+    return render(request, "allocations/staff_project_form.html", {"form": form}, status=status)
 
 
 def _edit_page(
