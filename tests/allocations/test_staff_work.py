@@ -40,7 +40,7 @@ def _field_errors(html: str, field: str) -> str:
     return html_unescape(re.sub(r"<[^>]+>", " ", match.group(1))) if match else ""
 
 
-def _audited(model: type, pk: Any, actor: Any) -> bool:
+def _audited(model: Any, pk: Any, actor: Any) -> bool:
     return LogEntry.objects.get_for_object(model.objects.get(pk=pk)).filter(actor=actor).exists()
 
 
