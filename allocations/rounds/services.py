@@ -105,9 +105,11 @@ def round_update(
     closes_at: datetime,
     period_start: date,
     period_end: date,
+    available: Mapping[ResourcePool, Decimal] | None = None,
 ) -> AllocationRound:
-    """Staff change a round's name, window or period. The period stays as it is once the round
-    has granted SU: the grants cover it."""
+    """Staff change a round's name, window or period, and the SU it offers on the pools in
+    ``available`` (``round_pool_set``), all or nothing. The period stays as it is once the
+    round has granted SU: the grants cover it."""
     require(is_staff(actor), "only centre staff change allocation rounds")
     round_ = AllocationRound.objects.select_for_update().get(pk=round_.pk)
     _round_name_check(name, round_)
@@ -123,6 +125,8 @@ def round_update(
     round_.name, round_.opens_at, round_.closes_at = name, opens_at, closes_at
     round_.period_start, round_.period_end = period_start, period_end
     round_.save(update_fields=["name", "opens_at", "closes_at", "period_start", "period_end"])
+    for pool, amount in (available or {}).items():
+        round_pool_set(round_=round_, pool=pool, available=amount, actor=actor)
     return round_
 
 
@@ -162,7 +166,7 @@ def round_pool_set(
     granted = _granted_in_round(round_, pool)
     check_rule(
         value >= granted,
-        f"the round has granted {granted} SU on {pool} already; it cannot offer less",
+        f"the round has granted {granted.normalize():f} SU on {pool} already; it cannot offer less",
         field=field,
     )
     offer, _ = RoundPool.objects.update_or_create(

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.models import User
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -20,7 +19,6 @@ from allocations.rounds.services import (
     committee_remove,
     round_close,
     round_create,
-    round_pool_set,
     round_update,
 )
 from allocations.rounds.staff_forms import CommitteeAddForm, RoundCreateForm, RoundForm
@@ -102,16 +100,12 @@ def staff_round_edit(request: HttpRequest, pk: int) -> HttpResponse:
     if form.is_valid():
         values = form.cleaned_data
         try:
-            with transaction.atomic():
-                round_update(
-                    round_=round_, actor=_staff(request), name=values["name"],
-                    opens_at=values["opens_at"], closes_at=values["closes_at"],
-                    period_start=values["period_start"], period_end=values["period_end"],
-                )  # fmt: skip
-                for pool, amount in form.available().items():
-                    round_pool_set(
-                        round_=round_, pool=pool, available=amount, actor=_staff(request)
-                    )
+            round_update(
+                round_=round_, actor=_staff(request), name=values["name"],
+                opens_at=values["opens_at"], closes_at=values["closes_at"],
+                period_start=values["period_start"], period_end=values["period_end"],
+                available=form.available(),
+            )  # fmt: skip
         except ApplicationError as error:
             error_on_field(form, error)
         else:

@@ -358,3 +358,39 @@ def test_the_staff_menu_and_dashboard_link_the_staff_pages(centre):
                 "/allocations/staff/rounds/"):  # fmt: skip
         assert f'href="{url}"' in html
     assert "/allocations/staff/" not in _client(centre.alice).get("/").content.decode()
+
+
+def test_once_a_round_granted_su_it_never_offers_less_nor_moves_its_period(centre):
+    from allocations.grants.services import AllocationError
+    from allocations.rounds.services import (
+        request_create,
+        request_decide,
+        request_review_start,
+        request_submit,
+        round_pool_set,
+        round_update,
+    )
+
+    round_ = _round(centre)
+    application = request_create(
+        round_=round_, project=centre.p1, actor=centre.alice, amounts={centre.cpu: Decimal(300)}
+    )
+    request_submit(request=application, actor=centre.alice)
+    request_review_start(request=application, actor=centre.chair)
+    request_decide(request=application, actor=centre.chair, granted={centre.cpu: Decimal(300)})
+
+    with pytest.raises(AllocationError, match=r"granted 300 SU on testbed CPU") as less:
+        round_pool_set(round_=round_, pool=centre.cpu, available=Decimal(299), actor=centre.staff)
+    assert less.value.field == f"pool_{centre.cpu.pk}"
+    with pytest.raises(AllocationError, match="the period cannot change") as moved:
+        round_update(
+            round_=round_, actor=centre.staff, name=round_.name, opens_at=round_.opens_at,
+            closes_at=round_.closes_at, period_start=PERIOD[0].replace(day=2),
+            period_end=PERIOD[1],
+        )  # fmt: skip
+    assert moved.value.field == "period_start"
+    round_.refresh_from_db()
+    assert round_.period_start == PERIOD[0]
+    assert RoundPool.objects.get(round=round_, pool=centre.cpu).available_su == 500
+    offer = round_pool_set(round_=round_, pool=centre.cpu, available="300", actor=centre.staff)
+    assert offer.available_su == 300
