@@ -114,6 +114,16 @@ class ProjectCreateInputSerializer(serializers.Serializer):
     )
 
 
+class ProjectUpdateInputSerializer(serializers.Serializer):
+    """What staff change on a project; a field left out stays. The code never changes."""
+
+    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
+    field_of_science = serializers.CharField(required=False, allow_blank=True, max_length=120)
+    pi = user_field(
+        required=False, help_text="username of the new PI (the PI before stays a member)"
+    )
+
+
 class MemberOutputSerializer(ApiModelSerializer):
     username = serializers.CharField(source="user.username", read_only=True)
     full_name = serializers.CharField(source="user.get_full_name", read_only=True)

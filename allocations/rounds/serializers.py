@@ -29,7 +29,7 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from kit.api import ApiModelSerializer, EndsAfterStart, UtcDateTimeField, slug_of
+from kit.api import ApiModelSerializer, UtcDateTimeField, slug_of
 from projects.models import ResourcePool
 
 # --- Rounds ---------------------------------------------------------------------------------
@@ -60,8 +60,9 @@ class RoundOutputSerializer(ApiModelSerializer):
         ]
 
 
-class RoundCreateInputSerializer(EndsAfterStart):
-    spans = (("opens_at", "closes_at"), ("period_start", "period_end"))
+class RoundCreateInputSerializer(serializers.Serializer):
+    # The window and the period (end after start) and the name being free are round_create's
+    # rules, answered on those fields with the staff page's sentences.
     name = serializers.CharField(max_length=200)
     opens_at = UtcDateTimeField()
     closes_at = UtcDateTimeField()
@@ -73,6 +74,27 @@ class RoundCreateInputSerializer(EndsAfterStart):
 
     def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "available")
+
+
+class RoundUpdateInputSerializer(serializers.Serializer):
+    """What staff change on a round; a field left out stays as it is."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    opens_at = UtcDateTimeField(required=False)
+    closes_at = UtcDateTimeField(required=False)
+    period_start = serializers.DateField(required=False)
+    period_end = serializers.DateField(required=False)
+    available = PoolAmountSerializer(many=True, required=False, help_text="SU offered per pool")
+
+    def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return pool_amounts(value, "available")
+
+
+class CommitteeSeatInputSerializer(serializers.Serializer):
+    username = user_field()
+    chair = serializers.BooleanField(
+        default=False, help_text="the chair before stays on the committee"
+    )
 
 
 class RoundPoolSummarySerializer(serializers.Serializer):

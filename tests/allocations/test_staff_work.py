@@ -7,6 +7,7 @@ sentence, because both call the same service."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 from html import unescape as html_unescape
 from typing import Any
@@ -394,3 +395,55 @@ def test_once_a_round_granted_su_it_never_offers_less_nor_moves_its_period(centr
     assert RoundPool.objects.get(round=round_, pool=centre.cpu).available_su == 500
     offer = round_pool_set(round_=round_, pool=centre.cpu, available="300", actor=centre.staff)
     assert offer.available_su == 300
+
+
+# --- The API calls the same services -----------------------------------------------------------
+
+
+def _api(user: Any) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {api_token(user)}")
+
+
+def test_staff_change_a_project_through_the_api_as_on_the_page(centre):
+    url = f"/api/v1/projects/{centre.p3.code}/"
+    refused = _api(centre.alice).patch(url, {"pi": "nobody"}, content_type="application/json")
+    assert refused.status_code == 403  # who is asking, before what was asked
+    answer = _api(centre.staff).patch(
+        url, {"pi": "carol", "title": "Astro 2"}, content_type="application/json"
+    )
+    assert answer.status_code == 200
+    assert (answer.json()["pi"], answer.json()["title"]) == ("carol", "Astro 2")
+    roles = dict(Membership.objects.filter(project=centre.p3).values_list("user__username", "role"))
+    assert roles == {"alice": "member", "carol": "pi"}
+
+
+def test_staff_change_close_and_seat_a_round_through_the_api_with_the_pages_sentences(centre):
+    round_ = _round(centre)
+    url = f"/api/v1/rounds/{round_.pk}/"
+    staff, pi = _api(centre.staff), _api(centre.alice)
+    early = (round_.opens_at - timedelta(days=1)).isoformat()
+    assert pi.patch(url, {"closes_at": early}, content_type="application/json").status_code == 403
+    wrong = staff.patch(url, {"closes_at": early}, content_type="application/json")
+    assert wrong.status_code == 400
+    assert wrong.json()["errors"]["closes_at"] == ["a round must open before it closes"]
+
+    more = {"available": [{"pool": "testbed GPU", "su": "70"}], "name": "2026 call (2)"}
+    answer = staff.patch(url, more, content_type="application/json")
+    assert answer.status_code == 200
+    assert answer.json()["name"] == "2026 call (2)"
+    assert {item["pool"] for item in answer.json()["pools"]} == {"testbed CPU", "testbed GPU"}
+
+    seated = staff.post(
+        f"{url}committee/", {"username": "bob", "chair": True}, content_type="application/json"
+    )
+    assert seated.status_code == 200
+    assert round_.committee.get(is_chair=True).user == centre.bob
+    chair_off = staff.delete(f"{url}committee/bob/")
+    assert chair_off.status_code == 400
+    assert chair_off.json()["message"] == "bob chairs 2026 call (2); name another chair first"
+    assert staff.delete(f"{url}committee/reviewer/").status_code == 204
+
+    assert staff.post(f"{url}close/").status_code == 200
+    again = staff.post(f"{url}close/")
+    assert again.status_code == 400
+    assert "is not open" in again.json()["message"]

@@ -351,7 +351,9 @@ MATRIX: dict[str, Entry] = {
     "api:overhead": Entry(lambda s: "/api/v1/overhead/", read=STAFF),
     # --- API: allocations -----------------------------------------------------------------
     "api:project-list": Entry(lambda s: "/api/v1/projects/", read=SIGNED_IN, write=STAFF),
-    "api:project-detail": Entry(lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT),
+    "api:project-detail": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT, write=STAFF, method="patch"
+    ),
     "api:project-balance": Entry(lambda s: f"/api/v1/projects/{_code(s)}/balance/", read=PROJECT),
     "api:project-carbon": Entry(lambda s: f"/api/v1/projects/{_code(s)}/carbon/", read=PROJECT),
     "api:project-member-list": Entry(
@@ -369,7 +371,18 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/allocations/{_first(Allocation, project=s.project)}/", read=PROJECT
     ),
     "api:round-list": Entry(lambda s: "/api/v1/rounds/", read=SIGNED_IN, write=STAFF),
-    "api:round-detail": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN),
+    "api:round-detail": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN, write=STAFF, method="patch"
+    ),
+    "api:round-close": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/close/", write=STAFF),
+    "api:round-committee": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/committee/",
+        write=STAFF,
+        body=lambda s: {"username": "bob"},
+    ),
+    "api:round-committee-seat": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/committee/erin/", write=STAFF, method="delete"
+    ),
     "api:round-overview": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/overview/", read=CHAIR),
     # Applying and transferring: PIs (of any project) and staff; reviewing: any committee.
     "api:request-list": Entry(lambda s: "/api/v1/requests/", read=SIGNED_IN, write=ANY_PI),
