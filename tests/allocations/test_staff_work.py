@@ -6,6 +6,7 @@ sentence, because both call the same service."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import timedelta
 from decimal import Decimal
@@ -400,8 +401,12 @@ def test_once_a_round_granted_su_it_never_offers_less_nor_moves_its_period(centr
 # --- The API calls the same services -----------------------------------------------------------
 
 
+_TOKENS = itertools.count()
+
+
 def _api(user: Any) -> Client:
-    return Client(HTTP_AUTHORIZATION=f"Bearer {api_token(user)}")
+    """A client with a new token of ``user`` (each token has a name of its own)."""
+    return Client(HTTP_AUTHORIZATION=f"Bearer {api_token(user, name=f'staff {next(_TOKENS)}')}")
 
 
 def test_staff_change_a_project_through_the_api_as_on_the_page(centre):
@@ -447,3 +452,36 @@ def test_staff_change_close_and_seat_a_round_through_the_api_with_the_pages_sent
     again = staff.post(f"{url}close/")
     assert again.status_code == 400
     assert "is not open" in again.json()["message"]
+
+
+def test_staff_create_and_change_a_pool_through_the_api_with_the_pages_sentences(centre):
+    Partition.objects.create(cluster=centre.cluster, name="debug")
+    body = {"cluster": centre.cluster.name, "name": "testbed debug", "partitions": ["debug"],
+            "budget_months": 6, "slurm_account_suffix": "-dbg"}  # fmt: skip
+    refused = _api(centre.alice).post("/api/v1/pools/", body, content_type="application/json")
+    assert refused.status_code == 403
+    staff = _api(centre.staff)
+    taken = staff.post(
+        "/api/v1/pools/", dict(body, name="testbed CPU"), content_type="application/json"
+    )
+    assert taken.status_code == 400
+    assert taken.json()["errors"]["name"] == ["a pool named 'testbed CPU' exists already"]
+    made = staff.post("/api/v1/pools/", body, content_type="application/json")
+    assert made.status_code == 201
+    assert (made.json()["partitions"], made.json()["budget_months"]) == (["debug"], 6)
+
+    url = f"/api/v1/pools/{made.json()['id']}/"
+    wrong = staff.patch(url, {"notify_thresholds": "90,x"}, content_type="application/json")
+    assert wrong.status_code == 400
+    assert "whole percentages" in wrong.json()["errors"]["notify_thresholds"][0]
+    other = staff.patch(url, {"partitions": ["work"]}, content_type="application/json")
+    assert other.json()["errors"]["partitions"] == [
+        "slurm-testbed/work belongs to the pool testbed CPU already: a partition charges one pool"
+    ]
+    changed = staff.patch(url, {"notify_thresholds": "80,100"}, content_type="application/json")
+    assert changed.status_code == 200
+    assert (changed.json()["notify_thresholds"], changed.json()["partitions"]) == (
+        "80,100",
+        ["debug"],
+    )
+    assert _api(centre.alice).get(url).status_code == 200  # pools are no secret

@@ -374,6 +374,10 @@ MATRIX: dict[str, Entry] = {
     "api:round-detail": Entry(
         lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN, write=STAFF, method="patch"
     ),
+    "api:pool-list": Entry(lambda s: "/api/v1/pools/", read=SIGNED_IN, write=STAFF),
+    "api:pool-detail": Entry(
+        lambda s: f"/api/v1/pools/{s.cpu.pk}/", read=SIGNED_IN, write=STAFF, method="patch"
+    ),
     "api:round-close": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/close/", write=STAFF),
     "api:round-committee": Entry(
         lambda s: f"/api/v1/rounds/{s.round.pk}/committee/",
