@@ -52,7 +52,7 @@ def _settings_check(
     if "notify_thresholds" in settings:
         items = [item.strip() for item in str(settings["notify_thresholds"]).split(",")]
         check_rule(
-            all(item.isdigit() and 1 <= int(item) <= 100 for item in items if item),
+            all(item.isdecimal() and 1 <= int(item) <= 100 for item in items if item),
             "thresholds are whole percentages from 1 to 100, separated by commas",
             field="notify_thresholds",
         )
