@@ -10,10 +10,17 @@ the matrix, and tests/test_permission_matrix.py checks every URL against it.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
-from allocations.models import AllocationRequest, AllocationRound, CommitteeMember, Review
+from allocations.models import (
+    AllocationRequest,
+    AllocationRound,
+    CommitteeMember,
+    ProjectRequest,
+    Review,
+)
 from kit.access import Actor, is_staff
 from projects.access import is_member, projects_of_member
 from projects.models import Project
@@ -130,6 +137,55 @@ def rounds_sat_on(*, user: Actor) -> QuerySet[AllocationRound]:
     if not isinstance(user, User):
         return AllocationRound.objects.none()
     return AllocationRound.objects.filter(committee__user_id=user.pk).distinct()
+
+
+# --- Project requests ---------------------------------------------------------------------
+
+
+def approves_project_requests(user: Actor) -> bool:
+    """Decide requests for new projects (approve, ask for changes, reject): staff, and the
+    members of the Django group ``PORTAL_PROJECT_APPROVERS_GROUP`` names (when it names one)."""
+    if is_staff(user):
+        return True
+    group = settings.PORTAL_PROJECT_APPROVERS_GROUP
+    if not group or not isinstance(user, User) or not user.is_active:
+        return False
+    return user.groups.filter(name=group).exists()
+
+
+def approvers_of_project_requests() -> QuerySet[User]:
+    """Everyone ``approves_project_requests`` holds: whom to tell that a request waits."""
+    approvers = Q(is_staff=True)
+    group = settings.PORTAL_PROJECT_APPROVERS_GROUP
+    if group:
+        approvers |= Q(groups__name=group)
+    return User.objects.filter(approvers, is_active=True).distinct()
+
+
+def project_requests_visible(*, user: Actor) -> QuerySet[ProjectRequest]:
+    """The project requests a user may read: those they asked for and those naming them as
+    PI; for the approvers' group also every one its PI confirmed (one the named PI has not
+    confirmed, or declined, is not theirs to see); every one for staff."""
+    requests = ProjectRequest.objects.all()
+    if is_staff(user):
+        return requests
+    if not isinstance(user, User):
+        return requests.none()
+    own = Q(requester_id=user.pk) | Q(pi_id=user.pk)
+    if approves_project_requests(user):
+        unconfirmed = [ProjectRequest.State.AWAITING_PI, ProjectRequest.State.PI_DECLINED]
+        return requests.filter(own | ~Q(state__in=unconfirmed))
+    return requests.filter(own)
+
+
+def can_edit_project_request(user: Actor, request: ProjectRequest) -> bool:
+    """Edit and resubmit a project request: the person who asked for it."""
+    return isinstance(user, User) and request.requester_id == user.pk
+
+
+def can_confirm_project_request(user: Actor, request: ProjectRequest) -> bool:
+    """Confirm (or decline) being the PI of a requested project: the person it names."""
+    return isinstance(user, User) and request.pi_id == user.pk
 
 
 # --- Pages --------------------------------------------------------------------------------

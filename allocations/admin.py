@@ -19,6 +19,9 @@ from allocations.models import (
     PriorityAction,
     PriorityPolicy,
     ProfilingCoefficient,
+    ProjectRequest,
+    ProjectRequestAmount,
+    ProjectRequestTransition,
     RequestAmount,
     RequestTransition,
     Review,
@@ -90,6 +93,25 @@ class AllocationRequestAdmin(ReadOnlyAdmin):
     list_filter = ("round", "state", "kind")
     search_fields = ("project__code",)
     inlines = [AmountInline, ReviewInline, TransitionInline]
+
+
+class ProjectRequestAmountInline(ReadOnlyInline):
+    model = ProjectRequestAmount
+
+
+class ProjectRequestTransitionInline(ReadOnlyInline):
+    model = ProjectRequestTransition
+    fk_name = "request"
+
+
+@admin.register(ProjectRequest)
+class ProjectRequestAdmin(ReadOnlyAdmin):
+    """Requests for new projects: decided on their pages (the services), read here."""
+
+    list_display = ("title", "requester", "pi", "state", "project", "created_at", "decided_at")
+    list_filter = ("state",)
+    search_fields = ("title", "requester__username", "pi__username", "project__code")
+    inlines = [ProjectRequestAmountInline, ProjectRequestTransitionInline]
 
 
 class BudgetPeriodInline(ReadOnlyInline):

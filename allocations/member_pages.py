@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from allocations.grants.forms import InvitationForm, MemberRoleForm
 from allocations.grants.services import AllocationError
 from kit.access import require
-from projects.access import can_delegate, can_manage_project
+from projects.access import ProjectReadOnly, can_delegate, can_manage_project
 from projects.invitations import (
     InvitationError,
     invitation_accept,
@@ -134,7 +134,7 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     if request.method == "POST":
         try:
             membership = invitation_accept(token=token, user=_me(request))
-        except InvitationError as error:
+        except (InvitationError, ProjectReadOnly) as error:  # the invitee is not in it yet
             messages.error(request, str(error))
         else:
             messages.success(

@@ -8,19 +8,23 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from functools import partial
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
 from allocations.grants import charts
+from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
 from allocations.grants.selectors import adjustments_for_project, balances_for_project
 from allocations.rounds.selectors import requests_of_project
+from kit.access import is_staff, staff_only
 from kit.caching import remembered
 from kit.charts import Chart, find_chart
-from projects.access import can_delegate, can_manage_project
+from projects.access import can_delegate, can_manage_project, project_is_writable
 from projects.invitations import invitations_of
 from projects.models import Project, ResourcePool
 from projects.selectors import memberships_of, project_for_user, role_in_project
@@ -58,7 +62,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         raise Http404
     step_form = UsageStepForm(request.GET or None)
     step = (step_form.is_valid() and step_form.cleaned_data.get("step")) or "week"
-    pool_balances = balances_for_project(project=project)
+    pool_balances = balances_for_project(project=project, grants=True)
     today = pool_balances[0].balance.on if pool_balances and pool_balances[0].balance else None
     today = today or datetime.now(UTC).date()
 
@@ -95,6 +99,8 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
                 "balance": balance,
                 "currency": item.currency,
                 "burn": burn,
+                "grants": item.grants,
+                "submit_with": item.submit_with,
                 "alert": charts.alert_level(
                     balance.percent_used if balance else None, item.pool.thresholds
                 ),
@@ -138,13 +144,18 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         return wanted.csv_response(project.code)
 
     manages = can_manage_project(request.user, project)
+    writable = project_is_writable(project)  # an archived project shows no write action
     context = {
         "project": project,
         "role": role_in_project(user=request.user, project=project),
-        "can_apply": manages,
-        "can_delegate": manages and can_delegate(request.user, project),  # PIs manage too
+        "can_apply": manages and writable,
+        "can_audit": manages,
+        "can_unarchive": not writable and is_staff(request.user),
+        "can_delegate": manages and writable and can_delegate(request.user, project),
         "invitations": (
-            invitations_of(project=project).filter(accepted_at__isnull=True)[:20] if manages else []
+            invitations_of(project=project).filter(accepted_at__isnull=True)[:20]
+            if manages and writable
+            else []
         ),
         "invitation_form": InvitationForm(),
         "role_choices": [("member", "member"), ("manager", "manager")],
@@ -167,3 +178,14 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "requests": requests_of_project(project=project)[:20],
     }
     return render(request, "allocations/project_detail.html", context)
+
+
+@staff_only
+@require_POST
+def project_unarchive_page(request: HttpRequest, code: str) -> HttpResponse:
+    """Staff make an archived project writable again (the one write an archived project takes)."""
+    project = get_object_or_404(Project, code=code)
+    assert isinstance(request.user, User)  # staff_only ran
+    project = project_unarchive(project=project, actor=request.user)
+    messages.success(request, f"{project.code} is {project.status} again: it can be changed.")
+    return redirect("allocations:project-detail", project.code)

@@ -47,6 +47,31 @@ def efficiency_summaries_task(month: str | None = None) -> dict[str, int | str]:
     return {"month": summarised.isoformat(), "mailed": sent}
 
 
+@shared_task(name="allocations.tasks.grant_endings", soft_time_limit=600, time_limit=900)
+def grant_endings_task(today: str | None = None) -> dict[str, object]:
+    """Mail the notices of grants ending (30, 14, 7 days before), expire the projects whose
+    last grant ended (a final summary to the PI), revive those granted again, and archive those
+    expired long enough (``today``: an ISO day to run as of instead). Beat runs it daily; it is
+    idempotent (a second run mails no one twice) and runs never overlap."""
+    from datetime import date
+
+    from allocations.grants.expiry import grant_expiry_notices_send, project_statuses_follow
+
+    day = date.fromisoformat(today) if today else None
+    try:
+        with named_lock("grant endings"):
+            notices = grant_expiry_notices_send(today=day)
+            report = project_statuses_follow(today=day)
+    except ImportLockBusy:
+        return {"skipped": "grant endings are already being handled"}
+    return {
+        "notices": len(notices),
+        "expired": report.expired,
+        "archived": report.archived,
+        "revived": report.revived,
+    }
+
+
 @shared_task(name="allocations.tasks.priority_proposals", soft_time_limit=300, time_limit=600)
 def priority_proposals_task() -> dict[str, dict[str, int] | str]:
     """Propose the Slurm commands of dynamic priorities that changed, on every cluster with a

@@ -3,6 +3,7 @@ from django.urls import path
 from allocations import member_pages, project_pages, project_staff_pages
 from allocations.pools import staff_pages as pool_staff_pages
 from allocations.priorities import pages as priority_pages
+from allocations.project_requests import pages as project_request_pages
 from allocations.rounds import pages
 from allocations.rounds import staff_pages as round_staff_pages
 from allocations.slurm import enforcement_pages
@@ -52,6 +53,11 @@ urlpatterns = [
     path("projects/<str:code>/", project_pages.project_detail, name="project-detail"),
     path("projects/<str:code>/requests/new/", pages.request_new, name="request-new"),
     path(
+        "projects/<str:code>/unarchive/",
+        project_pages.project_unarchive_page,
+        name="project-unarchive",
+    ),
+    path(
         "projects/<str:code>/invitations/",
         member_pages.invitation_send_page,
         name="invitation-send",
@@ -81,6 +87,40 @@ urlpatterns = [
     ),
     path("requests/<int:pk>/review/", pages.review, name="request-review"),
     path("requests/<int:pk>/grant/", pages.grant, name="request-grant"),
+    # Project requests: anyone asks for a new project; approvers decide
+    path(
+        "project-requests/", project_request_pages.project_request_list, name="project-request-list"
+    ),
+    path(
+        "project-requests/new/",
+        project_request_pages.project_request_new,
+        name="project-request-new",
+    ),
+    path(
+        "project-requests/queue/",
+        project_request_pages.project_request_queue,
+        name="project-request-queue",
+    ),
+    path(
+        "project-requests/<int:pk>/",
+        project_request_pages.project_request_detail,
+        name="project-request-detail",
+    ),
+    path(
+        "project-requests/<int:pk>/confirm/",
+        project_request_pages.project_request_confirm,
+        name="project-request-confirm",
+    ),
+    path(
+        "project-requests/<int:pk>/edit/",
+        project_request_pages.project_request_edit,
+        name="project-request-edit",
+    ),
+    path(
+        "project-requests/<int:pk>/decide/",
+        project_request_pages.project_request_decide,
+        name="project-request-decide",
+    ),
     path("rounds/", pages.round_list, name="round-list"),
     path("rounds/<int:pk>/", pages.round_detail, name="round-detail"),
     # Staff's projects, pools and rounds (docs/allocations.md, "Staff work in the portal")

@@ -204,6 +204,8 @@ _COLUMNS = (
     ("remaining", ">", 12),
     ("used %", ">", 7),
     ("running", ">", 10),
+    ("reserved", ">", 10),
+    ("free", ">", 12),
 )
 
 
@@ -229,7 +231,23 @@ def _balance_cells(pool: str, balance: Mapping[str, Any], mark: str = "") -> lis
         _su(balance["remaining_su"]),
         _percent(balance["percent_used"]),
         _su(balance["pending_su"]),
+        _su(balance.get("reserved_su")),
+        _su(balance.get("free_su")),
     ]
+
+
+def _grant_lines(pool: Mapping[str, Any]) -> list[str]:
+    """The pool's grants that have not ended (the current one and those still to come)."""
+    lines = []
+    for grant in pool.get("grants", []):
+        if grant["status"] == "ended":
+            continue
+        lines.append(
+            f"    {grant['start']} .. {grant['last_day']}  {grant['status']:<8}"
+            f" {_su(grant['granted_su']):>14} granted {_signed(grant['adjustments_su']):>12}"
+            f" adjusted {_su(grant['used_su']):>14} used {_su(grant['remaining_su']):>14} left"
+        )
+    return lines
 
 
 def render_project(project: Mapping[str, Any], *, year: bool, users: bool) -> list[str]:
@@ -263,7 +281,15 @@ def render_project(project: Mapping[str, Any], *, year: bool, users: bool) -> li
             )
     if year:
         lines.append("  (* the current budget period)")
+        for pool in pools:
+            grants = _grant_lines(pool)
+            if grants:
+                lines.append(f"  grants on {pool['pool']} (current and future):")
+                lines.extend(grants)
     lines.extend(notes)
+    for pool in pools:  # the Slurm account to run under, by the portal's naming rule
+        for command in pool.get("submit_with", []):
+            lines.append(f"  to charge {pool['pool']}: {command}")
     if users:
         for pool in pools:
             current = pool["current"]
@@ -282,6 +308,13 @@ def render_project(project: Mapping[str, Any], *, year: bool, users: bool) -> li
                 )
     if any(pool["current"] and Decimal(str(pool["current"]["pending_su"])) for pool in pools):
         lines.append("  running: SU so far of jobs still running, deducted when they finish")
+    if any(
+        pool["current"] and Decimal(str(pool["current"].get("reserved_su", 0))) for pool in pools
+    ):
+        lines.append(
+            "  reserved: what queued and running jobs hold at their size and time limit;"
+            " free = remaining - reserved"
+        )
     return [*lines, ""]
 
 
@@ -297,7 +330,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--project", help="one project (default: all of yours)")
     parser.add_argument("--users", action="store_true", help="usage per user, too")
     parser.add_argument(
-        "--year", action="store_true", help="every budget period of the grant, not only today's"
+        "--year",
+        action="store_true",
+        help="every budget period of the grant, not only today's, and the grants still to come",
     )
     parser.add_argument("--json", action="store_true", help="print the portal's data as JSON")
     parser.add_argument("--version", action="version", version=f"su-balance {VERSION}")

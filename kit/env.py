@@ -67,6 +67,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_int_list(name: str, default: list[int], *, minimum: int | None = None) -> list[int]:
+    """A comma-separated list of integers, each optionally bounded below; blanks are dropped."""
+    numbers = []
+    for item in env_list(name, [str(number) for number in default]):
+        try:
+            number = int(item)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an integer") from None
+        if minimum is not None and number < minimum:
+            raise ImproperlyConfigured(f"{name}: {number} must be at least {minimum}")
+        numbers.append(number)
+    return numbers
+
+
 def env_secret(name: str, default: str | None = None) -> str | None:
     """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (not both)."""
     direct = os.environ.get(name)

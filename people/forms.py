@@ -39,9 +39,10 @@ class TokenCreateForm(forms.Form):
 class MailSettingsForm(forms.ModelForm):
     class Meta:
         model = MailSettings
-        fields = ["allocation_events", "budget_alerts", "efficiency_summary"]
+        fields = ["allocation_events", "budget_alerts", "efficiency_summary", "grant_endings"]
         labels = {
             "allocation_events": "Allocation requests and decisions",
             "budget_alerts": "Budget alerts",
             "efficiency_summary": "Monthly efficiency summary (PIs)",
+            "grant_endings": "Grants ending and final usage summaries (PIs and managers)",
         }

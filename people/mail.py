@@ -18,6 +18,7 @@ class MailKind(Enum):
     ALLOCATION_EVENTS = "allocation_events"
     BUDGET_ALERTS = "budget_alerts"
     EFFICIENCY_SUMMARY = "efficiency_summary"
+    GRANT_ENDINGS = "grant_endings"
 
 
 def mail_settings_get(*, user: User) -> MailSettings:

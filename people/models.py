@@ -68,6 +68,11 @@ class MailSettings(models.Model):
         help_text="on the 1st of each month, the projects I lead: SU charged, SU left on the "
         "table, CPU and memory efficiency, the users and jobs to look at",
     )
+    grant_endings = models.BooleanField(
+        default=True,
+        help_text="a grant of a project I lead or manage ends in 30, 14 and 7 days; the final "
+        "usage summary of a project I lead when its last grant has ended",
+    )
 
     def __str__(self) -> str:
         return f"mail settings of {self.user}"

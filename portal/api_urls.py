@@ -17,6 +17,7 @@ from accounting.utilisation import overhead_api
 from allocations.grants import api as grants_api
 from allocations.pools import api as pools_api
 from allocations.priorities import api as priority_api
+from allocations.project_requests import api as project_requests_api
 from allocations.rounds import api as rounds_api
 from kit import api
 from kit.api import CODE_PATTERN, ID_PATTERN, NAME_PATTERN, USERNAME_PATTERN
@@ -36,6 +37,9 @@ router.register("pools", pools_api.PoolViewSet, basename="pool")
 router.register("requests", rounds_api.RequestViewSet, basename="request")
 router.register("reviews", rounds_api.ReviewViewSet, basename="review")
 router.register("adjustments", grants_api.AdjustmentViewSet, basename="adjustment")
+router.register(
+    "project-requests", project_requests_api.ProjectRequestViewSet, basename="project-request"
+)
 router.register(
     "profiling-coefficients",
     priority_api.ProfilingCoefficientViewSet,

@@ -16,7 +16,15 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from kit.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
+from kit.env import (
+    env_bool,
+    env_int,
+    env_int_list,
+    env_list,
+    env_optional,
+    env_secret,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -68,6 +76,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "portal.audit.AuditActorMiddleware",  # the signed-in person is the audit log's actor
     "django.contrib.messages.middleware.MessageMiddleware",
+    "portal.readonly.ReadOnlyProjectMiddleware",  # a page's write to an archived project
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it turns a locked-out sign-in into a 429
 ]
@@ -393,6 +402,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "allocations.tasks.efficiency_summaries",
         "schedule": crontab(minute="0", hour="6", day_of_month="1"),
     },
+    # Grants ending: notices, final summaries, projects expired and archived (idempotent).
+    "grant-endings": {
+        "task": "allocations.tasks.grant_endings",
+        "schedule": crontab(minute="30", hour="5"),
+    },
     # The portal against each cluster's Slurm associations (docs/slurm.md).
     "slurm-sync-check": {"task": "allocations.tasks.slurm_sync_check", "schedule": 60 * 60},
     # Yesterday's true overhead of each cluster, once a day (the task skips days already done).
@@ -425,6 +439,16 @@ EMAIL_HOST_PASSWORD = env_secret("DJANGO_EMAIL_HOST_PASSWORD", "") or ""
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "su-portal@localhost")
 # How long an invitation to a project stays open (allocations/invitations.py).
 PORTAL_INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 14, minimum=1)
+# When a grant ends (docs/allocations.md): notices to the PI and managers this many days before,
+# and an expired project (no grant current or future) archived, read-only, after this many days.
+PORTAL_GRANT_EXPIRY_NOTICE_DAYS = env_int_list(
+    "PORTAL_GRANT_EXPIRY_NOTICE_DAYS", [30, 14, 7], minimum=1
+)
+PORTAL_ARCHIVE_AFTER_DAYS = env_int("PORTAL_ARCHIVE_AFTER_DAYS", 90, minimum=0)
+# Project requests (docs/allocations.md, "Asking for a new project"): who approves them besides
+# staff (members of this Django group; blank: staff alone), and the prefix of the next code.
+PORTAL_PROJECT_APPROVERS_GROUP = env_str("PORTAL_PROJECT_APPROVERS_GROUP", "")
+PORTAL_PROJECT_CODE_PREFIX = env_str("PORTAL_PROJECT_CODE_PREFIX", "pawsey")
 # The portal's own address, for the links in its mails (requests, invitations, alerts).
 PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
 

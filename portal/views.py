@@ -10,8 +10,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from allocations.access import approves_project_requests
 from allocations.grants import charts
 from allocations.grants.selectors import balances_for_project, projects_of_member
+from allocations.project_requests.selectors import project_requests_waiting
 from allocations.rounds.selectors import rounds_for_user
 from kit.access import is_staff, require
 from portal import health
@@ -53,7 +55,10 @@ def home(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "cards": _project_cards(projects),
         "seats": rounds_for_user(user=request.user),
+        "approves_projects": approves_project_requests(request.user),
     }
+    if context["approves_projects"]:
+        context["project_requests_waiting"] = project_requests_waiting()
     if is_staff(request.user):
         everything = Project.objects.select_related("pi").order_by("code")
         page = Paginator(everything, STAFF_PROJECTS_PER_PAGE).get_page(request.GET.get("page"))

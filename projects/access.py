@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
 from kit.access import Actor, is_staff
+from kit.errors import ApplicationError
 from projects.models import Membership, Project
 
 # --- Roles --------------------------------------------------------------------------------
@@ -82,6 +83,34 @@ def can_delegate(user: Actor, project: Project) -> bool:
     """Give or take the manager and PI roles of a project: its PI, or staff (never a manager:
     a proxy cannot make proxies)."""
     return is_pi(user, project) or is_staff(user)
+
+
+# --- Archived projects are read-only -----------------------------------------------------
+
+
+class ProjectReadOnly(ApplicationError):
+    """A write to an archived project: the API answers 400 with the sentence, pages show it."""
+
+    def __init__(self, project: Project) -> None:
+        super().__init__(f"{project.code} is archived: it is read-only")
+        self.code = project.code
+
+
+def project_is_writable(project: Project) -> bool:
+    """Whether anything of ``project`` may change: not once it is archived (its last grant
+    ended PORTAL_ARCHIVE_AFTER_DAYS ago). Its jobs, usage and audit log stay readable; staff
+    un-archiving it is the one write allowed (``allocations.grants.expiry``)."""
+    return project.status != Project.Status.ARCHIVED
+
+
+def project_writable_check(project: Project) -> None:
+    """Refuse (``ProjectReadOnly``) every write service of an archived project: the one rule
+    every service that changes a project's data asks. The status is read again from the
+    database, so an object loaded before the project was archived cannot slip through."""
+    if project.pk is not None:
+        project.refresh_from_db(fields=["status", "status_since"])
+    if not project_is_writable(project):
+        raise ProjectReadOnly(project)
 
 
 # --- What a user may see ------------------------------------------------------------------

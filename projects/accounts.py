@@ -34,3 +34,10 @@ def account_candidates(account: str, suffixes: Iterable[str]) -> tuple[str, ...]
     stands for in a pool of the cluster."""
     code = project_code_of(account, suffixes)
     return (account,) if code == account else (account, code)
+
+
+def submit_commands(account: str, partitions: Iterable[str]) -> list[str]:
+    """How to run a job under ``account``: one ``sbatch`` line per partition of the pool (the
+    project page and su-balance show these), or the account alone for a pool without one."""
+    lines = [f"sbatch --account={account} --partition={name}" for name in sorted(partitions)]
+    return lines or [f"sbatch --account={account}"]

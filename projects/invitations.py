@@ -24,7 +24,7 @@ from django.utils import timezone
 from kit.access import require
 from kit.errors import ApplicationError
 from people.mail import mail_send, portal_link
-from projects.access import can_delegate, can_manage_project
+from projects.access import can_delegate, can_manage_project, project_writable_check
 from projects.models import Invitation, Membership, Project
 
 SALT = "allocations.invitation"
@@ -49,6 +49,7 @@ def invitation_link(invitation: Invitation) -> str:
 def invitation_send(*, project: Project, email: str, role: str, actor: User) -> SentInvitation:
     """Invite ``email`` to ``project`` as ``role`` and mail the link (after the commit)."""
     require(can_manage_project(actor, project), f"only the PI or a manager of {project} invites")
+    project_writable_check(project)
     if role == Membership.Role.MANAGER:
         require(can_delegate(actor, project), f"only the PI of {project} appoints managers")
     elif role != Membership.Role.MEMBER:
@@ -94,6 +95,7 @@ def invitation_accept(*, token: str, user: User) -> Membership:
     """``user`` (signed in) accepts: they become a member with the invited role."""
     invitation = invitation_from_token(token)
     invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
+    project_writable_check(invitation.project)
     state = invitation.state
     if state != "pending":
         raise InvitationError(f"this invitation is {state}: ask for a new one")
@@ -114,6 +116,7 @@ def invitation_revoke(*, invitation: Invitation, actor: User) -> None:
         can_manage_project(actor, invitation.project),
         f"only the PI or a manager of {invitation.project} revokes invitations",
     )
+    project_writable_check(invitation.project)
     if invitation.state != "pending":
         raise InvitationError(f"this invitation is {invitation.state} already")
     invitation.revoked_at = timezone.now()
@@ -124,6 +127,7 @@ def invitation_revoke(*, invitation: Invitation, actor: User) -> None:
 def membership_role_set(*, project: Project, user: User, role: str, actor: User) -> Membership:
     """The PI (or staff) makes a member a manager, or a manager a member again."""
     require(can_delegate(actor, project), f"only the PI of {project} changes roles")
+    project_writable_check(project)
     if role not in Membership.Role.values:
         raise InvitationError(f"unknown role {role!r}")
     if project.pi_id == user.pk:

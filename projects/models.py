@@ -34,6 +34,8 @@ class Project(models.Model):
         ACTIVE = "active", "active"
         EXPIRED = "expired", "expired"
         SUSPENDED = "suspended", "suspended"
+        # Read-only: its last grant ended PORTAL_ARCHIVE_AFTER_DAYS ago (docs/allocations.md).
+        ARCHIVED = "archived", "archived"
 
     code = models.CharField(max_length=64, unique=True, help_text="Slurm account name")
     title = models.CharField(max_length=300, blank=True)
@@ -46,6 +48,9 @@ class Project(models.Model):
         verbose_name="PI",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    status_since = models.DateField(
+        null=True, blank=True, help_text="the day the status took effect (expired: the grant's end)"
+    )
     field_of_science = models.CharField(max_length=120, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from kit.access import is_staff, require
 from kit.errors import ApplicationError
-from projects.access import can_delegate, can_manage_project
+from projects.access import can_delegate, can_manage_project, project_writable_check
 from projects.models import Membership, Project
 from projects.signals import projects_created
 
@@ -84,9 +84,10 @@ def project_update(
 ) -> Project:
     """Staff change a project's title, field of science or PI. A new PI becomes the project's
     PI member; the PI before stays in the project as a member. The code is the Slurm account
-    and never changes."""
+    and never changes. An archived project takes none (un-archive it first)."""
     require(is_staff(actor), "only centre staff edit projects")
     project = Project.objects.select_for_update().get(pk=project.pk)
+    project_writable_check(project)  # an archived project is read-only, for staff too
     changed: list[str] = []
     if title is not None and title != project.title:
         project.title = title
@@ -120,6 +121,7 @@ def membership_add(
     require(
         can_manage_project(actor, project), f"only the PI or a manager of {project} adds members"
     )
+    project_writable_check(project)
     _check(role in Membership.Role.values, f"unknown role {role!r}")
     if role != Membership.Role.MEMBER:
         require(can_delegate(actor, project), f"only the PI of {project} appoints a {role}")
@@ -137,6 +139,7 @@ def membership_remove(*, project: Project, user: User, actor: User) -> None:
         leaving or can_manage_project(actor, project),
         f"only the PI of {project} removes members (a member may leave)",
     )
+    project_writable_check(project)
     _check(project.pi_id != user.pk, f"{user} is the PI of {project}; appoint another PI first")
     deleted, _ = Membership.objects.filter(project=project, user=user).delete()
     _check(deleted > 0, f"{user} is not a member of {project}")

@@ -60,9 +60,13 @@ INPUT_LIMITS = (
     ColumnLimit("gpu_memory_peak_mb", "TRESUsageInMax", optional=True),
 )
 # What the engine computed from ElapsedRaw and AllocTRES: too large means those are absurd.
-CHARGE_LIMITS = tuple(
-    ColumnLimit(name, "ElapsedRaw/AllocTRES")
-    for name in ("service_units", "pending_service_units", "energy_wh", "cost")
+# What a queued or running job reserves comes from its time limit and size: left out if absurd.
+CHARGE_LIMITS = (
+    *(
+        ColumnLimit(name, "ElapsedRaw/AllocTRES")
+        for name in ("service_units", "pending_service_units", "energy_wh", "cost")
+    ),
+    ColumnLimit("reserved_service_units", "TimelimitRaw/ReqTRES", optional=True),
 )
 
 

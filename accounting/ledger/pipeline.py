@@ -44,7 +44,7 @@ from accounting.clusters import charging, efficiency
 from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
-from accounting.ledger.policy import booking_for, booking_never_ran
+from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
 from accounting.ledger.rollups import (
     Deltas,
     daily_apply,
@@ -61,6 +61,7 @@ from accounting.ledger.sacct import (
     SacctStep,
     columns_header,
     parse_sacct,
+    size_held_or_requested,
 )
 from accounting.ledger.sacct_json import JSON_HEADER, parse_sacct_json
 from accounting.ledger.usage import USAGE_COLUMNS, held_of, usage_of, usage_values
@@ -341,6 +342,28 @@ def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] 
     return None
 
 
+def _reserved(
+    record: SacctRecord, spec: charging.PartitionSpec, *, pending: Decimal
+) -> Decimal | None:
+    """What a job not yet finished holds of its project's SU (``policy.reserved_for``): its
+    price at the size it holds or asks for over its whole time limit, where sacct gives both.
+    Priced once here, at import, so a balance only sums it."""
+    at_time_limit = None
+    size = size_held_or_requested(record) if record.timelimit_minutes is not None else None
+    if size is not None and record.timelimit_minutes is not None:
+        nodes, cpus, memory_mb, gpus = size
+        try:
+            usage = charging.split_evenly(nodes=nodes, cores=cpus, memory_mb=memory_mb, gpus=gpus)
+            at_time_limit = charging.charge(
+                spec, usage, elapsed_seconds=record.timelimit_minutes * 60
+            ).service_units
+        except (charging.ChargeError, charging.SpecError):
+            at_time_limit = None  # a request the partition cannot hold: what it used so far
+    return reserved_for(
+        finished=record.is_finished, pending_service_units=pending, at_time_limit=at_time_limit
+    )
+
+
 def _row_for(
     record: SacctRecord, lookups: _Lookups, steps_usage: JobUsage | None = None
 ) -> dict[str, Any] | _Quarantine | _NothingToCharge:
@@ -406,6 +429,7 @@ def _row_for(
         "charge_state": Job.ChargeState.PENDING,
         "service_units": Decimal(0),
         "pending_service_units": Decimal(0),
+        "reserved_service_units": None,
         "weight": version.weight if version else None,
         "dominant_resource": "",
         "node_fractions": [],
@@ -421,6 +445,11 @@ def _row_for(
         return _quarantine_for(record, problem[1], problem[0])
     if never_ran or version is None:
         row["charge_state"] = booking_never_ran(finished=record.is_finished).outcome
+        if version is not None and not record.is_finished:  # queued: holds its request
+            row["reserved_service_units"] = _reserved(record, version.spec, pending=Decimal(0))
+            problem = limits_check(row, CHARGE_LIMITS)
+            if problem is not None:
+                return _quarantine_for(record, problem[1], problem[0])
         return row
     try:
         usage = charging.split_evenly(
@@ -441,6 +470,10 @@ def _row_for(
     row["charge_state"] = booking.outcome
     row["service_units"] = booking.service_units
     row["pending_service_units"] = booking.pending_service_units
+    if not record.is_finished:
+        row["reserved_service_units"] = _reserved(
+            record, version.spec, pending=booking.pending_service_units
+        )
     if record.is_finished and row["cpu_seconds_used"] is not None:
         row["right_sized_service_units"] = efficiency.right_sized_service_units(
             version.spec, held_of(row), usage_of(row), service_units=booking.service_units
@@ -470,7 +503,8 @@ _COMPARED = (
     "project_id", "username", "user_id", "partition_id", "partition_version_id", "qos", "state",
     "state_raw", "exit_code", "submit", "start", "end", "elapsed_seconds", "timelimit_minutes",
     "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "billing", "consumed_energy_joules",
-    "charge_state", "service_units", "pending_service_units", "weight", "dominant_resource",
+    "charge_state", "service_units", "pending_service_units", "reserved_service_units",
+    "weight", "dominant_resource",
     "node_fractions", "warnings", "energy_wh", "cost", "cost_model_version_id",
     *USAGE_COLUMNS, "right_sized_service_units",
 )  # fmt: skip

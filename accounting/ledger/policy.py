@@ -45,3 +45,17 @@ def booking_for(
     if state == "NODE_FAIL" and refund_node_failures:
         return Booking(Outcome.REFUNDED, _ZERO, _ZERO)
     return Booking(Outcome.CHARGED, service_units, _ZERO)
+
+
+def reserved_for(
+    *, finished: bool, pending_service_units: Decimal, at_time_limit: Decimal | None
+) -> Decimal | None:
+    """What a job holds of its project's SU until it ends (NCI's "reserved"): a queued or
+    running job its price at its requested size and time limit (``at_time_limit``), never less
+    than it has used so far; without a time limit, what it has used so far. A finished job
+    holds nothing (None)."""
+    if finished:
+        return None
+    if at_time_limit is None:
+        return pending_service_units
+    return max(at_time_limit, pending_service_units)

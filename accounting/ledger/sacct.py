@@ -65,6 +65,7 @@ __all__ = [
     "parse_sacct",
     "parse_sacct_time",
     "parse_tres",
+    "size_held_or_requested",
 ]
 
 REQUIRED_FIELDS = (
@@ -394,7 +395,11 @@ class _Resources:
 
 
 def _resources_from_tres(text: str) -> _Resources:
-    tres = parse_tres(text)
+    return _resources_of(parse_tres(text))
+
+
+def _resources_of(tres: Mapping[str, str]) -> _Resources:
+    tres = dict(tres)
     cpus = _parse_count(tres["cpu"], "cpu count") if "cpu" in tres else 0
     memory_mb = parse_memory_mb(tres["mem"]) if "mem" in tres else Decimal(0)
     billing = parse_decimal(tres["billing"], "billing") if "billing" in tres else None
@@ -413,6 +418,23 @@ def _resources_from_tres(text: str) -> _Resources:
 
 
 _NO_RESOURCES = _Resources(_EMPTY_MAPPING, 0, Decimal(0), 0, None)
+
+
+def size_held_or_requested(record: SacctRecord) -> tuple[int, int, Decimal, int] | None:
+    """The nodes, CPUs, memory (MiB) and GPUs a job holds (AllocTRES) or, before it starts,
+    asks for (ReqTRES, and NNodes or ReqTRES's node count): the size it holds SU at until it
+    ends. None when sacct gives neither."""
+    if record.cpus:
+        return record.nnodes, record.cpus, record.memory_mb, record.gpus
+    try:
+        requested = _resources_of(record.req_tres)
+        nodes = record.nnodes or _parse_count(record.req_tres.get("node", "1"), "node count")
+    except ValueError:
+        return None
+    if not requested.cpus or nodes < 1:
+        return None
+    return nodes, requested.cpus, requested.memory_mb, requested.gpus
+
 
 # Every column the parser reads, in the order _Layout.values() returns them.
 _COLUMNS = (*REQUIRED_FIELDS, *ELAPSED_FIELDS, *OPTIONAL_FIELDS)

@@ -358,12 +358,15 @@ def top_jobs(*, project: Project, ended_from: datetime, limit: int = 10) -> list
 @dataclass(frozen=True)
 class PoolLedger:
     """A project's ledger on some pools: each pool's partitions, SU and money charged per day,
-    and the pending SU of its running jobs. Keys are pool ids."""
+    the pending SU of its running jobs and the reserved SU of its queued and running jobs
+    (``Job.reserved_service_units``; a job imported before that column reserves its pending
+    SU). Keys are pool ids."""
 
     partitions: dict[int, list[str]]
     used: dict[int, list[tuple[date, Decimal]]]
     spent: dict[int, list[tuple[date, Decimal]]]
     pending: dict[int, Decimal]
+    reserved: dict[int, Decimal]
 
 
 @cache
@@ -383,7 +386,8 @@ def _pool_ledger_sql(pools: int, partitioned: bool) -> str:
         f"WHERE u.project_id = %s AND pp.pool_id IN {placeholders(pools)} "
         "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
         "UNION ALL "
-        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), NULL "
+        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), "
+        "SUM(COALESCE(j.reserved_service_units, j.pending_service_units)) "
         f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
         f"WHERE j.project_id = %s AND pp.pool_id IN {placeholders(pools)} "
         "AND j.charge_state = %s GROUP BY pp.pool_id"
@@ -394,13 +398,14 @@ def pool_ledger_get(
     *, project_id: int, pool_ids: list[int], since: date, until: date
 ) -> PoolLedger:
     """What the balance needs of the ledger, in one query over the daily roll-ups (the days in
-    ``[since, until)``) and the running jobs, never over the jobs' history. The balance itself is
-    allocations' (``allocations.grants.selectors``); this is the only place that knows how the
-    ledger stores charges."""
+    ``[since, until)``) and the queued and running jobs, never over the jobs' history. The
+    balance itself is allocations' (``allocations.grants.selectors``); this is the only place
+    that knows how the ledger stores charges."""
     partitions: dict[int, list[str]] = defaultdict(list)
     used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
     spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
     pending: dict[int, Decimal] = defaultdict(Decimal)
+    reserved: dict[int, Decimal] = defaultdict(Decimal)
     with connection.cursor() as cursor:
         cursor.execute(
             _pool_ledger_sql(len(pool_ids), is_partitioned()),
@@ -417,6 +422,9 @@ def pool_ledger_get(
         elif kind == "usage":
             used[pool].append((sql_day(day), sql_decimal(amount)))
             spent[pool].append((sql_day(day), sql_decimal(cost)))
-        else:
+        else:  # the pending SU and, in the money's place, the reserved SU
             pending[pool] = sql_decimal(amount)
-    return PoolLedger(partitions=partitions, used=used, spent=spent, pending=pending)
+            reserved[pool] = sql_decimal(cost)
+    return PoolLedger(
+        partitions=partitions, used=used, spent=spent, pending=pending, reserved=reserved
+    )

@@ -136,6 +136,14 @@ class Job(models.Model):
         max_digits=24,
         decimal_places=6,
     )
+    reserved_service_units = models.DecimalField(
+        null=True,
+        blank=True,
+        help_text="SU a queued or running job holds: its price at its requested size and time "
+        "limit (without a limit, its SU so far); null once finished",
+        max_digits=24,
+        decimal_places=6,
+    )
     weight = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=6)
     dominant_resource = models.CharField(max_length=32, blank=True)
     node_fractions = models.JSONField(default=list, blank=True)

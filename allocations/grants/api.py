@@ -20,7 +20,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.models import Job
-from allocations.grants.selectors import project_balances_get
+from allocations.grants.expiry import project_unarchive
+from allocations.grants.selectors import grant_balances_of, project_balances_get
 from allocations.grants.serializers import (
     AdjustmentOutputSerializer,
     AllocationGrantInputSerializer,
@@ -152,6 +153,15 @@ class ProjectViewSet(ApiViewSet):
         project = project_update(project=project, actor=acting_user(request), **data.validated_data)
         return Response(ProjectOutputSerializer(project).data)
 
+    @extend_schema(request=None, responses={200: ProjectOutputSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsStaff])
+    def unarchive(self, request: Request, code: str) -> Response:
+        """Staff: make an archived (read-only) project writable again: expired, or active when
+        a grant is current. The one write an archived project takes."""
+        project = get_object_or_404(self.get_queryset(), code=code)
+        project = project_unarchive(project=project, actor=acting_user(request))
+        return Response(ProjectOutputSerializer(project).data)
+
 
 @extend_schema(tags=["projects"])
 class ProjectMemberViewSet(ApiViewSet):
@@ -277,10 +287,9 @@ class ProjectBalanceView(APIView):
         project = project_visible(user=request.user, code=code)
         query = BalanceQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        every = query.validated_data["periods"] == "all"
         balances = project_balances_get(
-            project=project,
-            on=query.validated_data.get("on"),
-            all_periods=query.validated_data["periods"] == "all",
+            project=project, on=query.validated_data.get("on"), all_periods=every, grants=every
         )
         return Response(_BALANCE_RENDERER.to_representation(balances))
 
@@ -306,13 +315,20 @@ class AllocationViewSet(ApiViewSet):
             .prefetch_related(Prefetch("budget_periods", BudgetPeriod.objects.order_by("start")))
         )
 
+    @staticmethod
+    def _rendered(allocations: list[Allocation]) -> Any:
+        """The grants with their status, used and remaining SU (one balance per project)."""
+        grants = grant_balances_of(allocations=allocations)
+        return AllocationOutputSerializer(allocations, many=True, context={"grants": grants}).data
+
     def list(self, request: Request) -> Response:
-        """Grants of your projects (staff: all)."""
-        queryset = self.filter_queryset(self.get_queryset())
-        return self.paginated(queryset, AllocationOutputSerializer)
+        """Grants of your projects (staff: all), each with its status (future, current,
+        ended: relative to today on the pool's cluster), used and remaining SU."""
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self._rendered(list(page or [])))
 
     def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(AllocationOutputSerializer(self.get_object()).data)
+        return Response(self._rendered([self.get_object()])[0])
 
     @extend_schema(
         request=AllocationGrantInputSerializer, responses={201: AllocationOutputSerializer}
@@ -329,7 +345,7 @@ class AllocationViewSet(ApiViewSet):
             custom_budgets=values.get("custom_budgets"),
         )  # fmt: skip
         allocation = self.get_queryset().get(pk=allocation.pk)
-        return Response(AllocationOutputSerializer(allocation).data, status.HTTP_201_CREATED)
+        return Response(self._rendered([allocation])[0], status.HTTP_201_CREATED)
 
 
 # --- Adjustments ----------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 - A grant is split into budget periods of ``months`` calendar months (quarterly by default);
   an even split is exact to the last micro-SU and adds up to the grant.
 - A balance is ``available = budget + carried in + adjustments``, ``remaining = available - used``
-  (the identity the tests assert), with burn rates and a projected exhaustion date.
+  (the identity the tests assert), with burn rates and a projected exhaustion date;
+  ``free = remaining - reserved``, what is left once queued and running jobs end.
+- A grant is ``future``, ``current`` or ``ended`` relative to a day (``grant_status``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import ROUND_FLOOR, Decimal
+from enum import StrEnum
 
 from kit.calendar import add_months, last_day
 
@@ -59,6 +62,10 @@ class Balance:
     on: date
     used_cost: Decimal = Decimal(0)
     """Money cost of the period's charged jobs (the cluster's cost model), from the roll-ups."""
+    reserved_su: Decimal = Decimal(0)
+    """What queued and running jobs hold (NCI's "reserved"): each at its requested size and
+    time limit, or what it used so far without a limit. Counted in the current period only,
+    as pending is; never deducted from ``remaining``."""
 
     @property
     def last_day(self) -> date:
@@ -72,6 +79,11 @@ class Balance:
     def remaining_su(self) -> Decimal:
         """available - used: the balance identity (pending charges are shown, not deducted)."""
         return self.available_su - self.used_su
+
+    @property
+    def free_su(self) -> Decimal:
+        """remaining - reserved: what is left once the queued and running jobs end."""
+        return self.remaining_su - self.reserved_su
 
     @property
     def percent_used(self) -> Decimal | None:
@@ -99,6 +111,55 @@ class Balance:
             return None
         day = self.on + timedelta(days=int(self.remaining_su / rate))
         return day if day < self.end else None
+
+
+class GrantStatus(StrEnum):
+    FUTURE = "future"
+    CURRENT = "current"
+    ENDED = "ended"
+
+
+def grant_status(*, start: date, end: date, today: date) -> GrantStatus:
+    """Where a grant of [start, end) stands on ``today`` (the pool's cluster's day): future
+    before its first day, current up to and including its last day (``end`` - 1), ended from
+    ``end`` on."""
+    if today < start:
+        return GrantStatus.FUTURE
+    if today < end:
+        return GrantStatus.CURRENT
+    return GrantStatus.ENDED
+
+
+@dataclass(frozen=True)
+class GrantBalance:
+    """One grant (an allocation on one pool) as a whole: what was granted (the sum of its
+    budget periods' budgets), adjusted and used over all its budget periods. Carry-over only
+    moves SU between the grant's own periods, so ``remaining = granted + adjustments - used``
+    holds for the grant as it does per period."""
+
+    allocation_id: int
+    start: date
+    end: date
+    granted_su: Decimal
+    adjustments_su: Decimal
+    used_su: Decimal
+    on: date
+
+    @property
+    def last_day(self) -> date:
+        return last_day(self.end)
+
+    @property
+    def available_su(self) -> Decimal:
+        return self.granted_su + self.adjustments_su
+
+    @property
+    def remaining_su(self) -> Decimal:
+        return self.available_su - self.used_su
+
+    @property
+    def status(self) -> GrantStatus:
+        return grant_status(start=self.start, end=self.end, today=self.on)
 
 
 # A request this far from its own estimate (either way) is worth a second look: the committee

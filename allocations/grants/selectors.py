@@ -4,7 +4,7 @@ roll-ups, never jobs."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import cache
@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from accounting.ledger.selectors import pool_ledger_get
 from accounting.models import Cluster, CostModelVersion
-from allocations.grants.budget import Balance
+from allocations.grants.budget import Balance, GrantBalance
 from allocations.models import Adjustment, Allocation, BudgetPeriod
 from kit.access import Actor
 from kit.sql import sql_day, sql_decimal, table_names
 from projects import access as projects_access
+from projects.accounts import pool_account, submit_commands
 from projects.models import Project, ResourcePool
 
 ZERO = Decimal(0)
@@ -54,8 +55,9 @@ def budget_period_at(*, project: Project, pool: ResourcePool, on: date) -> Budge
 # Every balance the portal shows or acts on (pages, dashboard, API and su-balance, enforcement,
 # budget e-mails, transfers) is computed by ``_balances`` below from two SQL queries: the
 # project's budget periods with their adjustments, then what the ledger holds for its pools
-# (``accounting.ledger.selectors.pool_ledger_get``: partitions, usage per day, pending charges).
-# The functions after it only choose which balances to return.
+# (``accounting.ledger.selectors.pool_ledger_get``: partitions, usage per day, pending charges,
+# what queued and running jobs reserve). The functions after it only choose which balances to
+# return; with ``grants`` it also sums each grant of a pool as a whole (``GrantBalance``).
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,16 @@ class PoolBalances:
     periods: list[Balance]
     currency: str | None = None  # of the cluster's cost model; None without one
     pool_id: int = 0
+    account: str = ""
+    """The Slurm account the project's jobs in this pool run under (``sbatch --account``), by
+    the one naming rule (``projects.accounts.pool_account``)."""
+    grants: list[GrantBalance] = field(default_factory=list)
+    """Every grant on the pool, oldest first (when asked for: ``grants=True``)."""
+
+    @property
+    def submit_with(self) -> list[str]:
+        """``sbatch --account=... --partition=...``, one line per partition of the pool."""
+        return submit_commands(self.account, self.partitions)
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,8 @@ def _periods_sql() -> str:
         "a.period_end, p.name, p.carry_over, c.name, c.timezone, "
         f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
         " ORDER BY cm.effective_from DESC LIMIT 1), a.id, "
-        f"(SELECT SUM(ad.amount_su) FROM {adjustment} ad WHERE ad.budget_period_id = bp.id) "
+        f"(SELECT SUM(ad.amount_su) FROM {adjustment} ad WHERE ad.budget_period_id = bp.id), "
+        "p.slurm_account_suffix "
         f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
         f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
         "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
@@ -117,6 +130,7 @@ def _balance_of(
     used: list[tuple[date, Decimal]],
     spent: list[tuple[date, Decimal]],
     pending: Decimal,
+    reserved: Decimal,
     adjusted: dict[int, Decimal],
     day: date,
 ) -> Balance:
@@ -128,6 +142,7 @@ def _balance_of(
             left = previous.budget + adjusted[previous.pk]
             left -= _between(used, previous.start, previous.end)
             carried = max(carried + left, ZERO)
+    now = period.start <= day < period.end  # jobs running now count in this period only
     return Balance(
         start=period.start,
         end=period.end,
@@ -135,12 +150,41 @@ def _balance_of(
         carried_in_su=carried,
         adjustments_su=adjusted[period.pk],
         used_su=_between(used, period.start, period.end),
-        pending_su=pending if period.start <= day < period.end else ZERO,
+        pending_su=pending if now else ZERO,
         used_last_7_days_su=_between(used, day - timedelta(days=7), day),
         used_last_30_days_su=_between(used, day - timedelta(days=30), day),
         on=day,
         used_cost=_between(spent, period.start, period.end),
+        reserved_su=reserved if now else ZERO,
     )
+
+
+def _grants_of(
+    periods: list[_Period],
+    *,
+    used: list[tuple[date, Decimal]],
+    adjusted: dict[int, Decimal],
+    day: date,
+) -> list[GrantBalance]:
+    """Each grant among ``periods`` (one pool's) as a whole, oldest first. What was granted is
+    the sum of its budget periods' budgets, the figure every balance counts (the grant's amount,
+    unless staff changed a period's budget since)."""
+    grants: dict[int, list[_Period]] = defaultdict(list)
+    for period in periods:
+        grants[period.allocation].append(period)
+    result = [
+        GrantBalance(
+            allocation_id=allocation,
+            start=own[0].grant_start,
+            end=own[0].grant_end,
+            granted_su=sum((p.budget for p in own), ZERO),
+            adjustments_su=sum((adjusted[p.pk] for p in own), ZERO),
+            used_su=_between(used, own[0].grant_start, own[0].grant_end),
+            on=day,
+        )
+        for allocation, own in grants.items()
+    ]
+    return sorted(result, key=lambda grant: (grant.start, grant.allocation_id))
 
 
 def _wanted(
@@ -162,15 +206,18 @@ def _balances(
     pool_id: int | None = None,
     all_periods: bool = False,
     period_id: int | None = None,
+    grants: bool = False,
 ) -> ProjectBalances:
     """The project's balances on each pool it holds a grant on (or on ``pool_id``): the budget
     period containing ``on`` (today on the pool's cluster) and, with ``all_periods``, every
-    budget period of the grant covering that day (with ``period_id``: that period only). Two
-    queries, none over the jobs' history."""
+    budget period of the grant covering that day (with ``period_id``: that period only); with
+    ``grants``, every grant of each pool as a whole (past, current and future). Two queries,
+    none over the jobs' history."""
     with connection.cursor() as cursor:
         cursor.execute(_periods_sql(), [project.pk])
         rows = [row for row in cursor.fetchall() if pool_id is None or row[4] == pool_id]
     pools: dict[int, tuple[str, str, bool, str | None]] = {}
+    suffixes: dict[int, str] = {}
     days: dict[int, date] = {}
     periods: dict[int, list[_Period]] = defaultdict(list)
     adjusted: dict[int, Decimal] = defaultdict(Decimal)
@@ -179,6 +226,7 @@ def _balances(
         pool = row[4]
         if pool not in pools:
             pools[pool] = (row[7], row[9], bool(row[8]), row[11])
+            suffixes[pool] = row[14] or ""
             days[pool] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
         start, stop, grant_start, grant_end = map(sql_day, (row[1], row[2], row[5], row[6]))
         periods[pool].append(
@@ -201,13 +249,13 @@ def _balances(
     spans = [
         (p.start, p.end)
         for k in pools
-        for p in (periods[k] if pools[k][2] else read[k])
-        if not pools[k][2] or any(w.allocation == p.allocation for w in read[k])
+        for p in (periods[k] if pools[k][2] or grants else read[k])
+        if grants or not pools[k][2] or any(w.allocation == p.allocation for w in read[k])
     ]
     first = min([start for start, _ in spans] + [days[k] - timedelta(days=30) for k in pools])
     last = max([end for _, end in spans] + [days[k] for k in pools])
     ledger = pool_ledger_get(project_id=project.pk, pool_ids=list(pools), since=first, until=last)
-    used, spent, pending = ledger.used, ledger.spent, ledger.pending
+    used, spent, pending, reserved = ledger.used, ledger.spent, ledger.pending, ledger.reserved
 
     result = []
     for pool, (pool_name, cluster_name, _carry_over, currency) in pools.items():
@@ -216,7 +264,8 @@ def _balances(
         def balance(period: _Period, pool: int = pool, day: date = day) -> Balance:
             return _balance_of(
                 period, earlier=periods[pool] if pools[pool][2] else [], used=used[pool],
-                spent=spent[pool], pending=pending[pool], adjusted=adjusted, day=day,
+                spent=spent[pool], pending=pending[pool], reserved=reserved[pool],
+                adjusted=adjusted, day=day,
             )  # fmt: skip
 
         current = next((p for p in periods[pool] if p.start <= day < p.end), None)
@@ -229,17 +278,23 @@ def _balances(
             PoolBalances(
                 pool=pool_name, cluster=cluster_name, partitions=ledger.partitions[pool],
                 current=current_balance, periods=history, currency=currency, pool_id=pool,
+                account=pool_account(project.code, suffixes[pool]),
+                grants=(
+                    _grants_of(periods[pool], used=used[pool], adjusted=adjusted, day=day)
+                    if grants else []
+                ),
             )
         )  # fmt: skip
     return ProjectBalances(project=project, pools=result)
 
 
 def project_balances_get(
-    *, project: Project, on: date | None = None, all_periods: bool = False
+    *, project: Project, on: date | None = None, all_periods: bool = False, grants: bool = False
 ) -> ProjectBalances:
     """Every pool the project holds a grant on, with its current balance (and, with
-    ``all_periods``, every budget period of the grant): what the API and su-balance show."""
-    return _balances(project=project, on=on, all_periods=all_periods)
+    ``all_periods``, every budget period of the grant; with ``grants``, every grant as a
+    whole): what the API and su-balance show."""
+    return _balances(project=project, on=on, all_periods=all_periods, grants=grants)
 
 
 def balance_get(*, project: Project, pool: ResourcePool, on: date | None = None) -> Balance | None:
@@ -258,20 +313,51 @@ def balance_for_period(*, period: BudgetPeriod, on: date) -> Balance:
     return found.pools[0].periods[0]
 
 
+def grant_balances_of(*, allocations: list[Allocation]) -> dict[int, GrantBalance]:
+    """Each allocation's figures as a whole (``GrantBalance``: status, used, remaining), from
+    the one balance: one balance read per project among ``allocations`` (a page of the API),
+    not per grant."""
+    found: dict[int, GrantBalance] = {}
+    projects = {allocation.project_id: allocation.project for allocation in allocations}
+    for project in projects.values():
+        for pool in _balances(project=project, on=None, grants=True).pools:
+            found.update((grant.allocation_id, grant) for grant in pool.grants)
+    return found
+
+
 @dataclass(frozen=True)
 class PoolBalance:
     pool: ResourcePool
     balance: Balance | None
     currency: str | None = None
     """The currency of the pool's cluster's cost model; None without one (no money shown)."""
+    account: str = ""
+    """The Slurm account of the project's jobs in this pool (``sbatch --account``)."""
+    partitions: list[str] = field(default_factory=list)
+    grants: list[GrantBalance] = field(default_factory=list)
+    """Every grant on the pool, oldest first (with ``grants=True``)."""
+
+    @property
+    def submit_with(self) -> list[str]:
+        return submit_commands(self.account, self.partitions)
 
 
-def balances_for_project(*, project: Project, on: date | None = None) -> list[PoolBalance]:
-    """Every pool the project holds a grant on, with the current balance (the pages' form)."""
-    found = {item.pool_id: item for item in _balances(project=project, on=on).pools}
+def balances_for_project(
+    *, project: Project, on: date | None = None, grants: bool = False
+) -> list[PoolBalance]:
+    """Every pool the project holds a grant on, with the current balance (the pages' form);
+    with ``grants``, every grant on each pool as a whole (the project page)."""
+    found = {item.pool_id: item for item in _balances(project=project, on=on, grants=grants).pools}
     pools = ResourcePool.objects.filter(pk__in=found).select_related("cluster").order_by("name")
     return [
-        PoolBalance(pool=pool, balance=found[pool.pk].current, currency=found[pool.pk].currency)
+        PoolBalance(
+            pool=pool,
+            balance=found[pool.pk].current,
+            currency=found[pool.pk].currency,
+            account=found[pool.pk].account,
+            partitions=found[pool.pk].partitions,
+            grants=found[pool.pk].grants,
+        )
         for pool in pools
     ]
 

@@ -16,6 +16,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounting.clusters.serializers import SU_DIGITS, SU_PLACES
+from allocations.grants.budget import GrantBalance, GrantStatus
+from allocations.grants.selectors import grant_balances_of
 from allocations.models import Adjustment, Allocation, BudgetPeriod
 from kit.api import ApiModelSerializer, EndsAfterStart, QuerySerializer, SlugField, slug_of
 from projects.access import projects_visible
@@ -101,7 +103,7 @@ class ProjectOutputSerializer(ApiModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["code", "title", "pi", "status", "field_of_science", "created_at"]
+        fields = ["code", "title", "pi", "status", "status_since", "field_of_science", "created_at"]
 
 
 class ProjectCreateInputSerializer(serializers.Serializer):
@@ -196,6 +198,11 @@ class BalanceSerializer(serializers.Serializer):
     used_su = su_out_field(help_text="charged jobs, from the daily roll-ups")
     pending_su = su_out_field(help_text="so far, of jobs still running (not deducted)")
     remaining_su = su_out_field(help_text="available - used")
+    reserved_su = su_out_field(
+        help_text="what queued and running jobs hold: each at its requested size and time "
+        "limit (without a limit, what it used so far); in the current period only"
+    )
+    free_su = su_out_field(help_text="remaining - reserved: left once those jobs end")
     percent_used = serializers.DecimalField(max_digits=None, decimal_places=2, allow_null=True)
     used_last_7_days_su = su_out_field()
     used_last_30_days_su = su_out_field()
@@ -211,14 +218,41 @@ class BalanceSerializer(serializers.Serializer):
     )
 
 
+_GRANT_STATUSES = [status.value for status in GrantStatus]
+
+
+class GrantBalanceSerializer(serializers.Serializer):
+    """``allocations.grants.budget.GrantBalance``: one grant on one pool, as a whole."""
+
+    id = serializers.IntegerField(source="allocation_id", help_text="the allocation's id")
+    start = serializers.DateField()
+    end = serializers.DateField(help_text="the day after the last day")
+    last_day = serializers.DateField()
+    status = serializers.ChoiceField(
+        choices=_GRANT_STATUSES, help_text="relative to today on the pool's cluster"
+    )
+    granted_su = su_out_field()
+    adjustments_su = su_out_field(help_text="refunds, top-ups, transfers over its periods")
+    used_su = su_out_field()
+    remaining_su = su_out_field(help_text="its budget periods' budgets + adjustments - used")
+
+
 class PoolBalanceSerializer(serializers.Serializer):
     pool = serializers.CharField()
     cluster = serializers.CharField()
     partitions = serializers.ListField(child=serializers.CharField())
+    account = serializers.CharField(help_text="the Slurm account: sbatch --account=...")
+    submit_with = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="sbatch --account=... --partition=..., one line per partition of the pool",
+    )
     current = BalanceSerializer(allow_null=True, help_text="null: no budget period that day")
     periods = BalanceSerializer(many=True, help_text="the current one, or all with periods=all")
     currency = serializers.CharField(
         allow_null=True, help_text="of the cluster's cost model (used_cost); null without one"
+    )
+    grants = GrantBalanceSerializer(
+        many=True, help_text="every grant on the pool, past, current and future (periods=all)"
     )
 
 
@@ -237,12 +271,58 @@ class BudgetPeriodOutputSerializer(ApiModelSerializer):
         fields = ["id", "start", "end", "budget_su"]
 
 
+_SU_OUT = su_out_field()
+
+
 class AllocationOutputSerializer(ApiModelSerializer):
+    """A grant, with its figures as a whole (``context["grants"]``: allocation id ->
+    ``GrantBalance``, from the one balance selector; read per grant when missing)."""
+
     project = slug_of("code")
     pool = slug_of("name")
     cluster = serializers.CharField(source="pool.cluster.name", read_only=True)
     granted_by = slug_of("username")
     budget_periods = BudgetPeriodOutputSerializer(many=True, read_only=True)
+    period_last_day = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField()
+    adjustments_su = serializers.SerializerMethodField()
+    used_su = serializers.SerializerMethodField()
+    remaining_su = serializers.SerializerMethodField()
+
+    def _grant(self, allocation: Allocation) -> GrantBalance:
+        grants = self.context.get("grants")
+        if grants is not None and allocation.pk in grants:
+            return grants[allocation.pk]
+        # Rendered without the view's figures (one balance read per project of a page): read
+        # this grant's project once per serializer.
+        read: dict[int, GrantBalance] = self.__dict__.setdefault("_grants_read", {})
+        if allocation.pk not in read:
+            read.update(grant_balances_of(allocations=[allocation]))
+        return read[allocation.pk]
+
+    @extend_schema_field(OpenApiTypes.DATE)
+    def get_period_last_day(self, allocation: Allocation) -> Any:
+        return serializers.DateField().to_representation(self._grant(allocation).last_day)
+
+    @extend_schema_field(
+        serializers.ChoiceField(
+            choices=_GRANT_STATUSES, help_text="relative to today on the pool's cluster"
+        )
+    )
+    def get_status(self, allocation: Allocation) -> str:
+        return self._grant(allocation).status.value
+
+    @extend_schema_field(su_out_field(help_text="refunds, top-ups, transfers (+/-)"))
+    def get_adjustments_su(self, allocation: Allocation) -> Any:
+        return _SU_OUT.to_representation(self._grant(allocation).adjustments_su)
+
+    @extend_schema_field(su_out_field(help_text="charged jobs in the grant's period"))
+    def get_used_su(self, allocation: Allocation) -> Any:
+        return _SU_OUT.to_representation(self._grant(allocation).used_su)
+
+    @extend_schema_field(su_out_field(help_text="its budget periods' budgets + adjustments - used"))
+    def get_remaining_su(self, allocation: Allocation) -> Any:
+        return _SU_OUT.to_representation(self._grant(allocation).remaining_su)
 
     class Meta:
         model = Allocation
@@ -254,7 +334,12 @@ class AllocationOutputSerializer(ApiModelSerializer):
             "request",
             "period_start",
             "period_end",
+            "period_last_day",
+            "status",
             "granted_su",
+            "adjustments_su",
+            "used_su",
+            "remaining_su",
             "granted_by",
             "granted_at",
             "reason",

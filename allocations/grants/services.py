@@ -14,14 +14,21 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from accounting.models import Job
-from allocations.access import can_decide, chairs_any_round
+from allocations.access import approves_project_requests, can_decide, chairs_any_round
 from allocations.grants import budget
+from allocations.grants.expiry import project_status_follow
 from allocations.grants.selectors import balance_for_period, budget_period_at, pool_today
-from allocations.models import Adjustment, Allocation, AllocationRequest, BudgetPeriod
+from allocations.models import (
+    Adjustment,
+    Allocation,
+    AllocationRequest,
+    BudgetPeriod,
+    ProjectRequest,
+)
 from kit.access import is_staff, require
 from kit.errors import ApplicationError
 from kit.queue import task_enqueue
-from projects.access import is_pi
+from projects.access import is_pi, project_writable_check
 from projects.models import Project, ResourcePool
 
 ZERO = Decimal(0)
@@ -61,10 +68,20 @@ def allocation_grant(
     reason: str = "",
     request: AllocationRequest | None = None,
     custom_budgets: list[Decimal] | None = None,
+    project_request: ProjectRequest | None = None,
 ) -> Allocation:
-    """Grant SU on a pool for a period, split into budget periods by the pool's policy."""
-    allowed = is_staff(actor) or (request is not None and can_decide(actor, request))
-    require(allowed, "only centre staff and a round's chair grant SU")
+    """Grant SU on a pool for a period, split into budget periods by the pool's policy. A
+    request decided by its chair, or a project request approved by an approver, grants too."""
+    allowed = (
+        is_staff(actor)
+        or (request is not None and can_decide(actor, request))
+        or (project_request is not None and approves_project_requests(actor))
+    )
+    require(
+        allowed,
+        "only centre staff and a round's chair grant SU (approvers, to a project they approve)",
+    )
+    project_writable_check(project)
     value = su_amount(amount, "the grant")
     check_rule(value >= 0, "a grant cannot be negative")
     spans = budget.periods(period_start, period_end, months=pool.budget_months)
@@ -85,6 +102,9 @@ def allocation_grant(
         BudgetPeriod(allocation=allocation, start=start, end=end, budget_su=amount_su)
         for (start, end), amount_su in zip(spans, budgets, strict=True)
     )
+    if project.status == Project.Status.EXPIRED:  # a new grant revives an expired project
+        project_status_follow(project=project)
+        project.refresh_from_db(fields=["status", "status_since"])
     _slurm_limits_follow(pool)
     return allocation
 
@@ -131,6 +151,7 @@ def adjustment_refund(
 ) -> Adjustment:
     """Staff give SU back: a job's whole charge (once per job) or an amount."""
     require(is_staff(actor), "only centre staff refund SU")
+    project_writable_check(project)
     check_rule(bool(reason.strip()), "a refund needs a reason")
     if job is not None:
         check_rule(job.project_id == project.pk, f"job {job.job_id} is not a job of {project}")
@@ -162,6 +183,7 @@ def adjustment_top_up(
 ) -> Adjustment:  # fmt: skip
     """Add SU to the current budget period (staff, or a granted top-up request)."""
     require(is_staff(actor) or chairs_any_round(actor), "only centre staff top up balances")
+    project_writable_check(project)
     check_rule(bool(reason.strip()), "a top-up needs a reason")
     value = su_amount(amount, "the top-up")
     check_rule(value > 0, "a top-up must be positive")
@@ -189,6 +211,8 @@ def adjustment_transfer(
         is_staff(actor) or is_pi(actor, source),
         f"only centre staff or the PI of {source} transfer its SU",
     )
+    project_writable_check(source)
+    project_writable_check(target)
     check_rule(source.pk != target.pk, "a transfer needs two different projects")
     check_rule(bool(reason.strip()), "a transfer needs a reason")
     value = su_amount(amount, "the transfer")

@@ -1,6 +1,6 @@
-"""Merit allocations' models, one module per domain (rounds, grants, slurm, priorities). Every
-model is re-exported here: Django registers them under the app ``allocations`` from this
-package, and the code imports them from ``allocations.models``.
+"""Merit allocations' models, one module per domain (rounds, grants, slurm, priorities,
+project requests). Every model is re-exported here: Django registers them under the app
+``allocations`` from this package, and the code imports them from ``allocations.models``.
 
 SU are Decimal with 6 places everywhere, like the ledger of charges.
 """
@@ -12,9 +12,16 @@ from allocations.models.grants import (
     Allocation,
     BudgetPeriod,
     EfficiencySummaryNotice,
+    GrantExpiryNotice,
     ThresholdNotice,
 )
 from allocations.models.priorities import PriorityAction, PriorityPolicy, ProfilingCoefficient
+from allocations.models.project_requests import (
+    ProjectRequest,
+    ProjectRequestAmount,
+    ProjectRequestEstimate,
+    ProjectRequestTransition,
+)
 from allocations.models.rounds import (
     AllocationRequest,
     AllocationRound,
@@ -43,9 +50,14 @@ __all__ = [
     "CommitteeMember",
     "EfficiencySummaryNotice",
     "EnforcementAction",
+    "GrantExpiryNotice",
     "PriorityAction",
     "PriorityPolicy",
     "ProfilingCoefficient",
+    "ProjectRequest",
+    "ProjectRequestAmount",
+    "ProjectRequestEstimate",
+    "ProjectRequestTransition",
     "RequestAmount",
     "RequestEstimate",
     "RequestTransition",

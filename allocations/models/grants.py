@@ -176,3 +176,26 @@ class EfficiencySummaryNotice(models.Model):
 
     def __str__(self) -> str:
         return f"efficiency summary of {self.month:%Y-%m} for {self.user}"
+
+
+class GrantExpiryNotice(models.Model):
+    """The PI and managers were told that a grant ends in ``days_before`` days (one of
+    PORTAL_GRANT_EXPIRY_NOTICE_DAYS): recorded once, so a second run mails no one twice."""
+
+    allocation = models.ForeignKey(
+        Allocation, on_delete=models.CASCADE, related_name="expiry_notices"
+    )
+    days_before = models.PositiveSmallIntegerField()
+    notified_at = models.DateTimeField(auto_now_add=True)
+    recipients = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["notified_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["allocation", "days_before"], name="expiry_notice_once_per_days"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.allocation} ends in {self.days_before} days"

@@ -48,6 +48,7 @@ from allocations.grants.services import AllocationError
 from allocations.models import PriorityAction, PriorityPolicy, ProfilingCoefficient
 from allocations.slurm.commands import slurm_command_run
 from kit.access import is_staff, require
+from projects.access import ProjectReadOnly, project_is_writable, project_writable_check
 from projects.models import Project
 
 DEFAULT_COMMAND_TEMPLATE = "sacctmgr --immediate modify qos {qos} set priority={priority}"
@@ -241,6 +242,7 @@ def profiling_coefficient_post(
     """Record a profiler's K_prof for a project, or for one of its jobs on this cluster
     (staff). Append-only: the newest value counts (see the module's rule for K)."""
     _require_staff(posted_by, "only centre staff post profiling coefficients")
+    project_writable_check(project)
     value = _number("K_prof", k_prof, minimum=Decimal(0))
     if source not in ProfilingCoefficient.Source.values:
         raise PriorityError(f"unknown source {source!r}")
@@ -371,6 +373,8 @@ def profiling_coefficients_import_csv(
             errors.append(CsvLineError(line, "project", "missing"))
         elif project is None:
             errors.append(CsvLineError(line, "project", f"unknown project {code!r}"))
+        elif not project_is_writable(project):
+            errors.append(CsvLineError(line, "project", str(ProjectReadOnly(project))))
         try:
             k_prof = _number("K_prof", values.get("k_prof", ""), minimum=Decimal(0))
         except PriorityError as error:

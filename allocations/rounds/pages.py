@@ -63,7 +63,12 @@ from allocations.rounds.services import (
     review_submit,
 )
 from kit.access import require
-from projects.access import can_manage_project, projects_managed
+from projects.access import (
+    can_manage_project,
+    project_is_writable,
+    project_writable_check,
+    projects_managed,
+)
 from projects.selectors import project_for_user
 
 
@@ -83,6 +88,7 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
     if project is None:
         raise Http404
     require(can_manage_project(request.user, project), f"only the PI of {project} applies for it")
+    project_writable_check(project)
     rounds = open_rounds()
     # From the rounds page's "Apply for" link: that round is chosen already.
     chosen = (
@@ -162,8 +168,9 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     user = request.user
     state = allocation_request.state
-    pi = can_manage_project(user, allocation_request.project)
-    chair = can_decide(user, allocation_request)
+    writable = project_is_writable(allocation_request.project)  # archived: read-only
+    pi = can_manage_project(user, allocation_request.project) and writable
+    chair = can_decide(user, allocation_request) and writable
     reads_reviews = can_read_reviews(user, allocation_request)  # never one's own project's
     editable = pi and state == AllocationRequest.State.DRAFT
     pools = round_pools(round_=allocation_request.round)
@@ -184,7 +191,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "editable": editable,
         "can_start_review": chair and state == AllocationRequest.State.SUBMITTED,
         "can_review": state == AllocationRequest.State.UNDER_REVIEW
-        and can_review(user, allocation_request),
+        and can_review(user, allocation_request)
+        and writable,
         "can_grant": chair and state == AllocationRequest.State.UNDER_REVIEW,
     }
     if editable:

@@ -29,7 +29,7 @@ from allocations.models import (
     Review,
     RoundPool,
 )
-from kit.api import ApiModelSerializer, UtcDateTimeField, slug_of
+from kit.api import ApiModelSerializer, EndsAfterStart, UtcDateTimeField, slug_of
 from projects.models import ResourcePool
 
 # --- Rounds ---------------------------------------------------------------------------------
@@ -60,9 +60,11 @@ class RoundOutputSerializer(ApiModelSerializer):
         ]
 
 
-class RoundCreateInputSerializer(serializers.Serializer):
-    # The window and the period (end after start) and the name being free are round_create's
-    # rules, answered on those fields with the staff page's sentences.
+class RoundCreateInputSerializer(EndsAfterStart):
+    # The API's convention for spans ("must be after period_start" on the end field); the same
+    # rules are round_create's too, on the same fields, for the staff page and PATCH. A name
+    # taken is round_create's alone.
+    spans = (("opens_at", "closes_at"), ("period_start", "period_end"))
     name = serializers.CharField(max_length=200)
     opens_at = UtcDateTimeField()
     closes_at = UtcDateTimeField()

@@ -34,7 +34,7 @@ from allocations.rounds.notifications import (
     notify_review_assigned,
 )
 from kit.access import is_staff, require
-from projects.access import can_manage_project
+from projects.access import can_manage_project, project_writable_check
 from projects.models import Project, ResourcePool
 
 State = AllocationRequest.State
@@ -247,6 +247,7 @@ def request_create(
 ) -> AllocationRequest:
     """A PI starts a request (a draft) in a round; a top-up may come at any time of the period."""
     require(can_manage_project(actor, project), f"only the PI of {project} applies for it")
+    project_writable_check(project)
     now = timezone.now()
     if kind == AllocationRequest.Kind.NEW:
         check_rule(_round_is_open(round_, now), f"the round {round_} is not open for applications")
@@ -267,6 +268,7 @@ def _editable_by(request: AllocationRequest, actor: User) -> None:
         can_manage_project(actor, request.project),
         f"only the PI of {request.project} edits its request",
     )
+    project_writable_check(request.project)
     check_rule(
         request.state == State.DRAFT, f"a {request.get_state_display()} request cannot be edited"
     )
@@ -334,6 +336,7 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
         can_decide(actor, request),
         "only the round's chair opens requests for review, never of a project of their own",
     )
+    project_writable_check(request.project)
     check_rule(
         request.state == State.SUBMITTED,
         f"a {request.get_state_display()} request cannot go to review",
@@ -353,6 +356,7 @@ def review_submit(
         not has_conflict(reviewer, request.project),
         f"conflict of interest: {reviewer} belongs to {request.project}",
     )
+    project_writable_check(request.project)
     check_rule(
         request.state == State.UNDER_REVIEW,
         f"a {request.get_state_display()} request is not under review",
@@ -381,6 +385,7 @@ def request_decide(
         can_decide(actor, request),
         "only the round's chair grants SU, never to a project of their own",
     )
+    project_writable_check(request.project)
     check_rule(
         request.state == State.UNDER_REVIEW,
         f"a {request.get_state_display()} request cannot be decided",

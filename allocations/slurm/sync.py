@@ -65,8 +65,9 @@ class DesiredState:
 
 
 def desired_state_build(*, cluster: Cluster) -> DesiredState:
-    """The accounts the portal wants on ``cluster``: every project not expired with a grant on
-    one of its pools (held at 0 billing-minutes between budget periods and when suspended),
+    """The accounts the portal wants on ``cluster``: every project not archived with a grant on
+    one of its pools (held at 0 billing-minutes between budget periods and when suspended or
+    expired; an archived project's accounts are absent, so the plan proposes removing them),
     its members, and each pool's parent account. Balances come from the one balance selector.
 
     A project has one account, limited to what all its pools on the cluster have left, except
@@ -77,7 +78,7 @@ def desired_state_build(*, cluster: Cluster) -> DesiredState:
     skipped: list[str] = []
     grants = (
         Allocation.objects.filter(pool__cluster=cluster)
-        .exclude(project__status=Project.Status.EXPIRED)
+        .exclude(project__status=Project.Status.ARCHIVED)
         .select_related("project", "pool")
         .order_by("project__code", "pool__name")
     )
@@ -165,8 +166,8 @@ def _with_members(account: Account, users: set[str], partitions: set[str] | None
 
 def _remaining_su(project: Project, *, pools: set[int]) -> Decimal:
     """The SU the project's current budget periods on ``pools`` have left, overdrawn pools
-    counting 0 (a held project), suspended projects 0."""
-    if project.status == Project.Status.SUSPENDED:
+    counting 0 (a held project), suspended and expired projects 0."""
+    if project.status in (Project.Status.SUSPENDED, Project.Status.EXPIRED):
         return Decimal(0)
     balances = project_balances_get(project=project).pools
     return sum(

@@ -46,15 +46,19 @@ def test_the_desired_state_has_each_granted_project_its_members_and_its_su_in_mi
     )  # fmt: skip
     held = ProjectFactory.create(code="Held01", status=Project.Status.SUSPENDED)
     granted = ProjectFactory.create(code="Pawsey0042")
-    expired = ProjectFactory.create(code="old0001", status=Project.Status.EXPIRED)
+    expired = ProjectFactory.create(code="old0001")
+    archived = ProjectFactory.create(code="old0002")
     MembershipFactory.create(project=granted, user=UserFactory.create(username="Alice"))
     MembershipFactory.create(project=granted, user=UserFactory.create(username="bad name"))
     today = date.today()
-    for project in (held, granted, expired):
+    for project in (held, granted, expired, archived):
         allocation_grant(
             project=project, pool=pool, amount=Decimal("300"), actor=staff,
             period_start=today.replace(day=1), period_end=date(today.year + 1, today.month, 1),
         )  # fmt: skip
+    # Marked after the grants (a grant revives an expired project, and an archived one refuses).
+    Project.objects.filter(pk=expired.pk).update(status=Project.Status.EXPIRED)
+    Project.objects.filter(pk=archived.pk).update(status=Project.Status.ARCHIVED)
     budget = granted.allocations.get().budget_periods.order_by("start").first().budget_su
 
     desired = desired_state_build(cluster=cluster)
@@ -75,7 +79,14 @@ def test_the_desired_state_has_each_granted_project_its_members_and_its_su_in_mi
             qos=frozenset({"normal", "low"}),
             default_qos="normal",
         ),
-    }
+        "old0001": Account(
+            parent="uni1",
+            users=frozenset({expired.pi.username.lower()}),
+            billing_minutes=0,  # expired: held by Slurm until a new grant
+            qos=frozenset({"normal", "low"}),
+            default_qos="normal",
+        ),
+    }  # archived: no account (the plan removes it)
     assert desired.skipped == [
         "member of Pawsey0042: 'bad name' is not a name Slurm accepts for an account or user"
     ]

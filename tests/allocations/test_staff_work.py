@@ -485,3 +485,19 @@ def test_staff_create_and_change_a_pool_through_the_api_with_the_pages_sentences
         ["debug"],
     )
     assert _api(centre.alice).get(url).status_code == 200  # pools are no secret
+
+
+def test_an_archived_project_is_read_only_on_the_staff_page_too(centre):
+    Project.objects.filter(pk=centre.p1.pk).update(status=Project.Status.ARCHIVED)
+    client = _client(centre.staff)
+    edit = client.post(f"/allocations/staff/projects/{centre.p1.code}/", {"title": "New"})
+    add = client.post(
+        f"/allocations/staff/projects/{centre.p1.code}/members/",
+        {"user": "carol", "role": "member"},
+    )
+    for page in (edit, add):
+        assert page.status_code == 400
+        assert "pawsey0001 is archived: it is read-only" in page.content.decode()
+    centre.p1.refresh_from_db()
+    assert centre.p1.title == "Climate"
+    assert not Membership.objects.filter(project=centre.p1, user=centre.carol).exists()

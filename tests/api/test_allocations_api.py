@@ -48,6 +48,8 @@ def test_the_balance_has_every_figure_of_the_budget_period_per_pool(world):
         "used_su": f"{expected.used_su:.6f}",
         "pending_su": f"{expected.pending_su:.6f}",
         "remaining_su": f"{expected.remaining_su:.6f}",
+        "reserved_su": f"{expected.reserved_su:.6f}",
+        "free_su": f"{expected.free_su:.6f}",
         "percent_used": f"{expected.percent_used:.2f}",
         "used_last_7_days_su": f"{expected.used_last_7_days_su:.6f}",
         "used_last_30_days_su": f"{expected.used_last_30_days_su:.6f}",

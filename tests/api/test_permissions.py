@@ -109,6 +109,39 @@ def _with_invitation(world: World) -> str:
     return f"/api/v1/projects/pawsey0003/invitations/{sent.invitation.pk}/"
 
 
+def _project_request(state: str) -> Callable[[World], str]:
+    """The URL of a project request asked for by carol (member of pawsey0003), made inside each
+    role's rolled-back savepoint: ``awaiting_pi`` names alice (PI of pawsey0003) as its PI;
+    ``submitted`` has carol lead it; ``changes_requested`` is that one sent back by staff."""
+
+    def build(world: World) -> str:
+        from allocations.project_requests.services import (
+            project_request_changes_ask,
+            project_request_create,
+        )
+
+        c = world.centre
+        request = project_request_create(
+            requester=c.carol, title="API matrix", abstract="a", field_of_science="f",
+            pi="alice" if state == "awaiting_pi" else "", amounts={"testbed CPU": "10"},
+        )  # fmt: skip
+        if state == "changes_requested":
+            project_request_changes_ask(request=request, actor=c.staff, reason="more detail")
+        return f"/api/v1/project-requests/{request.pk}/"
+
+    return build
+
+
+def _action(state: str, action: str) -> Callable[[World], str]:
+    return lambda w: f"{_project_request(state)(w)}{action}/"
+
+
+NEW_PROJECT = {
+    "title": "Coral reefs", "abstract": "Reef growth.", "field_of_science": "Marine science",
+    "amounts": AMOUNT,
+}  # fmt: skip
+ESTIMATE = {"cluster": "slurm-testbed", "partition": "work", "jobs": 10, "hours": "2"}
+
 ALL_200 = "401 200 200 200 200 200 200"
 P3_READ = "401 200 404 200 404 404 200"  # pawsey0003: its member, its PI, staff
 STAFF_ONLY_HIDDEN = "401 404 404 404 404 404 200"
@@ -196,6 +229,10 @@ CASES = [
     Case("project: read", "get", _url("/api/v1/projects/pawsey0003/"), P3_READ),
     Case("project: write", "patch", _url("/api/v1/projects/pawsey0003/"), STAFF_CHANGE,
          body=lambda w: {"title": "x"}),
+    Case("unarchive: no read", "get", _url("/api/v1/projects/pawsey0003/unarchive/"),
+         STAFF_NOT_ALLOWED),
+    Case("unarchive", "post", _url("/api/v1/projects/pawsey0003/unarchive/"),
+         "401 403 403 403 403 403 200"),  # staff; a project not archived stays as it is
     Case("members: read", "get", _url("/api/v1/projects/pawsey0003/members/"), P3_READ),
     Case("members: add", "post", _url("/api/v1/projects/pawsey0003/members/"),
          "401 403 404 201 404 404 201", body=lambda w: {"username": "bob"}),
@@ -294,6 +331,38 @@ CASES = [
     Case("under review: decide (the chair)", "post",
          lambda w: f"/api/v1/requests/{w.under_review.pk}/decide/",
          "401 403 404 403 403 200 200", body=lambda w: {"granted": AMOUNT}),
+    # --- project requests: anyone asks; the requester (carol), the named PI (alice), staff read
+    Case("project requests: read", "get", _url("/api/v1/project-requests/"), ALL_200),
+    Case("project requests: ask for a project", "post", _url("/api/v1/project-requests/"),
+         "401 201 201 201 201 201 201", body=lambda w: NEW_PROJECT),
+    Case("project request: read", "get", _project_request("awaiting_pi"),
+         "401 200 404 200 404 404 200"),
+    Case("project request: no edit in place", "patch", _project_request("awaiting_pi"),
+         NOT_ALLOWED, body=lambda w: {"title": "x"}),
+    Case("project request: the named PI confirms", "post",
+         _action("awaiting_pi", "confirm"), "401 403 404 200 404 404 403",
+         body=lambda w: {"accept": True}),
+    Case("confirm has no read", "get", _action("awaiting_pi", "confirm"), NOT_ALLOWED),
+    Case("project request: the requester adds an estimate", "post",
+         _action("awaiting_pi", "estimates"), "401 201 404 403 404 404 403",
+         body=lambda w: ESTIMATE),
+    Case("project request estimates have no read", "get", _action("awaiting_pi", "estimates"),
+         NOT_ALLOWED),
+    Case("project request: the requester resubmits", "post",
+         _action("changes_requested", "resubmit"), "401 200 404 404 404 404 403",
+         body=lambda w: {"title": "Coral reefs, again"}),
+    Case("resubmit has no read", "get", _action("changes_requested", "resubmit"), NOT_ALLOWED),
+    Case("project request: staff approve", "post", _action("submitted", "approve"),
+         "401 403 404 404 404 404 200", body=lambda w: {}),
+    Case("approve has no read", "get", _action("submitted", "approve"), NOT_ALLOWED),
+    Case("project request: staff ask for changes", "post",
+         _action("submitted", "request-changes"), "401 403 404 404 404 404 200",
+         body=lambda w: {"reason": "say more"}),
+    Case("request-changes has no read", "get", _action("submitted", "request-changes"),
+         NOT_ALLOWED),
+    Case("project request: staff reject", "post", _action("submitted", "reject"),
+         "401 403 404 404 404 404 200", body=lambda w: {"reason": "out of scope"}),
+    Case("reject has no read", "get", _action("submitted", "reject"), NOT_ALLOWED),
     Case("reviews: read", "get", _url("/api/v1/reviews/"), ALL_200),
     Case("reviews: write one (the committee)", "post", _url("/api/v1/reviews/"),
          "401 403 403 403 201 201 403",

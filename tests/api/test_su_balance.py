@@ -68,21 +68,38 @@ def portal(live_server, centre):
     return {"SU_PORTAL_URL": live_server.url, "SU_PORTAL_TOKEN": token}
 
 
-def test_su_balance_prints_the_granted_used_and_remaining_su_of_each_pool(portal):
+def test_su_balance_prints_the_granted_used_and_remaining_su_of_each_pool(portal, centre):
+    centre.gpu.slurm_account_suffix = "-gpu"  # Setonix: GPU pools have accounts of their own
+    centre.gpu.save(update_fields=["slurm_account_suffix"])
     status, out, err = run(["-p", "pawsey0003"], portal)
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "pawsey0003  Astro"
     assert lines[1].split() == [
         "pool", "budget", "period", "granted", "adjusted", "used", "remaining", "used", "%",
-        "running",
+        "running", "reserved", "free",
     ]  # fmt: skip
     cpu = next(line for line in lines if line.strip().startswith("testbed CPU"))
-    # A quarter of 1200 SU, +10 topped up, 50 used: 260 left, 50 / 310 = 16.1 % used.
-    assert cpu.split()[-6:] == ["300.00", "+10.00", "50.00", "260.00", "16.1%", "0.00"]
+    # A quarter of 1200 SU, +10 topped up, 50 used: 260 left, 50 / 310 = 16.1 % used; no job
+    # queued or running, so nothing reserved and all 260 free.
+    assert cpu.split()[-8:] == [
+        "300.00", "+10.00", "50.00", "260.00", "16.1%", "0.00", "0.00", "260.00",
+    ]  # fmt: skip
     gpu = next(line for line in lines if line.strip().startswith("testbed GPU"))
-    assert gpu.split()[-6:] == ["100.00", "0.00", "0.00", "100.00", "0.0%", "0.00"]
+    assert gpu.split()[-8:] == [
+        "100.00",
+        "0.00",
+        "0.00",
+        "100.00",
+        "0.0%",
+        "0.00",
+        "0.00",
+        "100.00",
+    ]
     assert any(line.startswith("  burn rate on testbed CPU: ") for line in lines)
+    # The Slurm account of each pool, by the portal's naming rule (the GPU pool's suffix).
+    assert "  to charge testbed CPU: sbatch --account=pawsey0003 --partition=work" in lines
+    assert "  to charge testbed GPU: sbatch --account=pawsey0003-gpu --partition=gpu" in lines
 
 
 def test_su_balance_users_shows_each_users_share_of_the_period(portal):
@@ -99,6 +116,28 @@ def test_su_balance_year_lists_every_budget_period_and_marks_the_current_one(por
     cpu_rows = [line for line in out.splitlines() if line.strip().startswith("testbed CPU")]
     assert len(cpu_rows) == 4  # quarterly periods of a one-year grant
     assert sum(" *" in row for row in cpu_rows) == 1
+
+
+def test_su_balance_year_includes_the_grants_still_to_come(portal, centre):
+    """Issue 27: after the chair granted next year's SU, --year showed only the current grant."""
+    today = pool_today(centre.cpu)
+    next_start = add_months(today.replace(day=1), 12)
+    allocation_grant(
+        project=centre.p3, pool=centre.cpu, amount=Decimal(80000), period_start=next_start,
+        period_end=add_months(next_start, 12), actor=centre.staff,
+    )  # fmt: skip
+    status, out, _ = run(["-p", "pawsey0003", "--year"], portal)
+    assert status == 0
+    lines = out.splitlines()
+    heading = lines.index("  grants on testbed CPU (current and future):")
+    now, later = lines[heading + 1].split(), lines[heading + 2].split()
+    assert now[3:5] == ["current", "1,200.00"]
+    assert now[-2:] == ["1,160.00", "left"]  # 1200 + 10 - 50
+    last_day = add_months(next_start, 12) - timedelta(days=1)
+    assert later[:5] == [next_start.isoformat(), "..", last_day.isoformat(), "future", "80,000.00"]
+    assert later[-2:] == ["80,000.00", "left"]
+    # Without --year, the table keeps to today's budget period.
+    assert "future" not in run(["-p", "pawsey0003"], portal)[1]
 
 
 def test_su_balance_without_a_project_shows_all_of_yours_and_json_is_the_portals_data(portal):

@@ -128,6 +128,22 @@ def _members_token(s: Site) -> int:
     return token_create(user=member, name="m", scope="read", expires_in_days=7).token.pk
 
 
+def _project_request(s: Site) -> int:
+    """alice (member of pawsey0003) asks for a project naming carol (its PI) as PI: it waits
+    for carol. Readers: alice, carol and staff; anyone else gets 404."""
+    from allocations.project_requests.services import project_request_create
+
+    alice = s.users["member"]
+    assert alice is not None
+    return project_request_create(
+        requester=alice, title="Matrix", abstract="a", field_of_science="f", pi="carol",
+        amounts={s.cpu.name: "10"},
+    ).pk  # fmt: skip
+
+
+# A project request (``_project_request``): who asked, who is named PI, and staff read it.
+PROJECT_REQUEST_READERS = frozenset({"member", "pi", "staff"})
+
 MATRIX: dict[str, Entry] = {
     # --- Site ---------------------------------------------------------------------------
     "home": Entry(lambda s: "/", read=EVERYONE),
@@ -204,6 +220,10 @@ MATRIX: dict[str, Entry] = {
     "allocations:project-detail": Entry(
         lambda s: f"/allocations/projects/{_code(s)}/", read=PROJECT
     ),
+    # Staff un-archive a project (on one that is not archived it changes nothing).
+    "allocations:project-unarchive": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/unarchive/", write=STAFF
+    ),
     "allocations:request-new": Entry(
         lambda s: f"/allocations/projects/{_code(s)}/requests/new/", read=PI, write=PI
     ),
@@ -248,6 +268,31 @@ MATRIX: dict[str, Entry] = {
     ),
     "allocations:invitation": Entry(  # the link is the proof: anyone signed in may accept
         _invitation_link, read=SIGNED_IN, write=SIGNED_IN
+    ),
+    "allocations:project-request-list": Entry(
+        lambda s: "/allocations/project-requests/", read=SIGNED_IN
+    ),
+    "allocations:project-request-new": Entry(
+        lambda s: "/allocations/project-requests/new/", read=SIGNED_IN, write=SIGNED_IN
+    ),
+    "allocations:project-request-queue": Entry(
+        lambda s: "/allocations/project-requests/queue/", read=STAFF
+    ),
+    "allocations:project-request-detail": Entry(
+        lambda s: f"/allocations/project-requests/{_project_request(s)}/",
+        read=PROJECT_REQUEST_READERS,
+    ),
+    "allocations:project-request-confirm": Entry(  # the person named PI
+        lambda s: f"/allocations/project-requests/{_project_request(s)}/confirm/",
+        write=frozenset({"pi"}),
+    ),
+    "allocations:project-request-edit": Entry(  # the person who asked
+        lambda s: f"/allocations/project-requests/{_project_request(s)}/edit/",
+        read=frozenset({"member"}),
+        write=frozenset({"member"}),
+    ),
+    "allocations:project-request-decide": Entry(
+        lambda s: f"/allocations/project-requests/{_project_request(s)}/decide/", write=STAFF
     ),
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
     "allocations:round-detail": Entry(lambda s: f"/allocations/rounds/{s.round.pk}/", read=SEATS),
@@ -354,6 +399,9 @@ MATRIX: dict[str, Entry] = {
     "api:project-detail": Entry(
         lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT, write=STAFF, method="patch"
     ),
+    "api:project-unarchive": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/unarchive/", write=STAFF
+    ),
     "api:project-balance": Entry(lambda s: f"/api/v1/projects/{_code(s)}/balance/", read=PROJECT),
     "api:project-carbon": Entry(lambda s: f"/api/v1/projects/{_code(s)}/carbon/", read=PROJECT),
     "api:project-member-list": Entry(
@@ -418,6 +466,35 @@ MATRIX: dict[str, Entry] = {
     "api:adjustment-transfer": Entry(lambda s: "/api/v1/adjustments/transfer/", write=ANY_PI),
     "api:adjustment-detail": Entry(
         lambda s: f"/api/v1/adjustments/{_first(Adjustment, project=s.project)}/", read=PROJECT
+    ),
+    # Anyone signed in asks for a project; the requester, the named PI and staff read it.
+    "api:project-request-list": Entry(
+        lambda s: "/api/v1/project-requests/", read=SIGNED_IN, write=SIGNED_IN
+    ),
+    "api:project-request-detail": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/",
+        read=PROJECT_REQUEST_READERS,
+    ),
+    "api:project-request-approve": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/approve/", write=STAFF
+    ),
+    "api:project-request-reject": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/reject/", write=STAFF
+    ),
+    "api:project-request-request-changes": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/request-changes/", write=STAFF
+    ),
+    "api:project-request-confirm": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/confirm/",
+        write=frozenset({"pi"}),
+    ),
+    "api:project-request-resubmit": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/resubmit/",
+        write=frozenset({"member"}),
+    ),
+    "api:project-request-estimates": Entry(
+        lambda s: f"/api/v1/project-requests/{_project_request(s)}/estimates/",
+        write=frozenset({"member"}),
     ),
     "api:priorities": Entry(lambda s: "/api/v1/priorities/", read=STAFF),
     "api:priority-policy": Entry(

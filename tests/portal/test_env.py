@@ -1,7 +1,15 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kit.env import env_bool, env_int, env_list, env_optional, env_secret, env_str
+from kit.env import (
+    env_bool,
+    env_int,
+    env_int_list,
+    env_list,
+    env_optional,
+    env_secret,
+    env_str,
+)
 
 
 def test_bool_accepts_the_usual_spellings(monkeypatch):
@@ -32,6 +40,19 @@ def test_int_list_and_optional_defaults(monkeypatch):
     assert env_int("X_NUM", 7) == 7
     assert env_list("X_LIST", []) == ["a", "b"]
     assert env_optional("X_EMPTY") is None
+
+
+def test_int_list_reads_numbers_and_refuses_a_bad_one_loudly(monkeypatch):
+    monkeypatch.delenv("X_DAYS", raising=False)
+    assert env_int_list("X_DAYS", [30, 14, 7], minimum=1) == [30, 14, 7]
+    monkeypatch.setenv("X_DAYS", "60, 7")
+    assert env_int_list("X_DAYS", [30], minimum=1) == [60, 7]
+    monkeypatch.setenv("X_DAYS", "60,seven")
+    with pytest.raises(ImproperlyConfigured, match=r"X_DAYS: 'seven' is not an integer"):
+        env_int_list("X_DAYS", [30])
+    monkeypatch.setenv("X_DAYS", "0")
+    with pytest.raises(ImproperlyConfigured, match="X_DAYS: 0 must be at least 1"):
+        env_int_list("X_DAYS", [30], minimum=1)
 
 
 def test_required_string_names_the_variable(monkeypatch):
