@@ -1,9 +1,11 @@
 from django.urls import path
 
-from allocations import member_pages, project_pages
+from allocations import member_pages, project_pages, project_staff_pages
+from allocations.pools import staff_pages as pool_staff_pages
 from allocations.priorities import pages as priority_pages
 from allocations.project_requests import pages as project_request_pages
 from allocations.rounds import pages
+from allocations.rounds import staff_pages as round_staff_pages
 from allocations.slurm import enforcement_pages
 from allocations.slurm import pages as slurm_pages
 
@@ -121,4 +123,43 @@ urlpatterns = [
     ),
     path("rounds/", pages.round_list, name="round-list"),
     path("rounds/<int:pk>/", pages.round_detail, name="round-detail"),
+    # Staff's projects, pools and rounds (docs/allocations.md, "Staff work in the portal")
+    path("staff/projects/", project_staff_pages.staff_projects, name="staff-projects"),
+    path("staff/projects/new/", project_staff_pages.staff_project_new, name="staff-project-new"),
+    path(
+        "staff/projects/<str:code>/",
+        project_staff_pages.staff_project_edit,
+        name="staff-project-edit",
+    ),
+    path(
+        "staff/projects/<str:code>/members/",
+        project_staff_pages.staff_member_add,
+        name="staff-member-add",
+    ),
+    path(
+        "staff/projects/<str:code>/members/<str:username>/remove/",
+        project_staff_pages.staff_member_remove,
+        name="staff-member-remove",
+    ),
+    path("staff/pools/", pool_staff_pages.staff_pools, name="staff-pools"),
+    path("staff/pools/new/", pool_staff_pages.staff_pool_new, name="staff-pool-new"),
+    path("staff/pools/<int:pk>/", pool_staff_pages.staff_pool_edit, name="staff-pool-edit"),
+    path("staff/rounds/", round_staff_pages.staff_rounds, name="staff-rounds"),
+    path("staff/rounds/new/", round_staff_pages.staff_round_new, name="staff-round-new"),
+    path("staff/rounds/<int:pk>/", round_staff_pages.staff_round_edit, name="staff-round-edit"),
+    path(
+        "staff/rounds/<int:pk>/close/",
+        round_staff_pages.staff_round_close,
+        name="staff-round-close",
+    ),
+    path(
+        "staff/rounds/<int:pk>/committee/",
+        round_staff_pages.staff_committee_add,
+        name="staff-committee-add",
+    ),
+    path(
+        "staff/rounds/<int:pk>/committee/<str:username>/remove/",
+        round_staff_pages.staff_committee_remove,
+        name="staff-committee-remove",
+    ),
 ]

@@ -97,10 +97,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     """DRF's ``EXCEPTION_HANDLER``: every error as ``{"message", "errors"}``."""
     if isinstance(exc, ApplicationError):
         set_rollback()
-        # A domain error may name the input it is about (``field``): listed under it.
-        field = getattr(exc, "field", None)
-        listed = {field: [str(exc)]} if isinstance(field, str) and field else None
-        return Response(error_body(str(exc), listed), status=status.HTTP_400_BAD_REQUEST)
+        on_field: dict[str, Any] | None = {exc.field: [str(exc)]} if exc.field else None
+        return Response(error_body(str(exc), on_field), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
         # A race with another request (the input serializers check uniqueness first).
         set_rollback()

@@ -11,4 +11,10 @@ from __future__ import annotations
 
 
 class ApplicationError(ValueError):
-    """A domain rule refused the request; ``str(error)`` says why, in words."""
+    """A domain rule refused the request; ``str(error)`` says why, in words. ``field`` names
+    the input the rule is about, when one is: a page shows the sentence on that field, the API
+    under that key of ``errors``."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field

@@ -15,6 +15,7 @@ from accounting.ledger import api as ledger_api
 from accounting.utilisation import api as utilisation_api
 from accounting.utilisation import overhead_api
 from allocations.grants import api as grants_api
+from allocations.pools import api as pools_api
 from allocations.priorities import api as priority_api
 from allocations.project_requests import api as project_requests_api
 from allocations.rounds import api as rounds_api
@@ -32,6 +33,7 @@ router.register("quarantined-lines", ledger_api.QuarantinedLineViewSet, basename
 router.register("projects", grants_api.ProjectViewSet, basename="project")
 router.register("allocations", grants_api.AllocationViewSet, basename="allocation")
 router.register("rounds", rounds_api.RoundViewSet, basename="round")
+router.register("pools", pools_api.PoolViewSet, basename="pool")
 router.register("requests", rounds_api.RequestViewSet, basename="request")
 router.register("reviews", rounds_api.ReviewViewSet, basename="review")
 router.register("adjustments", grants_api.AdjustmentViewSet, basename="adjustment")

@@ -1,7 +1,8 @@
 """The audit log: who changed what, when, with the values before and after (django-auditlog).
 
 One registry, here: grants and their budget periods, adjustments (a transfer is its two
-sides, sharing ``transfer_id``), memberships and PIs, committee seats, staff and group changes
+sides, sharing ``transfer_id``), memberships and PIs, committee seats, rounds and what they
+offer, resource pools and their partitions, staff and group changes
 of people, rate versions of partitions, API tokens (never their digest), enforcement actions,
 Slurm provisioning plans and each of their actions. An entry of a project's thing names the
 project (``get_additional_data``: ``AuditedInProject`` in projects/models.py, and models of
@@ -30,6 +31,10 @@ AUDITED_NAMES = {
     "allocations.membership": "membership",
     "allocations.project": "project",
     "allocations.committeemember": "committee seat",
+    "allocations.allocationround": "round",
+    "allocations.roundpool": "SU a round offers",
+    "projects.resourcepool": "resource pool",
+    "projects.poolpartition": "partition of a pool",
     "allocations.enforcementaction": "enforcement action",
     "allocations.slurmsyncplan": "Slurm plan",
     "allocations.slurmsyncaction": "Slurm action",
@@ -47,18 +52,23 @@ def audit_register() -> None:
     from allocations.models import (
         Adjustment,
         Allocation,
+        AllocationRound,
         BudgetPeriod,
         CommitteeMember,
         EnforcementAction,
+        RoundPool,
         SlurmSyncAction,
         SlurmSyncPlan,
     )
     from people.models import ApiToken
-    from projects.models import Membership, Project
+    from projects.models import Membership, PoolPartition, Project, ResourcePool
 
     for model in (Allocation, BudgetPeriod, Adjustment, Membership, Project, CommitteeMember,
                   EnforcementAction, PartitionVersion):  # fmt: skip
         auditlog.register(model)
+    # What staff run from their pages (docs/allocations.md, "Staff work in the portal").
+    for staff_model in (AllocationRound, RoundPool, ResourcePool, PoolPartition):
+        auditlog.register(staff_model)
     # Each Slurm action when it is planned and when Slurm shows it done; a plan's review and
     # outcome, not sacctmgr's whole output.
     auditlog.register(SlurmSyncAction)

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from kit.access import require
+from kit.access import is_staff, require
 from kit.errors import ApplicationError
 from projects.access import can_delegate, can_manage_project, project_writable_check
 from projects.models import Membership, Project
@@ -17,9 +19,17 @@ class ProjectError(ApplicationError):
     """A rule of projects and memberships refused the change; the message says which."""
 
 
-def _check(condition: bool, message: str) -> None:
+# A project's code is its Slurm account: what sacctmgr and the API's paths accept.
+PROJECT_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _check(condition: bool, message: str, *, field: str | None = None) -> None:
     if not condition:
-        raise ProjectError(message)
+        raise ProjectError(message, field=field)
+
+
+def _pi_check(pi: User | None) -> None:
+    _check(pi is None or pi.is_active, f"{pi} cannot sign in and cannot lead a project", field="pi")
 
 
 def projects_created_announce(*, codes: list[str]) -> None:
@@ -31,15 +41,75 @@ def projects_created_announce(*, codes: list[str]) -> None:
 
 @transaction.atomic
 def project_create(
-    *, code: str, title: str = "", pi: User | None = None, field_of_science: str = ""
+    *,
+    code: str,
+    title: str = "",
+    pi: User | None = None,
+    field_of_science: str = "",
+    actor: User | None = None,
 ) -> Project:
-    """Create a project for Slurm account ``code``; jobs quarantined for it are then charged."""
+    """Create a project for Slurm account ``code``; jobs quarantined for it are then charged.
+    Staff create projects; ``actor`` is None only for the portal itself (commands, the demo)."""
+    if actor is not None:
+        require(is_staff(actor), "only centre staff create projects")
+    _check(
+        PROJECT_CODE.fullmatch(code) is not None,
+        "a project code is its Slurm account: up to 64 letters, digits, '_', '.' or '-', "
+        "starting with a letter or digit",
+        field="code",
+    )
+    _check(
+        not Project.objects.filter(code__iexact=code).exists(),
+        f"a project {code} exists already",
+        field="code",
+    )
+    _pi_check(pi)
     project = Project.objects.create(
         code=code, title=title, pi=pi, field_of_science=field_of_science
     )
     if pi is not None:
         Membership.objects.create(project=project, user=pi, role=Membership.Role.PI)
     projects_created_announce(codes=[project.code])
+    return project
+
+
+@transaction.atomic
+def project_update(
+    *,
+    project: Project,
+    actor: User,
+    title: str | None = None,
+    field_of_science: str | None = None,
+    pi: User | None = None,
+) -> Project:
+    """Staff change a project's title, field of science or PI. A new PI becomes the project's
+    PI member; the PI before stays in the project as a member. The code is the Slurm account
+    and never changes. An archived project takes none (un-archive it first)."""
+    require(is_staff(actor), "only centre staff edit projects")
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    project_writable_check(project)  # an archived project is read-only, for staff too
+    changed: list[str] = []
+    if title is not None and title != project.title:
+        project.title = title
+        changed.append("title")
+    if field_of_science is not None and field_of_science != project.field_of_science:
+        project.field_of_science = field_of_science
+        changed.append("field_of_science")
+    if pi is not None and pi.pk != project.pi_id:
+        _pi_check(pi)
+        pi_before = Membership.objects.filter(project=project, role=Membership.Role.PI).exclude(
+            user=pi
+        )
+        for before in pi_before:  # one by one, so that the audit log records each
+            before.role = Membership.Role.MEMBER
+            before.save(update_fields=["role"])
+        Membership.objects.update_or_create(
+            project=project, user=pi, defaults={"role": Membership.Role.PI}
+        )
+        project.pi = pi
+        changed.append("pi")
+    if changed:
+        project.save(update_fields=changed)
     return project
 
 

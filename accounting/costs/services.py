@@ -652,6 +652,8 @@ DISTRIBUTION_DEFAULT_DAYS: Final = 90
 class DistributionUnavailable(ApplicationError):
     """No distribution for what was asked; ``field`` names the input at fault."""
 
+    field: str
+
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(message)
         self.field = field

@@ -939,6 +939,8 @@ _FIRST_YEAR, _LAST_YEAR = 1970, 2199
 class WindowError(UtilisationError):
     """A window that cannot be shown; ``field`` names the input at fault (start, end, step)."""
 
+    field: str  # always names the input at fault
+
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field

@@ -36,6 +36,7 @@ from allocations.grants.serializers import (
     ProjectBalanceOutputSerializer,
     ProjectCreateInputSerializer,
     ProjectOutputSerializer,
+    ProjectUpdateInputSerializer,
     RefundInputSerializer,
     TopUpInputSerializer,
     TransferInputSerializer,
@@ -67,7 +68,7 @@ from projects.invitations import (
 )
 from projects.models import Project
 from projects.selectors import memberships_of
-from projects.services import membership_add, membership_remove, project_create
+from projects.services import membership_add, membership_remove, project_create, project_update
 
 # --- Selectors the API needs (read-only; scoped to what the caller may see) -----------------
 
@@ -139,8 +140,18 @@ class ProjectViewSet(ApiViewSet):
         """Staff: a project for a Slurm account (its quarantined jobs are then charged)."""
         data = ProjectCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        project = project_create(**data.validated_data)
+        project = project_create(**data.validated_data, actor=acting_user(request))
         return Response(ProjectOutputSerializer(project).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ProjectUpdateInputSerializer, responses=ProjectOutputSerializer)
+    def partial_update(self, request: Request, code: str) -> Response:
+        """Staff: change a project's title, field of science or PI (``project_update``, as the
+        staff page)."""
+        project = get_object_or_404(self.get_queryset(), code=code)
+        data = ProjectUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        project = project_update(project=project, actor=acting_user(request), **data.validated_data)
+        return Response(ProjectOutputSerializer(project).data)
 
     @extend_schema(request=None, responses={200: ProjectOutputSerializer})
     @action(detail=True, methods=["post"], permission_classes=[IsStaff])

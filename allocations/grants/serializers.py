@@ -107,19 +107,23 @@ class ProjectOutputSerializer(ApiModelSerializer):
 
 
 class ProjectCreateInputSerializer(serializers.Serializer):
-    code = serializers.RegexField(
-        r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64, help_text="the Slurm account"
-    )
+    # The code's rules (a Slurm account's characters, not taken) are project_create's.
+    code = serializers.CharField(max_length=64, help_text="the Slurm account")
     title = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
     pi = user_field(required=False, allow_null=True, help_text="username of the PI")
     field_of_science = serializers.CharField(
         required=False, allow_blank=True, max_length=120, default=""
     )
 
-    def validate_code(self, value: str) -> str:
-        if Project.objects.filter(code=value).exists():
-            raise serializers.ValidationError(f"a project {value} exists already")
-        return value
+
+class ProjectUpdateInputSerializer(serializers.Serializer):
+    """What staff change on a project; a field left out stays. The code never changes."""
+
+    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
+    field_of_science = serializers.CharField(required=False, allow_blank=True, max_length=120)
+    pi = user_field(
+        required=False, help_text="username of the new PI (the PI before stays a member)"
+    )
 
 
 class MemberOutputSerializer(ApiModelSerializer):

@@ -38,16 +38,12 @@ ZERO = Decimal(0)
 class AllocationError(ApplicationError):
     """A rule of the allocation process forbids this; the message says which, and ``field``
     names the input it is about when one is (the API lists it under that field, a page shows
-    it on that field of its form)."""
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
+    it on that field of its form: ``kit.errors.ApplicationError``)."""
 
 
 def check_rule(condition: bool, message: str, *, field: str | None = None) -> None:
-    """Refuse with ``message`` (an ``AllocationError``, about the input ``field`` when one is
-    named) unless ``condition`` holds."""
+    """Refuse with ``message`` (an ``AllocationError``, about input ``field`` when given)
+    unless ``condition`` holds."""
     if not condition:
         raise AllocationError(message, field=field)
 

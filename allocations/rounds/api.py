@@ -14,6 +14,7 @@ from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,6 +31,7 @@ from allocations.access import (
 from allocations.models import AllocationRequest, AllocationRound, RequestTransition, Review
 from allocations.rounds.selectors import round_overview
 from allocations.rounds.serializers import (
+    CommitteeSeatInputSerializer,
     RequestCreateInputSerializer,
     RequestDecideInputSerializer,
     RequestEstimateInputSerializer,
@@ -41,8 +43,11 @@ from allocations.rounds.serializers import (
     RoundCreateInputSerializer,
     RoundOutputSerializer,
     RoundOverviewOutputSerializer,
+    RoundUpdateInputSerializer,
 )
 from allocations.rounds.services import (
+    committee_add,
+    committee_remove,
     request_create,
     request_decide,
     request_estimate_add,
@@ -50,10 +55,20 @@ from allocations.rounds.services import (
     request_submit,
     request_update,
     review_submit,
+    round_close,
     round_create,
+    round_update,
 )
 from kit.access import require
-from kit.api import ID_PATTERN, ApiViewSet, EnumFilter, IdFilter, IsStaffOrReadOnly, acting_user
+from kit.api import (
+    ID_PATTERN,
+    USERNAME_PATTERN,
+    ApiViewSet,
+    EnumFilter,
+    IdFilter,
+    IsStaffOrReadOnly,
+    acting_user,
+)
 from projects.access import can_manage_project
 
 
@@ -110,6 +125,60 @@ class RoundViewSet(ApiViewSet):
         )  # fmt: skip
         round_ = self.get_queryset().get(pk=round_.pk)
         return Response(RoundOutputSerializer(round_).data, status=status.HTTP_201_CREATED)
+
+    def _fresh(self, round_: AllocationRound) -> Response:
+        return Response(RoundOutputSerializer(self.get_queryset().get(pk=round_.pk)).data)
+
+    @extend_schema(request=RoundUpdateInputSerializer, responses=RoundOutputSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        """Staff: change a round's name, window, period or SU per pool (``round_update``, as
+        the staff page); what is left out stays."""
+        round_ = self.get_object()
+        data = RoundUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        round_update(
+            round_=round_, actor=acting_user(request),
+            **{name: values.get(name, getattr(round_, name)) for name in
+               ("name", "opens_at", "closes_at", "period_start", "period_end")},
+            available=values.get("available"),
+        )  # fmt: skip
+        return self._fresh(round_)
+
+    @extend_schema(request=None, responses=RoundOutputSerializer)
+    @action(detail=True, methods=["post"])
+    def close(self, request: Request, pk: str) -> Response:
+        """Staff: close an open round now."""
+        round_ = self.get_object()
+        round_close(round_=round_, actor=acting_user(request))
+        return self._fresh(round_)
+
+    @extend_schema(request=CommitteeSeatInputSerializer, responses=RoundOutputSerializer)
+    @action(detail=True, methods=["post"])
+    def committee(self, request: Request, pk: str) -> Response:
+        """Staff: seat someone on the committee, or name them the chair."""
+        round_ = self.get_object()
+        data = CommitteeSeatInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        committee_add(
+            round_=round_, user=data.validated_data["username"], actor=acting_user(request),
+            chair=data.validated_data["chair"],
+        )  # fmt: skip
+        return self._fresh(round_)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(
+        detail=True,
+        methods=["delete"],
+        url_path=rf"committee/(?P<username>{USERNAME_PATTERN})",
+        url_name="committee-seat",
+    )
+    def committee_seat(self, request: Request, pk: str, username: str) -> Response:
+        """Staff: take someone off the committee (never the chair: name another first)."""
+        round_ = self.get_object()
+        seat = get_object_or_404(round_.committee.select_related("user"), user__username=username)
+        committee_remove(round_=round_, user=seat.user, actor=acting_user(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=RoundOverviewOutputSerializer)
     @action(detail=True, methods=["get"])

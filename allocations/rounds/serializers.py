@@ -61,6 +61,9 @@ class RoundOutputSerializer(ApiModelSerializer):
 
 
 class RoundCreateInputSerializer(EndsAfterStart):
+    # The API's convention for spans ("must be after period_start" on the end field); the same
+    # rules are round_create's too, on the same fields, for the staff page and PATCH. A name
+    # taken is round_create's alone.
     spans = (("opens_at", "closes_at"), ("period_start", "period_end"))
     name = serializers.CharField(max_length=200)
     opens_at = UtcDateTimeField()
@@ -71,13 +74,29 @@ class RoundCreateInputSerializer(EndsAfterStart):
     chair = user_field()
     committee = serializers.ListField(child=user_field(), required=False, max_length=200)
 
-    def validate_name(self, value: str) -> str:
-        if AllocationRound.objects.filter(name=value).exists():
-            raise serializers.ValidationError(f"a round named {value!r} exists already")
-        return value
+    def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
+        return pool_amounts(value, "available")
+
+
+class RoundUpdateInputSerializer(serializers.Serializer):
+    """What staff change on a round; a field left out stays as it is."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    opens_at = UtcDateTimeField(required=False)
+    closes_at = UtcDateTimeField(required=False)
+    period_start = serializers.DateField(required=False)
+    period_end = serializers.DateField(required=False)
+    available = PoolAmountSerializer(many=True, required=False, help_text="SU offered per pool")
 
     def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "available")
+
+
+class CommitteeSeatInputSerializer(serializers.Serializer):
+    username = user_field()
+    chair = serializers.BooleanField(
+        default=False, help_text="the chair before stays on the committee"
+    )
 
 
 class RoundPoolSummarySerializer(serializers.Serializer):

@@ -57,6 +57,25 @@ ZERO = Decimal(0)
 # --- Rounds ---------------------------------------------------------------------------------
 
 
+def _round_dates_check(
+    *, opens_at: datetime, closes_at: datetime, period_start: date, period_end: date
+) -> None:
+    check_rule(opens_at < closes_at, "a round must open before it closes", field="closes_at")
+    check_rule(
+        period_start < period_end,
+        "the period a round grants must not be empty: its end comes after its start",
+        field="period_end",
+    )
+
+
+def _round_name_check(name: str, round_: AllocationRound | None = None) -> None:
+    check_rule(bool(name.strip()), "a round needs a name", field="name")
+    taken = AllocationRound.objects.filter(name=name)
+    if round_ is not None:
+        taken = taken.exclude(pk=round_.pk)
+    check_rule(not taken.exists(), f"a round named {name!r} exists already", field="name")
+
+
 @transaction.atomic
 def round_create(
     *,
@@ -72,21 +91,135 @@ def round_create(
 ) -> AllocationRound:
     """Staff open a call: dates, the period grants cover, SU per pool, the committee."""
     require(is_staff(actor), "only centre staff create allocation rounds")
-    check_rule(opens_at < closes_at, "a round must open before it closes")
-    check_rule(period_start < period_end, "the period a round grants must not be empty")
+    _round_name_check(name)
+    _round_dates_check(
+        opens_at=opens_at, closes_at=closes_at, period_start=period_start, period_end=period_end
+    )
     round_ = AllocationRound.objects.create(
         name=name, opens_at=opens_at, closes_at=closes_at,
         period_start=period_start, period_end=period_end,
     )  # fmt: skip
     for pool, amount in available.items():
-        value = su_amount(amount, f"SU available on {pool}")
-        check_rule(value >= 0, f"SU available on {pool} cannot be negative")
-        RoundPool.objects.create(round=round_, pool=pool, available_su=value)
+        round_pool_set(round_=round_, pool=pool, available=amount, actor=actor)
     CommitteeMember.objects.create(round=round_, user=chair, is_chair=True)
     for member in committee:
         if member.pk != chair.pk:
             CommitteeMember.objects.get_or_create(round=round_, user=member)
     return round_
+
+
+@transaction.atomic
+def round_update(
+    *,
+    round_: AllocationRound,
+    actor: User,
+    name: str,
+    opens_at: datetime,
+    closes_at: datetime,
+    period_start: date,
+    period_end: date,
+    available: Mapping[ResourcePool, Decimal] | None = None,
+) -> AllocationRound:
+    """Staff change a round's name, window or period, and the SU it offers on the pools in
+    ``available`` (``round_pool_set``), all or nothing. The period stays as it is once the
+    round has granted SU: the grants cover it."""
+    require(is_staff(actor), "only centre staff change allocation rounds")
+    round_ = AllocationRound.objects.select_for_update().get(pk=round_.pk)
+    _round_name_check(name, round_)
+    _round_dates_check(
+        opens_at=opens_at, closes_at=closes_at, period_start=period_start, period_end=period_end
+    )
+    if (period_start, period_end) != (round_.period_start, round_.period_end):
+        check_rule(
+            not RequestAmount.objects.filter(request__round=round_, granted_su__gt=0).exists(),
+            f"the round {round_} has granted SU for its period; the period cannot change",
+            field="period_start",
+        )
+    round_.name, round_.opens_at, round_.closes_at = name, opens_at, closes_at
+    round_.period_start, round_.period_end = period_start, period_end
+    round_.save(update_fields=["name", "opens_at", "closes_at", "period_start", "period_end"])
+    for pool, amount in (available or {}).items():
+        round_pool_set(round_=round_, pool=pool, available=amount, actor=actor)
+    return round_
+
+
+@transaction.atomic
+def round_close(*, round_: AllocationRound, actor: User) -> AllocationRound:
+    """Staff close an open round now: no more applications or submissions."""
+    require(is_staff(actor), "only centre staff close allocation rounds")
+    round_ = AllocationRound.objects.select_for_update().get(pk=round_.pk)
+    now = timezone.now()
+    check_rule(_round_is_open(round_, now), f"the round {round_} is not open")
+    round_.closes_at = now
+    round_.save(update_fields=["closes_at"])
+    return round_
+
+
+def _granted_in_round(round_: AllocationRound, pool: ResourcePool) -> Decimal:
+    total = RequestAmount.objects.filter(
+        request__round=round_, request__kind=AllocationRequest.Kind.NEW, pool=pool
+    ).aggregate(total=Sum("granted_su"))["total"]
+    return total or ZERO
+
+
+@transaction.atomic
+def round_pool_set(
+    *, round_: AllocationRound, pool: ResourcePool, available: Decimal, actor: User
+) -> RoundPool:
+    """Staff set the SU a round offers on a pool (a pool not offered yet is added); never
+    below zero nor below what the round has granted on it already."""
+    require(is_staff(actor), "only centre staff set what a round offers")
+    field = f"pool_{pool.pk}"
+    try:
+        value = su_amount(available, f"SU available on {pool}")
+    except ArithmeticError:  # Decimal("ten"): not a number at all
+        value = Decimal("NaN")
+    check_rule(value.is_finite(), f"SU available on {pool} must be a number", field=field)
+    check_rule(value >= 0, f"SU available on {pool} cannot be negative", field=field)
+    granted = _granted_in_round(round_, pool)
+    check_rule(
+        value >= granted,
+        f"the round has granted {granted.normalize():f} SU on {pool} already; it cannot offer less",
+        field=field,
+    )
+    offer, _ = RoundPool.objects.update_or_create(
+        round=round_, pool=pool, defaults={"available_su": value}
+    )
+    return offer
+
+
+@transaction.atomic
+def committee_add(
+    *, round_: AllocationRound, user: User, actor: User, chair: bool = False
+) -> CommitteeMember:
+    """Staff seat someone on a round's committee; as chair, the chair before stays on the
+    committee as a member (a round has one chair)."""
+    require(is_staff(actor), "only centre staff seat a round's committee")
+    check_rule(user.is_active, f"{user} cannot sign in and cannot review", field="user")
+    if chair:
+        for before in CommitteeMember.objects.filter(round=round_, is_chair=True).exclude(
+            user=user
+        ):  # one by one, so that the audit log records each
+            before.is_chair = False
+            before.save(update_fields=["is_chair"])
+    seat, created = CommitteeMember.objects.get_or_create(
+        round=round_, user=user, defaults={"is_chair": chair}
+    )
+    if not created and chair and not seat.is_chair:
+        seat.is_chair = True
+        seat.save(update_fields=["is_chair"])
+    return seat
+
+
+@transaction.atomic
+def committee_remove(*, round_: AllocationRound, user: User, actor: User) -> None:
+    """Staff take someone off a round's committee; the chair stays until another is named."""
+    require(is_staff(actor), "only centre staff change a round's committee")
+    seat = CommitteeMember.objects.filter(round=round_, user=user).first()
+    check_rule(seat is not None, f"{user} is not on the committee of {round_}")
+    assert seat is not None
+    check_rule(not seat.is_chair, f"{user} chairs {round_}; name another chair first", field="user")
+    seat.delete()
 
 
 # --- Requests -------------------------------------------------------------------------------

@@ -148,6 +148,7 @@ STAFF_ONLY_HIDDEN = "401 404 404 404 404 404 200"
 STAFF_WRITE = "401 403 403 403 403 403 201"
 NOT_ALLOWED = "401 405 405 405 405 405 405"  # the endpoint has no such operation
 STAFF_NOT_ALLOWED = "401 403 403 403 403 403 405"
+STAFF_CHANGE = "401 403 403 403 403 403 200"
 
 CASES = [
     # --- accounting ---
@@ -226,7 +227,7 @@ CASES = [
     Case("projects: create", "post", _url("/api/v1/projects/"), STAFF_WRITE,
          body=lambda w: {"code": "pawsey0042", "title": "New", "pi": "alice"}),
     Case("project: read", "get", _url("/api/v1/projects/pawsey0003/"), P3_READ),
-    Case("project: write", "patch", _url("/api/v1/projects/pawsey0003/"), STAFF_NOT_ALLOWED,
+    Case("project: write", "patch", _url("/api/v1/projects/pawsey0003/"), STAFF_CHANGE,
          body=lambda w: {"title": "x"}),
     Case("unarchive: no read", "get", _url("/api/v1/projects/pawsey0003/unarchive/"),
          STAFF_NOT_ALLOWED),
@@ -271,8 +272,28 @@ CASES = [
                          "period_end": "2028-10-01", "available": AMOUNT, "chair": "chair",
                          "committee": ["reviewer"]}),
     Case("round: read", "get", lambda w: f"/api/v1/rounds/{w.round.pk}/", ALL_200),
-    Case("round: write", "patch", lambda w: f"/api/v1/rounds/{w.round.pk}/", STAFF_NOT_ALLOWED,
+    Case("round: write", "patch", lambda w: f"/api/v1/rounds/{w.round.pk}/", STAFF_CHANGE,
          body=lambda w: {"name": "x"}),
+    Case("round close: write", "post", lambda w: f"/api/v1/rounds/{w.round.pk}/close/",
+         STAFF_CHANGE),
+    Case("round close: no read", "get", lambda w: f"/api/v1/rounds/{w.round.pk}/close/",
+         NOT_ALLOWED),
+    Case("round committee: seat", "post", lambda w: f"/api/v1/rounds/{w.round.pk}/committee/",
+         STAFF_CHANGE, body=lambda w: {"username": "bob"}),
+    Case("round committee: no read", "get",
+         lambda w: f"/api/v1/rounds/{w.round.pk}/committee/", NOT_ALLOWED),
+    Case("round committee seat: remove", "delete",
+         lambda w: f"/api/v1/rounds/{w.round.pk}/committee/reviewer/",
+         "401 403 403 403 403 403 204"),
+    Case("round committee seat: no read", "get",
+         lambda w: f"/api/v1/rounds/{w.round.pk}/committee/reviewer/", NOT_ALLOWED),
+    Case("pools: read", "get", _url("/api/v1/pools/"), ALL_200),
+    Case("pools: create", "post", _url("/api/v1/pools/"), STAFF_WRITE,
+         body=lambda w: {"cluster": "slurm-testbed", "name": "testbed debug",
+                        "slurm_account_suffix": "-debug"}),
+    Case("pool: read", "get", lambda w: f"/api/v1/pools/{w.centre.cpu.pk}/", ALL_200),
+    Case("pool: write", "patch", lambda w: f"/api/v1/pools/{w.centre.cpu.pk}/", STAFF_CHANGE,
+         body=lambda w: {"description": "x"}),
     Case("round overview: read", "get", lambda w: f"/api/v1/rounds/{w.round.pk}/overview/",
          "401 403 403 403 403 200 200"),
     Case("round overview: write", "post", lambda w: f"/api/v1/rounds/{w.round.pk}/overview/",

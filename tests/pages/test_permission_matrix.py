@@ -296,6 +296,47 @@ MATRIX: dict[str, Entry] = {
     ),
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
     "allocations:round-detail": Entry(lambda s: f"/allocations/rounds/{s.round.pk}/", read=SEATS),
+    # Staff's projects, pools and rounds: 404 to everyone else, before the input is read.
+    "allocations:staff-projects": Entry(lambda s: "/allocations/staff/projects/", read=STAFF),
+    "allocations:staff-project-new": Entry(
+        lambda s: "/allocations/staff/projects/new/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-project-edit": Entry(
+        lambda s: f"/allocations/staff/projects/{_code(s)}/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-member-add": Entry(
+        lambda s: f"/allocations/staff/projects/{_code(s)}/members/",
+        write=STAFF,
+        body=lambda s: {"user": "erin", "role": "member"},
+    ),
+    "allocations:staff-member-remove": Entry(
+        lambda s: f"/allocations/staff/projects/{_code(s)}/members/alice/remove/", write=STAFF
+    ),
+    "allocations:staff-pools": Entry(lambda s: "/allocations/staff/pools/", read=STAFF),
+    "allocations:staff-pool-new": Entry(
+        lambda s: "/allocations/staff/pools/new/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-pool-edit": Entry(
+        lambda s: f"/allocations/staff/pools/{s.cpu.pk}/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-rounds": Entry(lambda s: "/allocations/staff/rounds/", read=STAFF),
+    "allocations:staff-round-new": Entry(
+        lambda s: "/allocations/staff/rounds/new/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-round-edit": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/", read=STAFF, write=STAFF
+    ),
+    "allocations:staff-round-close": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/close/", write=STAFF
+    ),
+    "allocations:staff-committee-add": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/committee/",
+        write=STAFF,
+        body=lambda s: {"user": "bob"},
+    ),
+    "allocations:staff-committee-remove": Entry(
+        lambda s: f"/allocations/staff/rounds/{s.round.pk}/committee/erin/remove/", write=STAFF
+    ),
     # --- A person's own pages ------------------------------------------------------------
     "people:tokens": Entry(
         lambda s: "/account/tokens/",
@@ -355,7 +396,9 @@ MATRIX: dict[str, Entry] = {
     "api:overhead": Entry(lambda s: "/api/v1/overhead/", read=STAFF),
     # --- API: allocations -----------------------------------------------------------------
     "api:project-list": Entry(lambda s: "/api/v1/projects/", read=SIGNED_IN, write=STAFF),
-    "api:project-detail": Entry(lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT),
+    "api:project-detail": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/", read=PROJECT, write=STAFF, method="patch"
+    ),
     "api:project-unarchive": Entry(
         lambda s: f"/api/v1/projects/{_code(s)}/unarchive/", write=STAFF
     ),
@@ -376,7 +419,22 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/allocations/{_first(Allocation, project=s.project)}/", read=PROJECT
     ),
     "api:round-list": Entry(lambda s: "/api/v1/rounds/", read=SIGNED_IN, write=STAFF),
-    "api:round-detail": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN),
+    "api:round-detail": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/", read=SIGNED_IN, write=STAFF, method="patch"
+    ),
+    "api:pool-list": Entry(lambda s: "/api/v1/pools/", read=SIGNED_IN, write=STAFF),
+    "api:pool-detail": Entry(
+        lambda s: f"/api/v1/pools/{s.cpu.pk}/", read=SIGNED_IN, write=STAFF, method="patch"
+    ),
+    "api:round-close": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/close/", write=STAFF),
+    "api:round-committee": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/committee/",
+        write=STAFF,
+        body=lambda s: {"username": "bob"},
+    ),
+    "api:round-committee-seat": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/committee/erin/", write=STAFF, method="delete"
+    ),
     "api:round-overview": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/overview/", read=CHAIR),
     # Applying and transferring: PIs (of any project) and staff; reviewing: any committee.
     "api:request-list": Entry(lambda s: "/api/v1/requests/", read=SIGNED_IN, write=ANY_PI),
