@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from allocations.grants import lifecycle
-from allocations.grants.selectors import balance_get, project_balances_get
+from allocations.grants.selectors import balance_get, grant_balances_of
 from allocations.models import Allocation, GrantExpiryNotice
 from kit.access import is_staff, require
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
@@ -147,29 +147,25 @@ class PoolSummary:
 
 def final_summary_get(*, project: Project) -> list[PoolSummary]:
     """Per pool, the project's last grant as it ended: its budget periods' budgets and
-    adjustments (granted), their use and what was left, from the one balance selector."""
-    last_ends = (
-        Allocation.objects.filter(project=project)
-        .values("pool_id")
-        .annotate(end=Max("period_end"))
-        .values_list("pool_id", "end")
-    )
-    summaries = []
-    for last_day in sorted({end - timedelta(days=1) for _, end in last_ends}):
-        pools = {pool_id for pool_id, end in last_ends if end - timedelta(days=1) == last_day}
-        balances = project_balances_get(project=project, on=last_day, all_periods=True)
-        for item in balances.pools:
-            if item.pool_id not in pools or not item.periods:
-                continue
-            summaries.append(
-                PoolSummary(
-                    pool=item.pool,
-                    start=item.periods[0].start,
-                    last_day=last_day,
-                    granted_su=sum((p.budget_su + p.adjustments_su for p in item.periods), ZERO),
-                    used_su=sum((p.used_su for p in item.periods), ZERO),
-                )
-            )
+    adjustments (granted), their use and what was left, as the grants list shows them (the
+    one balance's ``GrantBalance``)."""
+    last: dict[int, Allocation] = {}
+    for allocation in (
+        Allocation.objects.filter(project=project).select_related("pool").order_by("period_end")
+    ):
+        last[allocation.pool_id] = allocation
+    figures = grant_balances_of(allocations=list(last.values()))
+    summaries = [
+        PoolSummary(
+            pool=allocation.pool.name,
+            start=allocation.period_start,
+            last_day=figures[allocation.pk].last_day,
+            granted_su=figures[allocation.pk].available_su,
+            used_su=figures[allocation.pk].used_su,
+        )
+        for allocation in last.values()
+        if allocation.pk in figures
+    ]
     return sorted(summaries, key=lambda summary: summary.pool)
 
 
