@@ -4,8 +4,9 @@ the project's status following its grants (active, expired, archived; the rules 
 ``allocations/grants/lifecycle.py``). An archived project is read-only
 (``projects.access.project_writable_check``); staff un-archiving it is the one write allowed.
 
-Everything here is idempotent: a notice is recorded once per grant and days
-(:class:`GrantExpiryNotice`), a status changes once, so a second run mails no one twice.
+Everything here is idempotent: a notice is recorded once per grant, end and days
+(:class:`GrantExpiryNotice`: an extended grant is announced again before its new end), a
+status changes once, so a second run mails no one twice.
 Whoever turned "grants ending" off on their notifications page is not mailed (people/mail.py).
 """
 
@@ -102,7 +103,10 @@ def grant_expiry_notices_send(*, today: date | None = None) -> list[GrantExpiryN
         due = lifecycle.notice_due(days_left=days_left, notice_days=notice_days)
         if due is None or _continued(allocation):
             continue
-        if GrantExpiryNotice.objects.filter(allocation=allocation, days_before=due).exists():
+        told = GrantExpiryNotice.objects.filter(
+            allocation=allocation, grant_end=allocation.period_end, days_before=due
+        )
+        if told.exists():
             continue
         project = allocation.project
         recipients = mail_recipients(
@@ -112,8 +116,9 @@ def grant_expiry_notices_send(*, today: date | None = None) -> list[GrantExpiryN
         try:
             with transaction.atomic():
                 notice = GrantExpiryNotice.objects.create(
-                    allocation=allocation, days_before=due, recipients=", ".join(recipients)
-                )
+                    allocation=allocation, grant_end=allocation.period_end, days_before=due,
+                    recipients=", ".join(recipients),
+                )  # fmt: skip
                 mail_send(
                     recipients=recipients,
                     subject=f"{project.code}: the grant on {allocation.pool.name} ends in "

@@ -15,6 +15,7 @@ class Migration(migrations.Migration):
             name='GrantExpiryNotice',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('grant_end', models.DateField(help_text="the grant's period_end the notice was about")),
                 ('days_before', models.PositiveSmallIntegerField()),
                 ('notified_at', models.DateTimeField(auto_now_add=True)),
                 ('recipients', models.TextField(blank=True)),
@@ -22,7 +23,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['notified_at'],
-                'constraints': [models.UniqueConstraint(fields=('allocation', 'days_before'), name='expiry_notice_once_per_days')],
+                'constraints': [models.UniqueConstraint(fields=('allocation', 'grant_end', 'days_before'), name='expiry_notice_once_per_end_and_days')],
             },
         ),
     ]

@@ -180,11 +180,13 @@ class EfficiencySummaryNotice(models.Model):
 
 class GrantExpiryNotice(models.Model):
     """The PI and managers were told that a grant ends in ``days_before`` days (one of
-    PORTAL_GRANT_EXPIRY_NOTICE_DAYS): recorded once, so a second run mails no one twice."""
+    PORTAL_GRANT_EXPIRY_NOTICE_DAYS): recorded once per end, so a second run mails no one
+    twice, and an extended grant is announced again before its new end."""
 
     allocation = models.ForeignKey(
         Allocation, on_delete=models.CASCADE, related_name="expiry_notices"
     )
+    grant_end = models.DateField(help_text="the grant's period_end the notice was about")
     days_before = models.PositiveSmallIntegerField()
     notified_at = models.DateTimeField(auto_now_add=True)
     recipients = models.TextField(blank=True)
@@ -193,7 +195,8 @@ class GrantExpiryNotice(models.Model):
         ordering = ["notified_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["allocation", "days_before"], name="expiry_notice_once_per_days"
+                fields=["allocation", "grant_end", "days_before"],
+                name="expiry_notice_once_per_end_and_days",
             )
         ]
 

@@ -27,6 +27,7 @@ from allocations.grants.services import (
     adjustment_refund,
     adjustment_top_up,
     adjustment_transfer,
+    allocation_extend,
     allocation_grant,
 )
 from allocations.models import (
@@ -129,6 +130,24 @@ def test_a_late_grant_gets_the_most_urgent_notice_only(
     notices = _notices(date(2026, 12, 21), django_capture_on_commit_callbacks)  # 10 days left
     assert [notice.days_before for notice in notices] == [14]
     assert len(mailoutbox) == 1
+
+
+def test_an_extended_grant_is_announced_again_before_its_new_end(
+    centre, mailoutbox, django_capture_on_commit_callbacks
+):
+    grant = _grant(centre)
+    capture = django_capture_on_commit_callbacks
+    assert [n.days_before for n in _notices(date(2026, 12, 24), capture)] == [7]
+    allocation_extend(
+        allocation=grant, new_end=date(2027, 4, 1), amount=Decimal(100), actor=centre.staff
+    )
+    assert _notices(date(2026, 12, 31), capture) == []  # no longer its last day
+    # The new last day is 2027-03-31: its notices come again, each once.
+    assert [n.days_before for n in _notices(date(2027, 3, 1), capture)] == [30]
+    assert _notices(date(2027, 3, 1), capture) == []
+    assert [n.days_before for n in _notices(date(2027, 3, 24), capture)] == [7]
+    ends = [mail.subject.rsplit(" ends in ", 1)[1] for mail in mailoutbox]
+    assert ends == ["7 days", "30 days", "7 days"]
 
 
 def test_the_notice_days_are_a_setting(
