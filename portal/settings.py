@@ -335,6 +335,7 @@ SPECTACULAR_SETTINGS = {
         "RequestKindEnum": "allocations.models.AllocationRequest.Kind",
         "MembershipRoleEnum": "projects.models.Membership.Role",
         "InvitableRoleEnum": "projects.models.INVITABLE_ROLES",
+        "GrantStatusEnum": "allocations.grants.budget.GRANT_STATUS_CHOICES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -151,6 +151,10 @@ class GrantStatus(StrEnum):
     ENDED = "ended"
 
 
+# As (value, label) pairs: the API schema's one name for them (ENUM_NAME_OVERRIDES).
+GRANT_STATUS_CHOICES = [(status.value, status.value) for status in GrantStatus]
+
+
 def grant_status(*, start: date, end: date, today: date) -> GrantStatus:
     """Where a grant of [start, end) stands on ``today`` (the pool's cluster's day): future
     before its first day, current up to and including its last day (``end`` - 1), ended from
