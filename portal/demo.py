@@ -30,6 +30,7 @@ from accounting.models import (
     UsageDaily,
 )
 from accounting.utilisation.overhead import overhead_run_compute
+from allocations.grants.expiry import project_status_follow
 from allocations.grants.services import allocation_grant
 from allocations.models import Allocation, AllocationRound, PriorityPolicy
 from allocations.priorities.services import (
@@ -37,8 +38,13 @@ from allocations.priorities.services import (
     priority_policy_set,
     profiling_coefficient_post,
 )
+from allocations.project_requests.services import (
+    project_request_approve,
+    project_request_create,
+)
 from allocations.rounds.services import (
     request_create,
+    request_decide,
     request_review_start,
     request_submit,
     review_submit,
@@ -66,12 +72,18 @@ DEMO_ACCOUNTS = (
     DemoAccount(
         "staff", "staff-demo-pw", "centre staff (admin), chair of the open round", is_staff=True
     ),
-    DemoAccount("alice", "alice-demo-pw", "researcher, PI of pawsey0001"),
-    DemoAccount("bob", "bob-demo-pw", "researcher, PI of pawsey0002"),
+    DemoAccount(
+        "alice", "alice-demo-pw", "researcher, PI of pawsey0001 (a top-up granted in part: appeal)"
+    ),
+    DemoAccount("bob", "bob-demo-pw", "researcher, PI of pawsey0002 and the archived pawsey0005"),
     DemoAccount(
         "carol",
         "carol-demo-pw",
-        "researcher, PI of pawsey0003 and pawsey0004, reviewer in the open round",
+        "researcher, PI of pawsey0003 and pawsey0004 (93 % used, ending soon: top-up, renewal, "
+        "extension), reviewer in the open round",
+    ),
+    DemoAccount(
+        "dave", "dave-demo-pw", "researcher without a project; his project request waits for staff"
     ),
 )
 DEMO_PIS = {
@@ -187,6 +199,7 @@ def _grid_intensity(cluster: Cluster, report: Callable[[str], None]) -> None:
 # How much of its current budget period each demo project has used: the dashboard then shows
 # a calm project, a busy one and two past the 75 % alert.
 DEMO_USE = {"pawsey0001": "0.45", "pawsey0002": "0.62", "pawsey0003": "0.8", "pawsey0004": "0.93"}
+DEMO_ENDING = "pawsey0004"  # its grant ends with the current quarter
 
 
 def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
@@ -210,6 +223,9 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
     quarter_end = add_months(start, 3)
     for code, share in DEMO_USE.items():
         project = Project.objects.get(code=code)
+        # pawsey0004's grant is this quarter alone: it ends within 60 days, so its page offers
+        # a renewal into the open round and an extension beside the top-up its alert offers.
+        ends = quarter_end if code == DEMO_ENDING else end
         for pool in pools.values():
             used = UsageDaily.objects.filter(
                 project=project, partition__in=pool.partitions.all(), day__gte=start,
@@ -217,10 +233,14 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
             ).aggregate(total=Sum("service_units"))["total"] or Decimal(0)  # fmt: skip
             quarter = max((used / Decimal(share)).quantize(Decimal(1)), Decimal(100))
             allocation_grant(
-                project=project, pool=pool, amount=quarter * 4, period_start=start,
-                period_end=end, actor=staff, reason="demo grant",
+                project=project, pool=pool, amount=quarter * (4 if ends == end else 1),
+                period_start=start, period_end=ends, actor=staff, reason="demo grant",
             )  # fmt: skip
-    report(f"grants: 4 projects x 2 pools, {start} .. {end}, quarterly budgets")
+    report(
+        f"grants: 4 projects x 2 pools, {start} .. {end}, quarterly budgets; {DEMO_ENDING}'s "
+        f"ends on {quarter_end} (renewal, extension and, "
+        f"{Decimal(DEMO_USE[DEMO_ENDING]):.0%} used, a top-up)"
+    )
     thresholds_check()
     now = timezone.now()
     round_ = round_create(
@@ -235,6 +255,7 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
         "opened, bob's is under review, carol's is a draft"
     )
     _requests(round_, pools)
+    _lifecycle(pools, report)
 
 
 def _requests(round_: AllocationRound, pools: dict[str, ResourcePool]) -> None:
@@ -262,6 +283,52 @@ def _requests(round_: AllocationRound, pools: dict[str, ResourcePool]) -> None:
             review_submit(
                 request=request, reviewer=users["carol"], score=4, comment="A clear plan."
             )
+
+
+def _lifecycle(pools: dict[str, ResourcePool], report: Callable[[str], None]) -> None:
+    """The rest of the allocation lifecycle (docs/allocations.md), through the real services:
+    alice's top-up granted in part (her project page offers an appeal), dave's project request
+    waiting in staff's queue, and bob's earlier project whose grant ended long ago (expired,
+    then archived: read-only)."""
+    users = {user.username: user for user in get_user_model().objects.all()}
+    project = Project.objects.get(code="pawsey0001")
+    quarter = next(
+        grant.granted_su for grant in project.allocations.filter(pool=pools["CPU"])
+    ) / 4  # fmt: skip
+    asked = max((quarter / 500).to_integral_value() * 100, Decimal(200))  # a fifth, in hundreds
+    top_up = request_create(
+        project=project, actor=users["alice"], kind="top_up",
+        justification="The campaign's last ensemble needs more SU this quarter.",
+        amounts={pools["CPU"]: asked},
+    )  # fmt: skip
+    request_submit(request=top_up, actor=users["alice"])
+    request_decide(
+        request=top_up, actor=users["staff"], granted={pools["CPU"]: asked / 2},
+        reason="Half now; the rest from the next round.",
+    )  # fmt: skip
+    project_request_create(
+        requester=users["dave"], title="Turbulence in stellar convection zones",
+        abstract="Direct numerical simulation of convection in Sun-like stars.",
+        field_of_science="Astronomy and astrophysics",
+        amounts={pools["CPU"].name: "50000", pools["GPU"].name: "5000"},
+    )  # fmt: skip
+    today = timezone.localdate()
+    old = project_request_create(
+        requester=users["bob"], title="Pilot genome assembly",
+        abstract="The pilot for the 400-genome assembly.", field_of_science="Biological sciences",
+        amounts={pools["CPU"].name: "20000"},
+    )  # fmt: skip
+    project_request_approve(
+        request=old, actor=users["staff"], period_start=today - timedelta(days=500),
+        period_end=today - timedelta(days=135),
+    )  # fmt: skip
+    assert old.project is not None
+    statuses = project_status_follow(project=old.project, today=today)
+    report(
+        f"lifecycle: alice's top-up granted in part (she may appeal), dave's project request "
+        f"waits for staff, bob's {old.project.code} ended {today - timedelta(days=135)} and is "
+        f"{' then '.join(statuses) or old.project.status}"
+    )
 
 
 # Profilers' coefficients K_prof of the demo projects: below K1, between, above K2, and one

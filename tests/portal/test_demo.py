@@ -46,6 +46,46 @@ def test_the_demo_prints_logins_with_their_roles_and_files_its_mail(demo):
     assert "alice's request waits to be opened, bob's is under review" in output
 
 
+LIFECYCLE_CHECK = """
+import json
+from datetime import timedelta
+from django.utils import timezone
+from allocations.models import Allocation, AllocationRequest, ProjectRequest
+from projects.models import Membership, Project
+today = timezone.localdate()
+print(json.dumps({
+    "dave_projects": Membership.objects.filter(user__username="dave").count(),
+    "waiting": list(ProjectRequest.objects.filter(state="submitted").values_list(
+        "requester__username", flat=True)),
+    "ending": sorted({a.project.code for a in Allocation.objects.filter(
+        period_end__gt=today, period_end__lte=today + timedelta(days=60))}),
+    "appealable": [(r.project.code, r.kind) for r in AllocationRequest.objects.filter(
+        state="partially_granted", appeals__isnull=True)],
+    "archived": list(Project.objects.filter(status="archived").values_list("code", flat=True)),
+}))
+"""
+
+
+def test_the_demo_shows_each_step_of_the_allocation_lifecycle(demo):
+    """Issue 27's journeys have something to show without setup: a user without a project and
+    a project request in staff's queue, pawsey0004 near exhaustion with its grant ending within
+    60 days (top-up, renewal, extension), a partial decision to appeal, an archived project."""
+    output = demo[1].stdout
+    assert "dave's project request waits for staff" in output
+    assert "pawsey0004's ends on" in output
+    assert "93% used, a top-up" in output
+    assert "pawsey0005 ended" in output
+    assert "expired then archived" in output
+    checked = _manage(["shell", "-c", LIFECYCLE_CHECK], demo[0])
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    found = json.loads(checked.stdout.strip().splitlines()[-1])
+    assert found["dave_projects"] == 0
+    assert found["waiting"] == ["dave"]
+    assert found["ending"] == ["pawsey0004"]
+    assert found["appealable"] == [["pawsey0001", "top_up"]]
+    assert found["archived"] == ["pawsey0005"]
+
+
 HOURLY_CHECK = """
 import json
 from datetime import timedelta
