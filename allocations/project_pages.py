@@ -129,6 +129,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         ],
         step=step,
         group_label="partition",
+        window=(start, end),
     )
     by_user = charts.usage_stacked(
         key="usage-user",
@@ -144,6 +145,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         ],
         step=step,
         group_label="user",
+        window=(start, end),
     )
     chart_list += [by_partition, by_user]
     wanted = find_chart(chart_list, request.GET.get("csv", ""))

@@ -192,8 +192,9 @@ def usage_stacked(
     points: Iterable[tuple[date, str, Decimal]],
     step: str,
     group_label: str,
+    window: tuple[date, date],
 ) -> Chart:
-    """SU per period, one stacked bar per partition or user."""
+    """SU per period, one stacked bar per partition or user, over ``window`` (start, end)."""
     series: dict[str, dict[date, float]] = {}
     periods: set[date] = set()
     rows: list[tuple[Any, ...]] = []
@@ -226,6 +227,8 @@ def usage_stacked(
             }
         )  # fmt: skip
     if not series:
+        # Without bars plotly's date axis would show its default, the year 2000.
+        fig["layout"]["xaxis"]["range"] = [day.isoformat() for day in window]
         say_empty(fig, "No charged jobs in this window")
     return Chart(
         key=key,

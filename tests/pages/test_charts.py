@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 
 import plotly.graph_objects as go
 import pytest
 from django.urls import reverse
 
+from allocations.grants.charts import usage_stacked
 from tests.pages.conftest import PROJECT, client_for
 
 pytestmark = pytest.mark.django_db
@@ -48,3 +50,14 @@ def test_every_figure_is_valid_plotly_with_title_axes_and_hover(site):
             assert figure.layout.yaxis.title.text or key in {"fractions", "partitions"}, key
             assert all(trace.hovertemplate for trace in figure.data), key
     assert seen >= 10
+
+
+def test_a_usage_chart_without_jobs_spans_its_window_not_the_year_2000():
+    """A project with no charged jobs in the window (an archived one, a new one) drew its
+    empty usage chart over plotly's default dates, 2000-01-01 to 2001: it spans the window."""
+    chart = usage_stacked(
+        key="usage-partition", title="SU per week by partition", points=[], step="week",
+        group_label="partition", window=(date(2026, 5, 25), date(2026, 11, 28)),
+    )  # fmt: skip
+    xaxis = json.loads(chart.figure_json)["layout"]["xaxis"]
+    assert xaxis["range"] == ["2026-05-25", "2026-11-28"]
