@@ -362,7 +362,10 @@ def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     except (AllocationError, PermissionDenied) as error:
         _service_error(request, error)
     else:
-        messages.success(request, "Submitted: the committee will review it.")
+        if allocation_request.in_round:
+            messages.success(request, "Submitted: the committee will review it.")
+        else:  # a top-up, an extension or an appeal goes straight to whoever decides it
+            messages.success(request, "Submitted: no committee review, it waits for a decision.")
     return redirect("allocations:request-detail", pk=pk)
 
 

@@ -245,7 +245,9 @@ def request_next_step(*, request: AllocationRequest) -> str:
         return f"Next: the PI (or a manager) completes and submits the draft{closes}."
     if state == State.SUBMITTED and not request.in_round:
         who = chair_name if chair else "centre staff"
-        return f"Next: {who} decides it (a {request.get_kind_display()} has no committee review)."
+        kind = request.get_kind_display()
+        article = "an" if kind[:1] in "aeiou" else "a"
+        return f"Next: {who} decides it ({article} {kind} has no committee review)."
     if state == State.SUBMITTED:
         return f"Next: {chair_name} opens it for review; the committee cannot score it before."
     if state == State.UNDER_REVIEW:

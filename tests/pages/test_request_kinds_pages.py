@@ -114,3 +114,18 @@ def test_the_chair_finds_a_submitted_top_up_among_the_rounds_changes_to_decide(k
     assert grant in _as(c.staff).get(url).content.decode()
     # A reviewer sees the round but not the changes; the chair decides them alone.
     assert "Changes to decide" not in _as(c.reviewer).get(url).content.decode()
+
+
+def test_submitting_a_top_up_or_an_appeal_says_who_decides_not_the_committee(kinds: Kinds):
+    """A top-up, an extension and an appeal have no committee review: submitting one said
+    "the committee will review it" all the same, and the page read "a appeal"."""
+    c = kinds.centre
+    pi = _as(c.alice)
+    top_up = request_create(project=c.p1, actor=c.alice, kind="top_up", amounts={c.cpu: Decimal(5)})
+    page = pi.post(f"/allocations/requests/{top_up.pk}/submit/", follow=True).content.decode()
+    assert "committee will review" not in page
+    assert "no committee review" in page
+    appeal = request_create(project=c.p1, actor=c.alice, kind="appeal", appeal_of=kinds.application)
+    page = pi.post(f"/allocations/requests/{appeal.pk}/submit/", follow=True).content.decode()
+    assert "committee will review" not in page
+    assert "(an appeal has no committee review)" in page
