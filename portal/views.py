@@ -14,7 +14,7 @@ from allocations.access import approves_project_requests
 from allocations.grants import charts
 from allocations.grants.selectors import balances_for_project, projects_of_member
 from allocations.project_requests.selectors import project_requests_waiting
-from allocations.rounds.selectors import rounds_for_user
+from allocations.rounds.selectors import changes_for_staff, rounds_for_user
 from kit.access import is_staff, require
 from portal import health
 from portal.audit import audit_changes, audit_entries, audit_kind
@@ -65,6 +65,7 @@ def home(request: HttpRequest) -> HttpResponse:
         for project in page:  # a page of 25: each project's balances, one read per project
             project.pool_use = balances_for_project(project=project)  # type: ignore[attr-defined]
         context["all_projects"] = page
+        context["staff_changes"] = changes_for_staff()
     return render(request, "portal/dashboard.html", context)
 
 

@@ -178,6 +178,20 @@ def changes_to_decide(*, round_: AllocationRound, user: Actor) -> list[dict[str,
     return [{"request": request, "conflict": request.project_id in own} for request in requests]
 
 
+def changes_for_staff() -> list[AllocationRequest]:
+    """Top-ups, extensions and appeals submitted that no round's chair decides (``deciding_round``
+    is None: the grant was made outside a round, by staff or as a project request's start-up
+    allocation): staff decide them, oldest first."""
+    requests = (
+        AllocationRequest.objects.filter(
+            round__isnull=True, state=AllocationRequest.State.SUBMITTED
+        )
+        .select_related("project", "grant__request", "appeal_of__grant__request")
+        .order_by("created_at", "pk")
+    )
+    return [request for request in requests if access.deciding_round(request) is None]
+
+
 def round_requests_for_committee(
     *, round_: AllocationRound, user: Actor
 ) -> list[dict[str, object]]:

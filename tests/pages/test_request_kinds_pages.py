@@ -129,3 +129,25 @@ def test_submitting_a_top_up_or_an_appeal_says_who_decides_not_the_committee(kin
     page = pi.post(f"/allocations/requests/{appeal.pk}/submit/", follow=True).content.decode()
     assert "committee will review" not in page
     assert "(an appeal has no committee review)" in page
+
+
+def test_staff_find_the_changes_no_round_decides_on_their_dashboard(centre):  # noqa: F811
+    """A top-up of a grant staff made outside a round (a start-up grant of an approved project
+    request, the demo's grants) is decided by staff, but no page listed it: only the rounds'
+    pages list the changes their chairs decide. Staff's dashboard lists them."""
+    today = pool_today(centre.cpu)
+    allocation_grant(
+        project=centre.p2, pool=centre.cpu, amount=Decimal(100),
+        period_start=today - timedelta(days=30), period_end=today + timedelta(days=300),
+        actor=centre.staff,
+    )  # fmt: skip
+    top_up = request_create(
+        project=centre.p2, actor=centre.bob, kind="top_up", amounts={centre.cpu: Decimal(50)}
+    )
+    decide = f"/allocations/requests/{top_up.pk}/grant/"
+    assert decide not in _as(centre.staff).get("/").content.decode()  # a draft: not yet
+    request_submit(request=top_up, actor=centre.bob)
+    page = _as(centre.staff).get("/").content.decode()
+    assert "Changes to decide" in page
+    assert decide in page
+    assert decide not in _as(centre.bob).get("/").content.decode()
