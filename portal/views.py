@@ -13,7 +13,10 @@ from django.views.decorators.http import require_GET
 from allocations.access import approves_project_requests
 from allocations.grants import charts
 from allocations.grants.selectors import balances_for_project, projects_of_member
-from allocations.project_requests.selectors import project_requests_waiting
+from allocations.project_requests.selectors import (
+    project_requests_open_of,
+    project_requests_waiting,
+)
 from allocations.rounds.selectors import changes_for_staff, rounds_for_user
 from kit.access import is_staff, require
 from portal import health
@@ -59,6 +62,8 @@ def home(request: HttpRequest) -> HttpResponse:
     }
     if context["approves_projects"]:
         context["project_requests_waiting"] = project_requests_waiting()
+    if not projects:  # what the person without a project already asked for
+        context["my_project_requests"] = list(project_requests_open_of(user=request.user))
     if is_staff(request.user):
         everything = Project.objects.select_related("pi").order_by("code")
         page = Paginator(everything, STAFF_PROJECTS_PER_PAGE).get_page(request.GET.get("page"))

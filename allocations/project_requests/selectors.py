@@ -36,6 +36,17 @@ def project_requests_of(*, user: User) -> QuerySet[ProjectRequest]:
     ).distinct()
 
 
+def project_requests_open_of(*, user: User) -> QuerySet[ProjectRequest]:
+    """Those of a person's requests not decided yet (asked for, or naming them PI): what the
+    dashboard of someone without a project says is under way."""
+    decided = [
+        ProjectRequest.State.APPROVED,
+        ProjectRequest.State.REJECTED,
+        ProjectRequest.State.PI_DECLINED,
+    ]
+    return project_requests_of(user=user).exclude(state__in=decided)
+
+
 def project_requests_queue() -> QuerySet[ProjectRequest]:
     """The approvers' queue: every project request its PI confirmed, those waiting for a
     decision first, then the rest; the newest first in each."""

@@ -51,6 +51,18 @@ def test_a_person_without_a_project_is_offered_to_ask_for_one(centre):  # noqa: 
     assert "links above" in _client(centre.alice).get("/allocations/rounds/").content.decode()
 
 
+def test_the_dashboard_of_a_person_without_a_project_shows_her_request_under_way(
+    centre,  # noqa: F811
+):
+    nina = UserFactory(username="nina")
+    asked = _ask(centre, nina)
+    dashboard = _client(nina).get("/").content.decode()
+    link = f"/allocations/project-requests/{asked.pk}/"
+    assert f'<a href="{link}">Coral reef models</a>: waiting for a decision.' in dashboard
+    ProjectRequest.objects.filter(pk=asked.pk).update(state=State.REJECTED)
+    assert link not in _client(nina).get("/").content.decode()  # decided: no longer under way
+
+
 def test_a_wrong_amount_and_an_unknown_pi_are_shown_on_their_fields_and_keep_the_rest(
     centre,  # noqa: F811
 ):
