@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -31,7 +31,7 @@ from allocations.access import (
     can_confirm_project_request,
     can_edit_project_request,
 )
-from allocations.grants.services import AllocationError, allocation_grant, check_rule, su_amount
+from allocations.grants.services import allocation_grant, check_rule, su_amount
 from allocations.models import (
     ProjectRequest,
     ProjectRequestAmount,
@@ -68,11 +68,9 @@ class EstimateLine:
 
 
 def _su(value: object, what: str) -> Decimal:
-    """``value`` as SU, or an ``AllocationError`` saying it is not a number."""
-    try:
-        amount = su_amount(str(value).strip(), what)
-    except InvalidOperation:
-        raise AllocationError(f"{what} must be a number") from None
+    """``value`` as SU (``su_amount``: a number, at most 6 places), not negative, below any
+    pool's size; else an ``AllocationError``."""
+    amount = su_amount(str(value), what)
     check_rule(amount >= 0, f"{what} cannot be negative")
     check_rule(amount < MAX_SU, f"{what} is more than any pool holds")
     return amount
