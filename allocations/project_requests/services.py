@@ -24,13 +24,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.clusters.selectors import quote_get
 from accounting.models import Partition
 from allocations.access import (
     approves_project_requests,
     can_confirm_project_request,
     can_edit_project_request,
 )
+from allocations.grants.estimates import estimate_line_priced
 from allocations.grants.services import allocation_grant, check_rule, su_amount
 from allocations.models import (
     ProjectRequest,
@@ -141,16 +141,11 @@ def _amounts_set(request: ProjectRequest, amounts: Mapping[ResourcePool, Decimal
 
 
 def _estimate_add(request: ProjectRequest, line: EstimateLine) -> ProjectRequestEstimate:
-    check_rule(line.jobs >= 1, "an estimate line covers at least one job")
-    _, charge = quote_get(partition=line.partition, request=line.quote)
-    quote = line.quote
     return ProjectRequestEstimate.objects.create(
-        request=request, partition=line.partition, description=line.description,
-        jobs=line.jobs, nodes=quote.nodes, hours=quote.hours,
-        cores_per_node=quote.cores_per_node, gpus_per_node=quote.gpus_per_node,
-        memory_per_node_mb=quote.memory_per_node_mb,
-        service_units=charge.service_units * line.jobs,
-    )  # fmt: skip
+        request=request,
+        description=line.description,
+        **estimate_line_priced(partition=line.partition, jobs=line.jobs, quote=line.quote),
+    )
 
 
 # --- The requester --------------------------------------------------------------------------

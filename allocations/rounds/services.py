@@ -15,10 +15,10 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from accounting.clusters.quotes import QuoteRequest
-from accounting.clusters.selectors import quote_get
 from accounting.models import Partition
 from allocations import request_states
 from allocations.access import can_ask_for_change, can_decide, has_conflict, is_committee
+from allocations.grants.estimates import estimate_line_priced
 from allocations.grants.selectors import allocation_in_force, allocations_in_force, pool_today
 from allocations.grants.services import (
     adjustment_top_up,
@@ -460,14 +460,11 @@ def request_estimate_add(
 ) -> RequestEstimate:
     """Add an estimate line priced by the quote engine: ``jobs`` times one job's SU."""
     _editable_by(request, actor)
-    check_rule(jobs >= 1, "an estimate line covers at least one job")
-    _, charge = quote_get(partition=partition, request=quote)
     return RequestEstimate.objects.create(
-        request=request, partition=partition, description=description, jobs=jobs,
-        nodes=quote.nodes, hours=quote.hours, cores_per_node=quote.cores_per_node,
-        gpus_per_node=quote.gpus_per_node, memory_per_node_mb=quote.memory_per_node_mb,
-        service_units=charge.service_units * jobs,
-    )  # fmt: skip
+        request=request,
+        description=description,
+        **estimate_line_priced(partition=partition, jobs=jobs, quote=quote),
+    )
 
 
 @transaction.atomic
