@@ -1,6 +1,7 @@
 """Merit allocations' models, one module per domain (rounds, grants, slurm, priorities,
-project requests). Every model is re-exported here: Django registers them under the app
-``allocations`` from this package, and the code imports them from ``allocations.models``.
+project requests, research outputs). Every model is re-exported here: Django registers them
+under the app ``allocations`` from this package, and the code imports them from
+``allocations.models``.
 
 SU are Decimal with 6 places everywhere, like the ledger of charges.
 """
@@ -15,6 +16,7 @@ from allocations.models.grants import (
     GrantExpiryNotice,
     ThresholdNotice,
 )
+from allocations.models.outputs import ProgressReport, ResearchOutput
 from allocations.models.priorities import PriorityAction, PriorityPolicy, ProfilingCoefficient
 from allocations.models.project_requests import (
     ProjectRequest,
@@ -30,6 +32,7 @@ from allocations.models.rounds import (
     RequestEstimate,
     RequestTransition,
     Review,
+    ReviewAssignment,
     RoundPool,
 )
 from allocations.models.slurm import (
@@ -54,6 +57,7 @@ __all__ = [
     "PriorityAction",
     "PriorityPolicy",
     "ProfilingCoefficient",
+    "ProgressReport",
     "ProjectRequest",
     "ProjectRequestAmount",
     "ProjectRequestEstimate",
@@ -61,7 +65,9 @@ __all__ = [
     "RequestAmount",
     "RequestEstimate",
     "RequestTransition",
+    "ResearchOutput",
     "Review",
+    "ReviewAssignment",
     "RoundPool",
     "SlurmDriftCheck",
     "SlurmSyncAction",

@@ -24,6 +24,9 @@ class AllocationRound(models.Model):
     closes_at = models.DateTimeField()
     period_start = models.DateField(help_text="first day the grants cover")
     period_end = models.DateField(help_text="day after the last day the grants cover")
+    requires_progress_report = models.BooleanField(
+        default=False, help_text="every renewal in the round must carry a progress report"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -256,3 +259,29 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.score}/5 by {self.reviewer}"
+
+
+class ReviewAssignment(models.Model):
+    """A committee member the chair asked to review a request. A request with assignments is
+    reviewed (and its applicant's record read) by the members assigned; one without, by the
+    whole committee, as before assignments existed. ``allocations/access.py`` holds the rule."""
+
+    request = models.ForeignKey(
+        AllocationRequest, on_delete=models.CASCADE, related_name="assignments"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    assigned_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["request", "reviewer"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "reviewer"], name="review_assignment_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} reviews {self.request}"

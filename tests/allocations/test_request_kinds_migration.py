@@ -12,7 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from allocations.access import deciding_round
-from allocations.models import AllocationRequest, AllocationRound, CommitteeMember
+from allocations.models import AllocationRequest, AllocationRound
 from tests.factories import ProjectFactory, UserFactory
 
 BEFORE = ("allocations", "0011_project_requests")
@@ -30,22 +30,25 @@ def test_requests_of_the_release_before_kinds_migrate_and_keep_their_round() -> 
     assert "appeal_of_id" not in {column.name for column in columns}  # the release before
     old_apps = MigrationExecutor(connection).loader.project_state([BEFORE]).apps
     OldRequest = old_apps.get_model("allocations", "AllocationRequest")
+    OldRound = old_apps.get_model("allocations", "AllocationRound")
+    OldMember = old_apps.get_model("allocations", "CommitteeMember")
     pi, chair = UserFactory.create(), UserFactory.create()
     project = ProjectFactory.create(code="kinds0001", pi=pi)
     now = timezone.now()
-    round_ = AllocationRound.objects.create(
+    old_round = OldRound.objects.create(
         name="before kinds", opens_at=now - timedelta(days=1), closes_at=now + timedelta(days=9),
         period_start=now.date(), period_end=now.date() + timedelta(days=365),
     )  # fmt: skip
-    CommitteeMember.objects.create(round=round_, user=chair, is_chair=True)
+    OldMember.objects.create(round_id=old_round.pk, user_id=chair.pk, is_chair=True)
     for kind in ("new", "top_up"):
         OldRequest.objects.create(
-            round_id=round_.pk, project_id=project.pk, kind=kind, state="submitted",
+            round_id=old_round.pk, project_id=project.pk, kind=kind, state="submitted",
             created_by_id=pi.pk,
         )  # fmt: skip
 
     MigrationExecutor(connection).migrate(latest)
 
+    round_ = AllocationRound.objects.get(pk=old_round.pk)
     requests = {r.kind: r for r in AllocationRequest.objects.filter(project=project)}
     assert set(requests) == {"new", "top_up"}
     assert all(r.round_id == round_.pk and r.state == "submitted" for r in requests.values())
