@@ -126,6 +126,13 @@ def can_appeal(user: Actor, request: AllocationRequest) -> bool:
     )
 
 
+def can_read_letter(user: Actor, request: AllocationRequest) -> bool:
+    """Read a decision's letter: whoever manages the project (its PI, a manager), the chair
+    who decides it (``can_decide``: never one of the project's own) and staff. A member reads
+    the decision on the request's page; the rest of the committee has no letter to read."""
+    return can_manage_project(user, request.project) or can_decide(user, request)
+
+
 def can_read_reviews(user: Actor, request: AllocationRequest) -> bool:
     """Read a request's reviews and who wrote them: the round's committee (its chair too),
     except members of the request's project (``has_conflict``), and staff. Applicants never

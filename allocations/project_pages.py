@@ -16,6 +16,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
+from allocations import request_states
+from allocations.access import can_read_letter
 from allocations.grants import charts
 from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
@@ -153,6 +155,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         return wanted.csv_response(project.code)
 
     manages = can_manage_project(request.user, project)
+    requests = list(requests_of_project(project=project)[:20])
     writable = project_is_writable(project)  # an archived project shows no write action
     context = {
         "project": project,
@@ -184,7 +187,13 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         ),
         "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
         "members": memberships_of(project=project),
-        "requests": requests_of_project(project=project)[:20],
+        "requests": requests,
+        # Decided requests whose letter the viewer may download (``can_read_letter``).
+        "letters": {
+            item.pk
+            for item in requests
+            if item.state in request_states.DECIDED and can_read_letter(request.user, item)
+        },
         # Changing an allocation (docs/allocations.md): grants ending soon offer a renewal and
         # an extension to whoever may ask for them.
         "grants_ending": [

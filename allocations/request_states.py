@@ -57,3 +57,9 @@ def is_reviewed(kind: str) -> bool:
 def is_appealable(kind: str, state: str) -> bool:
     """A decision that may be appealed: less than asked for, and not itself an appeal's."""
     return kind != "appeal" and state in APPEALABLE
+
+
+def needs_progress_report(kind: str, round_requires: bool) -> bool:
+    """A request of ``kind`` in a round that ``round_requires`` progress reports is submitted
+    only with one: a renewal. No other kind ever needs one."""
+    return kind == "renewal" and round_requires

@@ -83,6 +83,12 @@ urlpatterns = [
     path("requests/<int:pk>/estimate/", pages.request_estimate, name="request-estimate"),
     path("requests/<int:pk>/submit/", pages.request_submit_view, name="request-submit"),
     path(
+        "requests/<int:pk>/progress-report/",
+        pages.request_progress_report,
+        name="request-progress-report",
+    ),
+    path("requests/<int:pk>/letter.pdf", pages.request_letter, name="request-letter"),
+    path(
         "requests/<int:pk>/start-review/", pages.request_start_review, name="request-start-review"
     ),
     path("requests/<int:pk>/review/", pages.review, name="request-review"),

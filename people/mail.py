@@ -3,12 +3,12 @@ one way the portal sends a notification (after the transaction commits, with a l
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import Enum
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 from django.db import transaction
 from django.template.loader import render_to_string
 
@@ -52,15 +52,25 @@ def portal_url() -> str:
     return str(settings.PORTAL_URL).rstrip("/")
 
 
-def mail_send(*, recipients: list[str], subject: str, body: str, link: str) -> None:
+def mail_send(
+    *,
+    recipients: list[str],
+    subject: str,
+    body: str,
+    link: str,
+    attachments: Sequence[tuple[str, bytes, str]] = (),
+) -> None:
     """Send once the transaction commits (a rolled-back change mails no one); the subject is
     prefixed, the body ends with the link and where to turn such mail off
-    (templates/mail/notification.txt)."""
+    (templates/mail/notification.txt). ``attachments`` are (file name, content, MIME type),
+    as a decision letter's PDF."""
     if not recipients:
         return
     text = render_to_string(
         "mail/notification.txt", {"body": body.rstrip(), "link": link, "portal_url": portal_url()}
     )
-    transaction.on_commit(
-        lambda: send_mail(f"[SU portal] {subject}", text, settings.DEFAULT_FROM_EMAIL, recipients)
-    )
+    message = EmailMessage(
+        f"[SU portal] {subject}", text, settings.DEFAULT_FROM_EMAIL, recipients,
+        attachments=list(attachments),
+    )  # fmt: skip
+    transaction.on_commit(message.send)

@@ -249,10 +249,12 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
         period_end=end.replace(year=end.year + 1),
         available={pools["CPU"]: Decimal(500_000), pools["GPU"]: Decimal(200_000)},
         chair=staff, committee=[get_user_model().objects.get(username="carol")], actor=staff,
+        requires_progress_report=True,
     )  # fmt: skip
     report(
         "an open allocation round: staff chairs it, carol reviews; alice's request waits to be "
-        "opened, bob's is under review, carol's is a draft"
+        "opened, bob's is under review, carol's is a draft; a renewal in it carries a progress "
+        "report (pawsey0004's grant is ending: renew it)"
     )
     _requests(round_, pools)
     _lifecycle(pools, report)
@@ -287,7 +289,8 @@ def _requests(round_: AllocationRound, pools: dict[str, ResourcePool]) -> None:
 
 def _lifecycle(pools: dict[str, ResourcePool], report: Callable[[str], None]) -> None:
     """The rest of the allocation lifecycle (docs/allocations.md), through the real services:
-    alice's top-up granted in part (her project page offers an appeal), dave's project request
+    alice's top-up granted in part (her project page offers an appeal and the decision
+    letter), dave's project request
     waiting in staff's queue, and bob's earlier project whose grant ended long ago (expired,
     then archived: read-only)."""
     users = {user.username: user for user in get_user_model().objects.all()}
@@ -325,7 +328,8 @@ def _lifecycle(pools: dict[str, ResourcePool], report: Callable[[str], None]) ->
     assert old.project is not None
     statuses = project_status_follow(project=old.project, today=today)
     report(
-        f"lifecycle: alice's top-up granted in part (she may appeal), dave's project request "
+        f"lifecycle: alice's top-up granted in part (she may appeal; its decision letter is on "
+        f"the request's page), dave's project request "
         f"waits for staff, bob's {old.project.code} ended {today - timedelta(days=135)} and is "
         f"{' then '.join(statuses) or old.project.status}"
     )

@@ -452,6 +452,12 @@ PORTAL_PROJECT_APPROVERS_GROUP = env_str("PORTAL_PROJECT_APPROVERS_GROUP", "")
 PORTAL_PROJECT_CODE_PREFIX = env_str("PORTAL_PROJECT_CODE_PREFIX", "pawsey")
 # The portal's own address, for the links in its mails (requests, invitations, alerts).
 PORTAL_URL = env_str("PORTAL_URL", "http://127.0.0.1:8000")
+# Who signs the decision letters (docs/allocations.md, "Decision letters"): the centre's name,
+# and its postal address with "|" between lines.
+PORTAL_CENTRE_NAME = env_str("PORTAL_CENTRE_NAME", "Pawsey Supercomputing Research Centre")
+PORTAL_CENTRE_ADDRESS = env_str(
+    "PORTAL_CENTRE_ADDRESS", "1 Bryce Avenue|Kensington, Western Australia 6151"
+)
 
 # --- Production hardening (python manage.py check --deploy) --------------------------------
 if PRODUCTION:

@@ -11,9 +11,12 @@ from typing import Any
 
 import django_filters  # type: ignore[import-untyped]
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.utils import extend_schema
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -24,14 +27,17 @@ from allocations.access import (
     asks_for_changes,
     can_ask_for_change,
     can_decide,
+    can_read_letter,
     requests_visible,
     reviews_visible,
     sits_on_a_committee,
 )
 from allocations.models import AllocationRequest, AllocationRound, RequestTransition, Review
-from allocations.rounds.selectors import round_overview
+from allocations.rounds.letters import letter_filename, letter_pdf
+from allocations.rounds.selectors import decision_letter_of, round_overview
 from allocations.rounds.serializers import (
     CommitteeSeatInputSerializer,
+    ProgressReportInputSerializer,
     RequestCreateInputSerializer,
     RequestDecideInputSerializer,
     RequestEstimateInputSerializer,
@@ -48,6 +54,7 @@ from allocations.rounds.serializers import (
 from allocations.rounds.services import (
     committee_add,
     committee_remove,
+    progress_report_set,
     request_create,
     request_decide,
     request_estimate_add,
@@ -122,6 +129,7 @@ class RoundViewSet(ApiViewSet):
             period_start=values["period_start"], period_end=values["period_end"],
             available=values["available"], chair=values["chair"],
             committee=values.get("committee", []), actor=acting_user(request),
+            requires_progress_report=values["requires_progress_report"],
         )  # fmt: skip
         round_ = self.get_queryset().get(pk=round_.pk)
         return Response(RoundOutputSerializer(round_).data, status=status.HTTP_201_CREATED)
@@ -142,6 +150,7 @@ class RoundViewSet(ApiViewSet):
             **{name: values.get(name, getattr(round_, name)) for name in
                ("name", "opens_at", "closes_at", "period_start", "period_end")},
             available=values.get("available"),
+            requires_progress_report=values.get("requires_progress_report"),
         )  # fmt: skip
         return self._fresh(round_)
 
@@ -200,6 +209,8 @@ def _request_detail(pk: int) -> AllocationRequest:
         .prefetch_related(
             "amounts__pool",
             "estimates__partition__cluster",
+            "progress_report__outputs",
+            "progress_report__updated_by",
             Prefetch("transitions", RequestTransition.objects.select_related("actor")),
         )
         .get(pk=pk)
@@ -225,6 +236,8 @@ class RequestViewSet(ApiViewSet):
             .prefetch_related(
                 "amounts__pool",
                 "estimates__partition__cluster",
+                "progress_report__outputs",
+                "progress_report__updated_by",
                 Prefetch("transitions", RequestTransition.objects.select_related("actor")),
             )
         )
@@ -298,6 +311,48 @@ class RequestViewSet(ApiViewSet):
             ),
         )  # fmt: skip
         return Response(RequestEstimateOutputSerializer(line).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ProgressReportInputSerializer, responses=RequestOutputSerializer)
+    @action(detail=True, methods=["put"], url_path="progress-report", url_name="progress-report")
+    def progress_report(self, request: Request, pk: str) -> Response:
+        """The PI (or a manager) writes a draft renewal's progress report: its text and the
+        ids of the project's research outputs it points to; sent again, it replaces both. A
+        round that requires reports refuses to submit a renewal without one."""
+        request_ = self.get_object()
+        project = request_.project
+        require(can_manage_project(request.user, project), f"only the PI of {project} edits it")
+        data = ProgressReportInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        progress_report_set(
+            request=request_, actor=acting_user(request), text=data.validated_data["text"],
+            output_ids=data.validated_data["outputs"],
+        )  # fmt: skip
+        return self._respond(request_)
+
+    @extend_schema(
+        responses={
+            (200, "application/pdf"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="the decision letter, as an attachment"
+            )
+        }
+    )
+    @action(detail=True, methods=["get"])
+    def letter(self, request: Request, pk: str) -> HttpResponse:
+        """The decision letter of a decided request (PDF): for the project's PI and managers,
+        the chair who decided it and staff. An undecided request has no letter (404)."""
+        request_ = self.get_object()
+        letter = decision_letter_of(request_)
+        if letter is None:
+            raise NotFound(f"request {request_.pk} is not decided: it has no letter yet")
+        require(
+            can_read_letter(request.user, request_),
+            "only the project's PI and managers, the chair who decides it and centre staff "
+            "read a decision letter",
+        )
+        name = letter_filename(project_code=request_.project.code, request_id=request_.pk)
+        response = HttpResponse(letter_pdf(letter), content_type="application/pdf")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
 
     @extend_schema(request=None, responses=RequestOutputSerializer)
     @action(detail=True, methods=["post"])

@@ -10,7 +10,13 @@ from django import forms
 
 from accounting.clusters.forms import QuoteForm, positive
 from accounting.models import Partition
-from allocations.models import AllocationRequest, AllocationRound, Review, RoundPool
+from allocations.models import (
+    AllocationRequest,
+    AllocationRound,
+    ResearchOutput,
+    Review,
+    RoundPool,
+)
 from projects.models import ResourcePool
 
 
@@ -95,6 +101,26 @@ class RequestAmountsForm(forms.Form):
 
     def amounts(self) -> dict[Any, Decimal]:
         return {item.pool: self.cleaned_data[f"pool_{item.pool_id}"] for item in self.pools}
+
+
+class ProgressReportForm(forms.Form):
+    """A draft renewal's progress report: its text, and which of the project's research
+    outputs it points to (the choices are the project's own; the service checks again)."""
+
+    text = forms.CharField(
+        label="Progress report", max_length=50_000, widget=forms.Textarea(attrs={"rows": 8}),
+        help_text="what the project did with the grant it renews: results, and how the SU went",
+    )  # fmt: skip
+    outputs = forms.ModelMultipleChoiceField(
+        queryset=ResearchOutput.objects.none(), required=False, label="Research outputs",
+        widget=forms.CheckboxSelectMultiple, help_text="the project's outputs this report cites",
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, outputs: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["outputs"]
+        assert isinstance(field, forms.ModelMultipleChoiceField)
+        field.queryset = outputs
 
 
 class EstimateForm(forms.Form):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from allocations.access import can_decide, deciding_round, has_conflict
+from allocations.access import can_decide, can_read_letter, deciding_round, has_conflict
 from allocations.models import AllocationRequest, CommitteeMember
+from allocations.rounds.letters import letter_filename, letter_pdf
+from allocations.rounds.selectors import decision_letter_of
 from kit.access import staff_members
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 from projects.models import Membership
@@ -70,10 +72,15 @@ def notify_review_assigned(request: AllocationRequest) -> None:
 
 def notify_decision(request: AllocationRequest) -> None:
     """To the project's PI and members: the outcome, the SU granted and the chair's reason;
-    never the reviews, their scores or who wrote them."""
+    never the reviews, their scores or who wrote them. The mail to those who may read the
+    decision letter (``can_read_letter``: the PI and managers) carries it as a PDF."""
     project = request.project
     members = Membership.objects.filter(project=project).select_related("user")
-    people = [project.pi, *(membership.user for membership in members)]
+    people = {
+        person.pk: person
+        for person in [project.pi, *(membership.user for membership in members)]
+        if person is not None
+    }
     granted = ", ".join(
         f"{amount.granted_su.normalize():f} SU on {amount.pool}"
         for amount in request.amounts.select_related("pool")
@@ -85,9 +92,21 @@ def notify_decision(request: AllocationRequest) -> None:
         body += f"\nGranted: {granted}."
     if request.decision_reason:
         body += f"\nThe chair's reason: {request.decision_reason}"
-    mail_send(
-        recipients=mail_recipients(people, MailKind.ALLOCATION_EVENTS),
-        subject=f"{_what(request)}: {outcome}",
-        body=body,
-        link=_link(request),
-    )
+    letter = decision_letter_of(request)
+    readers = [person for person in people.values() if can_read_letter(person, request)]
+    others = [person for person in people.values() if person not in readers]
+    attachments = []
+    if letter is not None:
+        name = letter_filename(project_code=project.code, request_id=request.pk)
+        attachments.append((name, letter_pdf(letter), "application/pdf"))
+    for recipients, attached, note in (
+        (readers, attachments, "\nThe decision letter is attached (PDF)." if attachments else ""),
+        (others, [], ""),
+    ):
+        mail_send(
+            recipients=mail_recipients(recipients, MailKind.ALLOCATION_EVENTS),
+            subject=f"{_what(request)}: {outcome}",
+            body=body + note,
+            link=_link(request),
+            attachments=attached,
+        )

@@ -25,6 +25,7 @@ from allocations.access import (
     can_ask_for_change,
     can_decide,
     can_decide_round,
+    can_read_letter,
     can_read_reviews,
     can_review,
     has_conflict,
@@ -34,17 +35,22 @@ from allocations.grants.budget import estimate_mismatch
 from allocations.grants.selectors import allocations_in_force, balances_for_project
 from allocations.grants.services import AllocationError
 from allocations.models import AllocationRequest
+from allocations.outputs.selectors import outputs_since
 from allocations.rounds import charts
 from allocations.rounds.forms import (
     EstimateForm,
     GrantForm,
+    ProgressReportForm,
     RequestAmountsForm,
     RequestCreateForm,
     ReviewForm,
 )
+from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.selectors import (
     changes_to_decide,
+    decision_letter_of,
     open_rounds,
+    progress_report_of,
     request_amounts,
     request_estimate_totals,
     request_for_user,
@@ -59,6 +65,7 @@ from allocations.rounds.selectors import (
     rounds_for_user,
 )
 from allocations.rounds.services import (
+    progress_report_set,
     request_create,
     request_decide,
     request_estimate_add,
@@ -279,7 +286,23 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "appeals": (
             list(allocation_request.appeals.all()) if state in request_states.DECIDED else []
         ),
+        # A renewal's progress report: whoever reads the request reads it.
+        "progress_report": progress_report_of(allocation_request),
+        "report_required": allocation_request.round is not None
+        and request_states.needs_progress_report(
+            allocation_request.kind, allocation_request.round.requires_progress_report
+        ),
+        "can_read_letter": state in request_states.DECIDED
+        and can_read_letter(user, allocation_request),
     }
+    if editable and allocation_request.kind == AllocationRequest.Kind.RENEWAL:
+        report = context["progress_report"]
+        context["report_form"] = ProgressReportForm(
+            outputs=outputs_since(allocation_request.project, None),
+            initial=(
+                {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
+            ),
+        )
     if editable:
         context["amounts_form"] = RequestAmountsForm(
             initial=_amounts_initial(allocation_request, totals), pools=pools
@@ -317,6 +340,53 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, "Request saved.")
     return redirect("allocations:request-detail", pk=pk)
+
+
+@require_POST
+@login_required
+def request_progress_report(request: HttpRequest, pk: int) -> HttpResponse:
+    """The PI (or a manager) writes a draft renewal's progress report."""
+    allocation_request = _visible_request(request, pk)
+    _require_pi(request, allocation_request)
+    form = ProgressReportForm(request.POST, outputs=outputs_since(allocation_request.project, None))
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            label = form.fields[field].label if field in form.fields else ""
+            messages.error(
+                request, f"{label or 'Form'}: {' '.join(str(error) for error in errors)}"
+            )
+        return redirect("allocations:request-detail", pk=pk)
+    try:
+        progress_report_set(
+            request=allocation_request, actor=_user(request), text=form.cleaned_data["text"],
+            output_ids=[output.pk for output in form.cleaned_data["outputs"]],
+        )  # fmt: skip
+    except (AllocationError, PermissionDenied) as error:
+        _service_error(request, error)
+    else:
+        messages.success(request, "Progress report saved.")
+    return redirect("allocations:request-detail", pk=pk)
+
+
+@require_GET
+@login_required
+def request_letter(request: HttpRequest, pk: int) -> HttpResponse:
+    """The decision letter of a decided request, as a PDF download: for the project's PI and
+    managers, the chair who decides it and staff (``can_read_letter``). An undecided request
+    has no letter: not found."""
+    allocation_request = _visible_request(request, pk)
+    letter = decision_letter_of(allocation_request)
+    if letter is None:
+        raise Http404
+    require(
+        can_read_letter(request.user, allocation_request),
+        "only the project's PI and managers, the chair who decides it and centre staff read "
+        "a decision letter",
+    )
+    name = letter_filename(project_code=allocation_request.project.code, request_id=pk)
+    response = HttpResponse(letter_pdf(letter), content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @require_POST

@@ -8,25 +8,32 @@ see is answered with "not found" by the pages, so that its existence does not le
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Avg, Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
+from django.urls import reverse
 from django.utils import timezone
 
 from accounting.models import Partition
-from allocations import access
+from allocations import access, request_states
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
     CommitteeMember,
+    ProgressReport,
     RequestAmount,
     Review,
     RoundPool,
 )
+from allocations.rounds.letters import DecisionLetter, LetterPool
 from kit.access import Actor, is_staff, require
+from kit.calendar import last_day
+from people.mail import portal_link
 from projects import access as projects_access
 from projects.models import Project, ResourcePool
 
@@ -232,7 +239,7 @@ def request_for_user(*, user: Actor, pk: int) -> AllocationRequest | None:
 def requests_of_project(*, project: Project) -> QuerySet[AllocationRequest]:
     return (
         AllocationRequest.objects.filter(project=project)
-        .select_related("round")
+        .select_related("round", "project")
         .order_by("-created_at")
     )
 
@@ -319,3 +326,76 @@ def review_average(*, request: AllocationRequest) -> Decimal | None:
     if not found["count"]:
         return None
     return Decimal(found["total"]) / found["count"]
+
+
+def progress_report_of(request: AllocationRequest) -> ProgressReport | None:
+    """The request's progress report with its outputs (newest first), or ``None`` without
+    one. Who may read it is the caller's check: whoever may read the request."""
+    return (
+        ProgressReport.objects.filter(request_id=request.pk)
+        .select_related("updated_by")
+        .prefetch_related("outputs")
+        .first()
+    )
+
+
+def _period_of(request: AllocationRequest) -> tuple[date | None, date | None]:
+    """The first and last day of what a decision grants: the round's period (an application,
+    a renewal), the grant's to its new end (an extension), the grant's (a top-up), the
+    appealed decision's (an appeal)."""
+    if request.kind == AllocationRequest.Kind.APPEAL and request.appeal_of is not None:
+        return _period_of(request.appeal_of)
+    if request.in_round and request.round is not None:
+        return request.round.period_start, request.round.period_last_day
+    if request.grant is not None:
+        end = request.new_end if request.kind == AllocationRequest.Kind.EXTENSION else None
+        return request.grant.period_start, last_day(end or request.grant.period_end)
+    return None, None
+
+
+def _why_final(request: AllocationRequest) -> str:
+    if request.kind == AllocationRequest.Kind.APPEAL:
+        return "the decision on an appeal is final"
+    if request.state == AllocationRequest.State.GRANTED:
+        return "it grants all that was asked for"
+    return ""
+
+
+def decision_letter_of(request: AllocationRequest) -> DecisionLetter | None:
+    """What the decision letter of a decided request says (``letters.letter_pdf`` lays it
+    out); ``None`` while the request is undecided: there is no letter yet. Who may read it
+    is ``access.can_read_letter``."""
+    if request.state not in request_states.DECIDED:
+        return None
+    project = request.project
+    pi = project.pi
+    first, last = _period_of(request)
+    decided = timezone.localdate(request.decided_at) if request.decided_at else None
+    return DecisionLetter(
+        centre_name=settings.PORTAL_CENTRE_NAME,
+        centre_address="\n".join(
+            line.strip() for line in settings.PORTAL_CENTRE_ADDRESS.split("|") if line.strip()
+        ),
+        decided_on=decided or timezone.localdate(),
+        request_id=request.pk,
+        kind=str(request.get_kind_display()),
+        outcome=str(request.get_state_display()),
+        project_code=project.code,
+        project_title=project.title,
+        pi_name=(pi.get_full_name() or pi.get_username()) if pi is not None else "-",
+        round_name=request.round.name if request.round is not None else "",
+        pools=tuple(
+            LetterPool(
+                pool=amount.pool.name,
+                requested_su=amount.requested_su,
+                granted_su=amount.granted_su or Decimal(0),
+            )
+            for amount in request_amounts(request=request)
+        ),
+        period_first_day=first,
+        period_last_day=last,
+        reason=request.decision_reason,
+        appealable=request_states.is_appealable(request.kind, request.state),
+        request_url=portal_link(reverse("allocations:request-detail", args=[request.pk])),
+        final_because=_why_final(request),
+    )

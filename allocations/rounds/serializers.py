@@ -23,6 +23,7 @@ from allocations.grants.serializers import (
 from allocations.models import (
     AllocationRequest,
     AllocationRound,
+    ProgressReport,
     RequestAmount,
     RequestEstimate,
     RequestTransition,
@@ -55,6 +56,7 @@ class RoundOutputSerializer(ApiModelSerializer):
             "closes_at",
             "period_start",
             "period_end",
+            "requires_progress_report",
             "pools",
             "created_at",
         ]
@@ -73,6 +75,9 @@ class RoundCreateInputSerializer(EndsAfterStart):
     available = PoolAmountSerializer(many=True, help_text="SU available per pool")
     chair = user_field()
     committee = serializers.ListField(child=user_field(), required=False, max_length=200)
+    requires_progress_report = serializers.BooleanField(
+        default=False, help_text="every renewal in the round carries a progress report"
+    )
 
     def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "available")
@@ -87,6 +92,9 @@ class RoundUpdateInputSerializer(serializers.Serializer):
     period_start = serializers.DateField(required=False)
     period_end = serializers.DateField(required=False)
     available = PoolAmountSerializer(many=True, required=False, help_text="SU offered per pool")
+    requires_progress_report = serializers.BooleanField(
+        required=False, help_text="every renewal in the round carries a progress report"
+    )
 
     def validate_available(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "available")
@@ -173,6 +181,16 @@ class RequestTransitionOutputSerializer(ApiModelSerializer):
         fields = ["from_state", "to_state", "actor", "at", "note"]
 
 
+class ProgressReportOutputSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    outputs = serializers.SerializerMethodField(help_text="ids of the project's research outputs")
+    updated_by = serializers.CharField(source="updated_by.username")
+    updated_at = UtcDateTimeField()
+
+    def get_outputs(self, report: ProgressReport) -> list[int]:
+        return sorted(output.pk for output in report.outputs.all())
+
+
 class RequestOutputSerializer(ApiModelSerializer):
     round_name = serializers.CharField(source="round.name", read_only=True, allow_null=True)
     project = slug_of("code")
@@ -180,6 +198,9 @@ class RequestOutputSerializer(ApiModelSerializer):
     amounts = RequestAmountOutputSerializer(many=True, read_only=True)
     estimates = RequestEstimateOutputSerializer(many=True, read_only=True)
     transitions = RequestTransitionOutputSerializer(many=True, read_only=True)
+    progress_report = serializers.SerializerMethodField(
+        help_text="a renewal's progress report; null without one"
+    )
 
     class Meta:
         model = AllocationRequest
@@ -201,7 +222,16 @@ class RequestOutputSerializer(ApiModelSerializer):
             "amounts",
             "estimates",
             "transitions",
+            "progress_report",
         ]
+
+    @extend_schema_field(ProgressReportOutputSerializer(allow_null=True))
+    def get_progress_report(self, request: AllocationRequest) -> dict[str, Any] | None:
+        try:
+            report = request.progress_report
+        except ProgressReport.DoesNotExist:
+            return None
+        return dict(ProgressReportOutputSerializer(report).data)
 
 
 @extend_schema_field(OpenApiTypes.INT)
@@ -281,6 +311,18 @@ class RequestUpdateInputSerializer(serializers.Serializer):
 
     def validate_amounts(self, value: list[dict[str, Any]]) -> dict[ResourcePool, Any]:
         return pool_amounts(value, "amounts")
+
+
+class ProgressReportInputSerializer(serializers.Serializer):
+    """A draft renewal's progress report; sent again, it replaces the text and the outputs."""
+
+    text = serializers.CharField(
+        max_length=50_000, help_text="what the project did with the grant it renews"
+    )
+    outputs = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
+        default=list, max_length=1000, help_text="ids of the project's own research outputs",
+    )  # fmt: skip
 
 
 class RequestEstimateInputSerializer(PlannedJobSerializer):

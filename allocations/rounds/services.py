@@ -33,9 +33,11 @@ from allocations.models import (
     AllocationRequest,
     AllocationRound,
     CommitteeMember,
+    ProgressReport,
     RequestAmount,
     RequestEstimate,
     RequestTransition,
+    ResearchOutput,
     Review,
     RoundPool,
 )
@@ -88,8 +90,10 @@ def round_create(
     chair: User,
     committee: Iterable[User] = (),
     actor: User,
+    requires_progress_report: bool = False,
 ) -> AllocationRound:
-    """Staff open a call: dates, the period grants cover, SU per pool, the committee."""
+    """Staff open a call: dates, the period grants cover, SU per pool, the committee, and
+    whether every renewal in it carries a progress report."""
     require(is_staff(actor), "only centre staff create allocation rounds")
     _round_name_check(name)
     _round_dates_check(
@@ -98,6 +102,7 @@ def round_create(
     round_ = AllocationRound.objects.create(
         name=name, opens_at=opens_at, closes_at=closes_at,
         period_start=period_start, period_end=period_end,
+        requires_progress_report=requires_progress_report,
     )  # fmt: skip
     for pool, amount in available.items():
         round_pool_set(round_=round_, pool=pool, available=amount, actor=actor)
@@ -119,10 +124,13 @@ def round_update(
     period_start: date,
     period_end: date,
     available: Mapping[ResourcePool, Decimal] | None = None,
+    requires_progress_report: bool | None = None,
 ) -> AllocationRound:
-    """Staff change a round's name, window or period, and the SU it offers on the pools in
-    ``available`` (``round_pool_set``), all or nothing. The period stays as it is once the
-    round has granted SU: the grants cover it."""
+    """Staff change a round's name, window or period, whether its renewals carry a progress
+    report (``None``: as it is), and the SU it offers on the pools in ``available``
+    (``round_pool_set``), all or nothing. The period stays as it is once the round has
+    granted SU: the grants cover it. Renewals submitted before a round required a report keep
+    none: the rule is checked at submission."""
     require(is_staff(actor), "only centre staff change allocation rounds")
     round_ = AllocationRound.objects.select_for_update().get(pk=round_.pk)
     _round_name_check(name, round_)
@@ -137,7 +145,14 @@ def round_update(
         )
     round_.name, round_.opens_at, round_.closes_at = name, opens_at, closes_at
     round_.period_start, round_.period_end = period_start, period_end
-    round_.save(update_fields=["name", "opens_at", "closes_at", "period_start", "period_end"])
+    if requires_progress_report is not None:
+        round_.requires_progress_report = requires_progress_report
+    round_.save(
+        update_fields=[
+            "name", "opens_at", "closes_at", "period_start", "period_end",
+            "requires_progress_report",
+        ]
+    )  # fmt: skip
     for pool, amount in (available or {}).items():
         round_pool_set(round_=round_, pool=pool, available=amount, actor=actor)
     return round_
@@ -468,9 +483,62 @@ def request_estimate_add(
 
 
 @transaction.atomic
+def progress_report_set(
+    *, request: AllocationRequest, actor: User, text: str, output_ids: Iterable[int] = ()
+) -> ProgressReport:
+    """Whoever manages the project writes a draft renewal's progress report: what the project
+    did with the grant it renews, and which of the project's research outputs it led to
+    (``output_ids``; another project's output is refused like one that does not exist).
+    Written again, it replaces the text and the outputs."""
+    _editable_by(request, actor)
+    check_rule(
+        request.kind == Kind.RENEWAL,
+        "only a renewal carries a progress report",
+        field="progress_report",
+    )
+    check_rule(
+        bool(text.strip()),
+        "a progress report needs its text: what the project did with the grant it renews",
+        field="text",
+    )
+    wanted = sorted(set(output_ids))
+    outputs = list(ResearchOutput.objects.filter(project=request.project, pk__in=wanted))
+    missing = sorted(set(wanted) - {output.pk for output in outputs})
+    check_rule(
+        not missing,
+        f"research output {', '.join(map(str, missing))} is not an output of {request.project}: "
+        "a progress report links the project's own outputs",
+        field="outputs",
+    )
+    report, _ = ProgressReport.objects.update_or_create(
+        request=request, defaults={"text": text, "updated_by": actor}
+    )
+    report.outputs.set(outputs)
+    return report
+
+
+def _progress_report_check(request: AllocationRequest) -> None:
+    """A renewal in a round that requires progress reports is submitted with one
+    (``request_states.needs_progress_report``)."""
+    round_ = request.round
+    if round_ is None or not request_states.needs_progress_report(
+        request.kind, round_.requires_progress_report
+    ):
+        return
+    report = ProgressReport.objects.filter(request=request).first()
+    check_rule(
+        report is not None and bool(report.text.strip()),
+        f"the round {round_} requires a progress report with every renewal: write it (what the "
+        "project did with the grant it renews, and its research outputs) before submitting",
+        field="progress_report",
+    )
+
+
+@transaction.atomic
 def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequest:
-    """The PI submits a draft: an application or a renewal while its round is open; a top-up,
-    an extension or an appeal any time (it goes to ``deciding_round``'s chair, or staff)."""
+    """The PI submits a draft: an application or a renewal while its round is open (a renewal
+    with its progress report when the round requires one); a top-up, an extension or an
+    appeal any time (it goes to ``deciding_round``'s chair, or staff)."""
     _editable_by(request, actor)
     if request.in_round and request.round is not None:
         check_rule(
@@ -479,6 +547,7 @@ def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequ
     check_rule(
         request.amounts.filter(requested_su__gt=0).exists(), "a request must ask for some SU"
     )
+    _progress_report_check(request)
     _transition(request, State.SUBMITTED, actor)
     notify_request_submitted(request)
     return request

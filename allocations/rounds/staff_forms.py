@@ -25,6 +25,10 @@ class RoundForm(forms.Form):
         label="Grants cover until", widget=IsoDateInput(),
         help_text="the day after the period's last day (1 January for a calendar year)",
     )  # fmt: skip
+    requires_progress_report = forms.BooleanField(
+        required=False, label="Renewals carry a progress report",
+        help_text="a renewal in this round cannot be submitted without one",
+    )  # fmt: skip
 
     def __init__(self, *args: Any, pools: list[ResourcePool], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -43,6 +47,7 @@ class RoundForm(forms.Form):
         initial: dict[str, Any] = {
             "name": round_.name, "opens_at": round_.opens_at, "closes_at": round_.closes_at,
             "period_start": round_.period_start, "period_end": round_.period_end,
+            "requires_progress_report": round_.requires_progress_report,
         }  # fmt: skip
         for pool_id, amount in offered.items():
             initial[f"pool_{pool_id}"] = format(amount.normalize(), "f")

@@ -61,6 +61,7 @@ def staff_round_new(request: HttpRequest) -> HttpResponse:
                 name=values["name"], opens_at=values["opens_at"], closes_at=values["closes_at"],
                 period_start=values["period_start"], period_end=values["period_end"],
                 available=form.available(), chair=values["chair"], actor=_staff(request),
+                requires_progress_report=values["requires_progress_report"],
             )  # fmt: skip
         except ApplicationError as error:
             error_on_field(form, error)
@@ -92,7 +93,8 @@ def _edit_page(
 @require_http_methods(["GET", "POST"])
 @staff_only
 def staff_round_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    """Staff: a round's name, window, period and SU per pool, in one change or none."""
+    """Staff: a round's name, window, period, progress reports and SU per pool, in one change
+    or none."""
     round_ = _round(pk)
     if request.method != "POST":
         return _edit_page(request, round_)
@@ -105,6 +107,7 @@ def staff_round_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 opens_at=values["opens_at"], closes_at=values["closes_at"],
                 period_start=values["period_start"], period_end=values["period_end"],
                 available=form.available(),
+                requires_progress_report=values["requires_progress_report"],
             )  # fmt: skip
         except ApplicationError as error:
             error_on_field(form, error)

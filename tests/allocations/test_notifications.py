@@ -67,11 +67,16 @@ def test_the_decision_goes_to_the_pi_and_members_with_what_was_granted_and_why(
             request=submitted, actor=centre.chair, granted={centre.cpu: Decimal(3)},
             reason="the round is oversubscribed",
         )  # fmt: skip
-    (message,) = mailoutbox
-    assert message.to == ["alice@example.org", "carol@example.org"]
-    assert message.subject.endswith(": partially granted")
-    assert "Granted: 3 SU on testbed CPU." in message.body
-    assert "The chair's reason: the round is oversubscribed" in message.body
+    # The PI (who may read the decision letter) gets it attached; the member the same mail
+    # without it.
+    to_pi, to_member = mailoutbox
+    assert (to_pi.to, to_member.to) == (["alice@example.org"], ["carol@example.org"])
+    for message in mailoutbox:
+        assert message.subject.endswith(": partially granted")
+        assert "Granted: 3 SU on testbed CPU." in message.body
+        assert "The chair's reason: the round is oversubscribed" in message.body
+    assert [name for name, _, _ in to_pi.attachments] == [f"decision-pawsey0003-{submitted.pk}.pdf"]
+    assert to_member.attachments == []
 
 
 def test_a_person_who_turned_allocation_mail_off_gets_none(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -134,6 +135,19 @@ def _project_request(state: str) -> Callable[[World], str]:
 
 def _action(state: str, action: str) -> Callable[[World], str]:
     return lambda w: f"{_project_request(state)(w)}{action}/"
+
+
+def _letter_of_decided(world: World) -> str:
+    """The letter of pawsey0003's request, decided by the chair inside each role's
+    rolled-back savepoint (a letter exists only once a request is decided)."""
+    from allocations.rounds.services import request_decide
+
+    c = world.centre
+    request = world.under_review
+    request.refresh_from_db()
+    if request.state == "under_review":
+        request_decide(request=request, actor=c.chair, granted={c.cpu: Decimal(6)}, reason="less")
+    return f"/api/v1/requests/{request.pk}/letter/"
 
 
 NEW_PROJECT = {
@@ -332,6 +346,20 @@ CASES = [
     Case("under review: decide (the chair)", "post",
          lambda w: f"/api/v1/requests/{w.under_review.pk}/decide/",
          "401 403 404 403 403 200 200", body=lambda w: {"granted": AMOUNT}),
+    # A draft's progress report: its project's PI (bob, here outsider) and staff write it;
+    # this draft is an application, so the service answers that only a renewal carries one.
+    Case("draft: write its progress report", "put",
+         lambda w: f"/api/v1/requests/{w.draft.pk}/progress-report/",
+         "401 404 400 404 404 404 400", body=lambda w: {"text": "what we did"}),
+    Case("progress report has no read here", "get",
+         lambda w: f"/api/v1/requests/{w.draft.pk}/progress-report/", NOT_ALLOWED),
+    # The decision letter: the PI (and managers), the deciding chair and staff; a member and
+    # the committee see the request but not its letter; no letter before the decision.
+    Case("decided: read its letter", "get", _letter_of_decided, "401 403 404 200 403 200 200"),
+    Case("under review: no letter yet", "get",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/letter/",
+         "401 404 404 404 404 404 404"),
+    Case("letter: no write", "post", _letter_of_decided, NOT_ALLOWED),
     # --- project requests: anyone asks; the requester (carol), the named PI (alice), staff read
     Case("project requests: read", "get", _url("/api/v1/project-requests/"), ALL_200),
     Case("project requests: ask for a project", "post", _url("/api/v1/project-requests/"),
@@ -477,7 +505,7 @@ def test_each_role_gets_the_expected_status_and_only_its_projects_data(world, ca
                 response = send(url)
             transaction.set_rollback(True)
         got[role] = response.status_code
-        text = response.content.decode()
+        text = response.content.decode(errors="replace")  # a PDF letter is not text
         allowed = world.visible[role] | case.named
         leaked = {code for code in CODES if code in text} - allowed
         if leaked:

@@ -141,6 +141,24 @@ def _project_request(s: Site) -> int:
     ).pk  # fmt: skip
 
 
+def _decided(s: Site) -> int:
+    """pawsey0003's request, decided by the round's chair (in the test's rolled-back
+    transaction): only a decided request has a letter."""
+    from allocations.rounds.services import request_decide
+
+    request = s.request
+    request.refresh_from_db()
+    if request.state == "under_review":
+        chair = s.users["chair"]
+        assert chair is not None
+        granted = {amount.pool: amount.requested_su for amount in request.amounts.all()}
+        request_decide(request=request, actor=chair, granted=granted)
+    return request.pk
+
+
+# The decision letter: the project's PI (and managers), the chair who decided it, and staff.
+LETTER_READERS = frozenset({"pi", "chair", "staff"})
+
 # A project request (``_project_request``): who asked, who is named PI, and staff read it.
 PROJECT_REQUEST_READERS = frozenset({"member", "pi", "staff"})
 
@@ -238,6 +256,12 @@ MATRIX: dict[str, Entry] = {
     ),
     "allocations:request-submit": Entry(
         lambda s: f"/allocations/requests/{s.request.pk}/submit/", write=PI
+    ),
+    "allocations:request-progress-report": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/progress-report/", write=PI
+    ),
+    "allocations:request-letter": Entry(
+        lambda s: f"/allocations/requests/{_decided(s)}/letter.pdf", read=LETTER_READERS
     ),
     "allocations:request-start-review": Entry(
         lambda s: f"/allocations/requests/{s.request.pk}/start-review/", write=CHAIR
@@ -447,6 +471,12 @@ MATRIX: dict[str, Entry] = {
     "api:request-decide": Entry(lambda s: f"/api/v1/requests/{s.request.pk}/decide/", write=CHAIR),
     "api:request-estimates": Entry(
         lambda s: f"/api/v1/requests/{s.request.pk}/estimates/", write=PI
+    ),
+    "api:request-progress-report": Entry(
+        lambda s: f"/api/v1/requests/{s.request.pk}/progress-report/", write=PI, method="put"
+    ),
+    "api:request-letter": Entry(
+        lambda s: f"/api/v1/requests/{_decided(s)}/letter/", read=LETTER_READERS
     ),
     "api:request-review-start": Entry(
         lambda s: f"/api/v1/requests/{s.request.pk}/review-start/", write=CHAIR
