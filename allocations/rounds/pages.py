@@ -286,8 +286,13 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "appeals": (
             list(allocation_request.appeals.all()) if state in request_states.DECIDED else []
         ),
-        # A renewal's progress report: whoever reads the request reads it.
-        "progress_report": progress_report_of(allocation_request),
+        # A renewal's progress report (only a renewal carries one): whoever reads the request
+        # reads it.
+        "progress_report": (
+            progress_report_of(allocation_request)
+            if allocation_request.kind == AllocationRequest.Kind.RENEWAL
+            else None
+        ),
         "report_required": allocation_request.round is not None
         and request_states.needs_progress_report(
             allocation_request.kind, allocation_request.round.requires_progress_report

@@ -18,7 +18,8 @@ from tests.pages.test_permission_matrix import MATRIX, ROLES, rare_objects_make
 
 pytestmark = pytest.mark.django_db
 
-NOT_PAGES = {"healthz", "readyz", "accounting:cost-ratio-live"}  # JSON
+# JSON, and a decision letter's PDF
+NOT_PAGES = {"healthz", "readyz", "accounting:cost-ratio-live", "allocations:request-letter"}
 UNLABELLED_TYPES = {"hidden", "submit", "button", "reset", "image"}  # their value is the label
 
 
