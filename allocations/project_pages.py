@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
+from allocations.access import can_edit_outputs
 from allocations.grants import charts
 from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
@@ -24,6 +25,7 @@ from allocations.grants.selectors import (
     allocations_in_force,
     balances_for_project,
 )
+from allocations.outputs.selectors import outputs_since
 from allocations.rounds.selectors import requests_of_project
 from kit.access import is_staff, staff_only
 from kit.caching import remembered
@@ -185,6 +187,8 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
         "members": memberships_of(project=project),
         "requests": requests_of_project(project=project)[:20],
+        "outputs": outputs_since(project, None),
+        "can_edit_outputs": writable and can_edit_outputs(request.user, project),
         # Changing an allocation (docs/allocations.md): grants ending soon offer a renewal and
         # an extension to whoever may ask for them.
         "grants_ending": [
