@@ -39,6 +39,7 @@ AUTHORS_MAX_LENGTH = 10_000
 _YEAR = re.compile(r"[0-9]{4}")
 _SPACES = re.compile(r"\s+")
 _LATEX = LatexNodes2Text()
+_HEAD = re.compile(r"@\s*\w+\s*[{(]\s*([^,\s{}()]+)\s*,")  # an entry's citation key
 
 
 class BibtexError(ApplicationError):
@@ -115,7 +116,10 @@ def _failed(block: ParsingFailedBlock) -> BibProblem:
     if isinstance(block, DuplicateFieldKeyBlock):
         key = _text(getattr(block.ignore_error_block, "key", ""))[:80]
         return BibProblem(key or where, "a field is given twice in it")
-    return BibProblem(where, "it does not parse as BibTeX")
+    head = _HEAD.match(block.raw.lstrip()) if isinstance(block.raw, str) else None
+    key = _text(head.group(1))[:80] if head else ""
+    line = f" (line {block.start_line + 1})" if block.start_line is not None else ""
+    return BibProblem(key or where, f"it does not parse as BibTeX{line}")
 
 
 def _text(value: object) -> str:
