@@ -84,6 +84,8 @@ _NULLABLE = {"year", "amount", "period_start", "period_end"}
 class OutputOutputSerializer(ApiModelSerializer):
     project = slug_of("code")
     added_by = slug_of("username")
+    # Text, not a "uri": empty when the output has none.
+    url = serializers.CharField(read_only=True, help_text="a web address, or empty")
 
     class Meta:
         model = ResearchOutput
