@@ -14,6 +14,7 @@ slow part. Pure: no Django.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -30,7 +31,7 @@ from allocations.outputs.doi import DoiError, doi_normalise
 from kit.errors import ApplicationError
 
 MAX_BIBTEX_BYTES = 1024 * 1024  # 1 MiB
-MAX_BIBTEX_ENTRIES = 2000  # bounds the LaTeX decoding of one upload to a few seconds
+MAX_BIBTEX_ENTRIES = 1000  # bounds one upload's LaTeX decoding to about 3 s (docs/allocations.md)
 # The columns of ``ResearchOutput`` a publication fills (tests compare them with the model).
 TITLE_MAX_LENGTH = 500
 VENUE_MAX_LENGTH = 300
@@ -126,10 +127,17 @@ def _text(value: object) -> str:
     """A field's value as plain text on one line: LaTeX escapes decoded, no braces."""
     text = value if isinstance(value, str) else ""
     if "\\" in text:
-        # pylatexenc parses leniently; when even that fails, the raw text is kept.
-        with contextlib.suppress(ValueError, IndexError, KeyError, TypeError, RecursionError):
-            text = _LATEX.latex_to_text(text)
+        text = _decoded(text)
     return _SPACES.sub(" ", text.replace("{", "").replace("}", "")).strip()
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(text: str) -> str:
+    """LaTeX to text; remembered, since a file names the same authors and venues again."""
+    # pylatexenc parses leniently; when even that fails, the raw text is kept.
+    with contextlib.suppress(ValueError, IndexError, KeyError, TypeError, RecursionError):
+        return str(_LATEX.latex_to_text(text))
+    return text
 
 
 def _field(entry: Entry, name: str) -> str:

@@ -237,6 +237,7 @@ def test_an_upload_keeps_the_good_entries_and_lists_each_bad_one_with_its_reason
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
         ("@article{k, title={Caf\xe9}}".encode("latin-1"), "not UTF-8"),
         (b"@article{k, title={x}}\n" + b"%" * bibtex.MAX_BIBTEX_BYTES, "larger than 1024 KiB"),
+        (b"".join(b"@misc{k%d, title={t}}\n" % n for n in range(1001)), "more than 1000 entries"),
     ],
 )
 def test_a_file_that_is_not_bibtex_is_refused_whole_and_adds_nothing(centre, content, message):
