@@ -142,6 +142,12 @@ def can_read_reviews(user: Actor, request: AllocationRequest) -> bool:
     return is_committee(user, request.round) and not has_conflict(user, request.project)
 
 
+def can_edit_outputs(user: Actor, project: Project) -> bool:
+    """Add, change, delete and upload a project's research outputs: whoever manages the project
+    (its PI, a manager, staff). Every member reads them (``projects_visible``)."""
+    return can_manage_project(user, project)
+
+
 # --- What a user may see ------------------------------------------------------------------
 
 

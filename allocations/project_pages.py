@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
 from allocations import request_states
-from allocations.access import can_read_letter
+from allocations.access import can_edit_outputs, can_read_letter
 from allocations.grants import charts
 from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
@@ -26,6 +26,7 @@ from allocations.grants.selectors import (
     allocations_in_force,
     balances_for_project,
 )
+from allocations.outputs.selectors import outputs_since
 from allocations.rounds.selectors import requests_of_project
 from kit.access import is_staff, staff_only
 from kit.caching import remembered
@@ -194,6 +195,8 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
             for item in requests
             if item.state in request_states.DECIDED and can_read_letter(request.user, item)
         },
+        "outputs": outputs_since(project, None),
+        "can_edit_outputs": writable and can_edit_outputs(request.user, project),
         # Changing an allocation (docs/allocations.md): grants ending soon offer a renewal and
         # an extension to whoever may ask for them.
         "grants_ending": [

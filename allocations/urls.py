@@ -1,6 +1,7 @@
 from django.urls import path
 
 from allocations import member_pages, project_pages, project_staff_pages
+from allocations.outputs import pages as output_pages
 from allocations.pools import staff_pages as pool_staff_pages
 from allocations.priorities import pages as priority_pages
 from allocations.project_requests import pages as project_request_pages
@@ -76,6 +77,27 @@ urlpatterns = [
         "projects/<str:code>/members/<str:username>/remove/",
         member_pages.member_remove_page,
         name="member-remove",
+    ),
+    # Research outputs of a project (docs/allocations.md, "Research outputs")
+    path("projects/<str:code>/outputs/new/", output_pages.output_new, name="output-new"),
+    path("projects/<str:code>/outputs/upload/", output_pages.outputs_upload, name="output-upload"),
+    path(
+        "projects/<str:code>/outputs/export.csv",
+        output_pages.outputs_export_csv,
+        name="output-export-csv",
+    ),
+    path(
+        "projects/<str:code>/outputs/export.bib",
+        output_pages.outputs_export_bibtex,
+        name="output-export-bibtex",
+    ),
+    path(
+        "projects/<str:code>/outputs/<int:pk>/edit/", output_pages.output_edit, name="output-edit"
+    ),
+    path(
+        "projects/<str:code>/outputs/<int:pk>/delete/",
+        output_pages.output_delete_page,
+        name="output-delete",
     ),
     path("invitations/<str:token>/", member_pages.invitation_page, name="invitation"),
     path("requests/<int:pk>/", pages.request_detail, name="request-detail"),

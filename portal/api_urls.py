@@ -15,6 +15,7 @@ from accounting.ledger import api as ledger_api
 from accounting.utilisation import api as utilisation_api
 from accounting.utilisation import overhead_api
 from allocations.grants import api as grants_api
+from allocations.outputs import api as outputs_api
 from allocations.pools import api as pools_api
 from allocations.priorities import api as priority_api
 from allocations.project_requests import api as project_requests_api
@@ -48,6 +49,7 @@ router.register(
 
 members = grants_api.ProjectMemberViewSet
 invitations = grants_api.ProjectInvitationViewSet
+outputs = outputs_api.ProjectOutputViewSet
 
 app_name = "api"
 
@@ -98,6 +100,26 @@ urlpatterns = [
         rf"^projects/(?P<code>{CODE_PATTERN})/carbon/$",
         carbon_api.ProjectCarbonView.as_view(),
         name="project-carbon",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/outputs/$",
+        outputs.as_view({"get": "list", "post": "create"}),
+        name="project-output-list",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/outputs/bibtex/$",
+        outputs_api.ProjectOutputsBibtexView.as_view(),
+        name="project-output-bibtex",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/outputs/csv/$",
+        outputs_api.ProjectOutputsCsvView.as_view(),
+        name="project-output-csv",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/outputs/(?P<pk>{ID_PATTERN})/$",
+        outputs.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+        name="project-output-detail",
     ),
     path("quote/", clusters_api.QuoteView.as_view(), name="quote"),
     path("cost-ratio/", clusters_api.CostRatioView.as_view(), name="cost-ratio"),

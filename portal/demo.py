@@ -33,6 +33,7 @@ from accounting.utilisation.overhead import overhead_run_compute
 from allocations.grants.expiry import project_status_follow
 from allocations.grants.services import allocation_grant
 from allocations.models import Allocation, AllocationRound, PriorityPolicy
+from allocations.outputs.services import OutputDetails, output_add
 from allocations.priorities.services import (
     priority_actions_propose,
     priority_policy_set,
@@ -53,6 +54,7 @@ from allocations.rounds.services import (
 from allocations.slurm.enforcement import thresholds_check
 from allocations.slurm.services import slurm_accounts_sync
 from kit.calendar import add_months
+from projects.access import project_is_writable
 from projects.models import Membership, PoolPartition, Project, ResourcePool
 
 DEMO_CLUSTER = "slurm-testbed"
@@ -160,6 +162,50 @@ def demo_load(*, examples: Path, report: Callable[[str], None] = print) -> None:
     _grants(cluster, report)
     _priorities(cluster, report)
     _overhead(cluster, report)
+    _research_outputs(report)
+
+
+# A few research outputs (docs/allocations.md, "Research outputs"): what the project page lists
+# and exports, and what a reviewer reads at renewal.
+DEMO_OUTPUTS = {
+    "pawsey0003": (
+        OutputDetails(
+            kind="publication", title="Coral reef growth under marine heatwaves, simulated",
+            authors="Carol, C. and Müller, J.", year=2025,
+            venue="Journal of Computational Marine Science", doi="10.5555/demo.reef.2025",
+        ),
+        OutputDetails(
+            kind="grant", title="Reef futures", funder="Australian Research Council",
+            grant_number="DP250100001", amount=Decimal("480000"), currency="AUD",
+            period_start=datetime(2025, 1, 1).date(), period_end=datetime(2027, 12, 31).date(),
+        ),
+        OutputDetails(
+            kind="software", title="reefsim: a coral growth model",
+            url="https://github.com/example/reefsim", year=2025,
+        ),
+    ),
+    "pawsey0001": (
+        OutputDetails(
+            kind="publication", title="Regional climate downscaling at 1 km",
+            authors="Alice, A.", year=2024, venue="Proceedings of SC24",
+            doi="10.5555/demo.climate.2024",
+        ),
+    ),
+}  # fmt: skip
+
+
+def _research_outputs(report: Callable[[str], None]) -> None:
+    for code, outputs in DEMO_OUTPUTS.items():
+        project = Project.objects.get(code=code)
+        if (
+            project.research_outputs.exists()
+            or project.pi is None
+            or not project_is_writable(project)
+        ):
+            continue
+        for details in outputs:
+            output_add(project=project, actor=project.pi, details=details)
+        report(f"research outputs of {code}: {len(outputs)} added")
 
 
 def _cost_model(cluster: Cluster, path: Path, report: Callable[[str], None]) -> None:

@@ -336,6 +336,7 @@ SPECTACULAR_SETTINGS = {
         "MembershipRoleEnum": "projects.models.Membership.Role",
         "InvitableRoleEnum": "projects.models.INVITABLE_ROLES",
         "GrantStatusEnum": "allocations.grants.budget.GRANT_STATUS_CHOICES",
+        "ResearchOutputKindEnum": "allocations.models.ResearchOutput.Kind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -446,6 +447,12 @@ PORTAL_GRANT_EXPIRY_NOTICE_DAYS = env_int_list(
     "PORTAL_GRANT_EXPIRY_NOTICE_DAYS", [30, 14, 7], minimum=1
 )
 PORTAL_ARCHIVE_AFTER_DAYS = env_int("PORTAL_ARCHIVE_AFTER_DAYS", 90, minimum=0)
+# Research outputs (docs/allocations.md, "Research outputs"): filling a publication from its
+# DOI is off unless this names a resolver such as "https://doi.org/" (the portal works offline).
+PORTAL_DOI_LOOKUP_URL = env_str("PORTAL_DOI_LOOKUP_URL", "")
+if PORTAL_DOI_LOOKUP_URL and not PORTAL_DOI_LOOKUP_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured("PORTAL_DOI_LOOKUP_URL must be an http(s):// URL, or empty")
+PORTAL_DOI_LOOKUP_TIMEOUT_SECONDS = env_int("PORTAL_DOI_LOOKUP_TIMEOUT_SECONDS", 5, minimum=1)
 # Project requests (docs/allocations.md, "Asking for a new project"): who approves them besides
 # staff (members of this Django group; blank: staff alone), and the prefix of the next code.
 PORTAL_PROJECT_APPROVERS_GROUP = env_str("PORTAL_PROJECT_APPROVERS_GROUP", "")

@@ -128,6 +128,23 @@ def _members_token(s: Site) -> int:
     return token_create(user=member, name="m", scope="read", expires_in_days=7).token.pk
 
 
+def _output_of(s: Site) -> int:
+    """A research output of pawsey0003, added by its PI (rolled back with the test)."""
+    from allocations.outputs.services import OutputDetails, output_add
+
+    pi = s.users["pi"]
+    assert pi is not None
+    details = OutputDetails(kind="publication", title="Matrix paper", doi="10.1234/matrix")
+    return output_add(project=s.project, actor=pi, details=details).pk
+
+
+def _bib_file(s: Site) -> dict[str, Any]:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    content = b"@article{m, title={Matrix}, year={2024}}"
+    return {"file": SimpleUploadedFile("m.bib", content, content_type="text/x-bibtex")}
+
+
 def _project_request(s: Site) -> int:
     """alice (member of pawsey0003) asks for a project naming carol (its PI) as PI: it waits
     for carol. Readers: alice, carol and staff; anyone else gets 404."""
@@ -290,6 +307,35 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/allocations/projects/{_code(s)}/members/alice/remove/",
         write=frozenset({"member", "pi", "staff"}),
     ),
+    # Research outputs: the project's people read and export them; the PI (managers) and staff
+    # add, change, delete and upload.
+    "allocations:output-new": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/outputs/new/",
+        read=PI,
+        write=PI,
+        body=lambda s: {"kind": "other", "title": "A talk"},
+    ),
+    "allocations:output-edit": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/outputs/{_output_of(s)}/edit/",
+        read=PI,
+        write=PI,
+        body=lambda s: {"kind": "other", "title": "A talk"},
+    ),
+    "allocations:output-delete": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/outputs/{_output_of(s)}/delete/", write=PI
+    ),
+    "allocations:output-upload": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/outputs/upload/",
+        read=PI,
+        write=PI,
+        body=_bib_file,
+    ),
+    "allocations:output-export-csv": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/outputs/export.csv", read=PROJECT
+    ),
+    "allocations:output-export-bibtex": Entry(
+        lambda s: f"/allocations/projects/{_code(s)}/outputs/export.bib", read=PROJECT
+    ),
     "allocations:invitation": Entry(  # the link is the proof: anyone signed in may accept
         _invitation_link, read=SIGNED_IN, write=SIGNED_IN
     ),
@@ -389,6 +435,24 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/projects/{_code(s)}/invitations/{_invitation_of(s)}/",
         write=PI,
         method="delete",
+    ),
+    "api:project-output-list": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/outputs/",
+        read=PROJECT,
+        write=PI,
+        body=lambda s: {"kind": "other", "title": "A talk"},
+    ),
+    "api:project-output-detail": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/outputs/{_output_of(s)}/",
+        read=PROJECT,
+        write=PI,
+        method="delete",
+    ),
+    "api:project-output-bibtex": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/outputs/bibtex/", read=PROJECT, write=PI
+    ),  # the matrix sends JSON: the PI's upload is a 415 (multipart only), refused after access
+    "api:project-output-csv": Entry(
+        lambda s: f"/api/v1/projects/{_code(s)}/outputs/csv/", read=PROJECT
     ),
     "api:token-obtain": Entry(lambda s: "/api/v1/auth/token/", write=EVERYONE),
     "api:token-regenerate": Entry(lambda s: "/api/v1/auth/token/regenerate/", write=SIGNED_IN),

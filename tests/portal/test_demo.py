@@ -123,3 +123,26 @@ def test_no_hour_of_the_demo_history_is_above_100_percent(demo):
     assert figures["flagged"] == 0, figures
     assert max(figures["core"], figures["gpu"], figures["q"]) <= 100, figures
     assert figures["mean_core"] > 30, figures
+
+
+OUTPUTS_CHECK = """
+import json
+from allocations.models import ResearchOutput
+print(json.dumps(sorted(
+    [o.project.code, o.kind, o.doi or o.url or o.funder] for o in ResearchOutput.objects.all()
+)))
+"""
+
+
+def test_the_demo_projects_have_research_outputs_to_list_and_export(demo):
+    """A publication with a DOI, a funding grant and software with its URL on pawsey0003, and a
+    paper of pawsey0001: the project page's "Research outputs" has something to show."""
+    assert "research outputs of pawsey0003: 3 added" in demo[1].stdout
+    checked = _manage(["shell", "-c", OUTPUTS_CHECK], demo[0])
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert json.loads(checked.stdout.strip().splitlines()[-1]) == [
+        ["pawsey0001", "publication", "10.5555/demo.climate.2024"],
+        ["pawsey0003", "grant", "Australian Research Council"],
+        ["pawsey0003", "publication", "10.5555/demo.reef.2025"],
+        ["pawsey0003", "software", "https://github.com/example/reefsim"],
+    ]
