@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.db import connection
@@ -32,6 +32,7 @@ from accounting.utilisation.quality import AllocatedJob, hourly_contributions
 
 _HOURS = Decimal(3600)
 _ZERO = Decimal(0)
+_MB_QUANTUM = Decimal("0.001")
 
 
 def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...], list[Any]]:
@@ -117,9 +118,13 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
 def _shape_add(deltas: Deltas, values: dict[str, Any], day: Any, sign: int) -> None:
     """A charged job's share of the shape roll-ups: one job, its seconds and its SU, under the
     size the engine priced (``split_evenly`` of these four)."""
+    # Memory as the ledger's column keeps it (3 places, rounded half up as PostgreSQL rounds):
+    # sacct's "1500K" is 1.46484375 MB, and the row read back for a changed line holds 1.465;
+    # unrounded, the two would be two keys of one row, which one upsert may not touch twice.
+    memory_mb = Decimal(values["memory_mb"]).quantize(_MB_QUANTUM, ROUND_HALF_UP)
     key = (
         values["project_id"], day, values["partition_id"], values["nnodes"], values["cpus"],
-        values["gpus"], values["memory_mb"],
+        values["gpus"], memory_mb,
     )  # fmt: skip
     sums = deltas.shapes.get(key)
     if sums is None:

@@ -129,6 +129,15 @@ def test_a_job_refunded_or_charged_again_is_taken_back_from_its_old_shape(testbe
     assert not UsageShapeMonthly.objects.filter(month=date(2026, 4, 1)).exclude(jobs=0).exists()
 
 
+def test_memory_finer_than_the_ledger_keeps_is_one_shape_when_its_line_changes(testbed):
+    # 1500K is 1.46484375 MB; the ledger keeps 1.465, and a changed line's old row reads back so.
+    _import(testbed, _line("9101", tres="cpu=1,mem=1500K,node=1"))
+    _import(testbed, _line("9101", tres="cpu=1,mem=1500K,node=1", seconds=1800))
+
+    assert Job.objects.get(job_id_raw="9101").memory_mb == Decimal("1.465")
+    _assert_rollups_are_the_jobs()
+
+
 def test_quarantined_lines_charged_on_retry_are_added_to_the_shape_rollups(testbed):
     Project.objects.filter(code="pawsey0004").delete()
     with (SAMPLE / "sacct_allocations.psv").open() as lines:
