@@ -49,7 +49,7 @@ SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
   e - make_interval(secs => s), e - make_interval(secs => s), e, s, shape.nodes, shape.cpus,
   shape.memory_mb, shape.gpus, 'nid1001', 'charged', round(shape.cpus * s / 3600.0, 6), 0,
   pv.derived_weight, 'cores', '[]'::jsonb, 0, '', now()
-FROM generate_series(1, {jobs}) g
+FROM generate_series(1::bigint, {jobs}) g
 CROSS JOIN LATERAL (
   SELECT timestamptz '2026-01-01 00:00+00' + g * interval '31536 seconds' / ({jobs} / 1000.0)
     AS e,
