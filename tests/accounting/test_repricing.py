@@ -7,18 +7,28 @@ from __future__ import annotations
 import importlib
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from io import StringIO
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.apps import apps
+from django.core.management import call_command
 from django.db.models import Sum
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import jobs_import, quarantine_retry
 from accounting.ledger.repricing import RepricedPartition, reprice_project
-from accounting.models import Cluster, Job, PartitionVersion, UsageShapeDaily, UsageShapeMonthly
+from accounting.models import (
+    Cluster,
+    ImportRun,
+    Job,
+    PartitionVersion,
+    UsageShapeDaily,
+    UsageShapeMonthly,
+)
+from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
 from tests.factories import PartitionFactory, PartitionVersionFactory
 
@@ -148,6 +158,19 @@ def test_quarantined_lines_charged_on_retry_are_added_to_the_shape_rollups(testb
     quarantine_retry(cluster=testbed)
 
     assert Job.objects.filter(charge_state=Job.ChargeState.CHARGED).count() > before
+    _assert_rollups_are_the_jobs()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_shape_rollups_are_the_charged_jobs_after_an_import_in_two_processes(testbed, tmp_path):
+    dump = write_sacct_file(tmp_path / "sacct.psv", lines=12_000, seed=5, allocations=True)
+
+    call_command(
+        "import_sacct", str(dump), "--cluster", "slurm-testbed", "--workers", "2",
+        stdout=StringIO(),
+    )  # fmt: skip
+
+    assert ImportRun.objects.count() == 1
     _assert_rollups_are_the_jobs()
 
 
