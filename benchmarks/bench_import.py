@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
-BENCH_DB = "portal_bench"
+BENCH_DB = os.environ.get("BENCH_DB", "portal_bench")  # another name: runs side by side
 COPY_TABLE = """
 CREATE TABLE sacct_copy (
   job_id text, job_id_raw text NOT NULL, job_name text, username text, account text,

@@ -33,6 +33,7 @@ def benches(quick: bool) -> dict[str, list[str]]:
             "--jobs",
             "100000" if quick else "1000000",
         ],
+        "record": [python, "benchmarks/bench_record.py", "--jobs", size],
         "slurm_sync": [
             python,
             "benchmarks/bench_slurm_sync.py",

@@ -52,6 +52,7 @@ from accounting.ledger.rollups import (
     hourly_apply,
     is_booked,
     rollup_add,
+    shapes_apply,
 )
 from accounting.ledger.sacct import (
     EMPTY_LINE_REASON,
@@ -692,6 +693,7 @@ def _batch_write(
             _jobs_update(changes.updates)
         daily_apply(changes.deltas.daily)
         efficiency_apply(changes.deltas)
+        shapes_apply(changes.deltas.shapes)
         hourly_apply(changes.deltas.hourly)
 
         _quarantine_store(

@@ -1,14 +1,15 @@
 """The roll-ups an import keeps in step with the ledger (DESIGN section 7): daily usage per
-project, partition, user and day, and the hourly core- and GPU-seconds that utilisation Q(T)
-reads. A batch gathers its deltas in memory (a job added, or taken back and added again when its
-line changed) and applies them in one sorted upsert per table, inside the batch's transaction.
+project, partition, user and day, the charged jobs per shape (day and month) that re-pricing
+reads, and the hourly core- and GPU-seconds that utilisation Q(T) reads. A batch gathers its
+deltas in memory (a job added, or taken back and added again when its line changed) and
+applies them in one sorted upsert per table, inside the batch's transaction.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.db import connection
@@ -23,12 +24,15 @@ from accounting.models import (
     EfficiencyMonthly,
     Job,
     UsageDaily,
+    UsageShapeDaily,
+    UsageShapeMonthly,
     UtilisationHourly,
 )
 from accounting.utilisation.quality import AllocatedJob, hourly_contributions
 
 _HOURS = Decimal(3600)
 _ZERO = Decimal(0)
+_MB_QUANTUM = Decimal("0.001")
 
 
 def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...], list[Any]]:
@@ -65,6 +69,8 @@ class Deltas:
     hourly: dict[tuple[int, datetime], list[int]] = field(default_factory=dict)
     efficiency: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
     buckets: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    # (project, day, partition, nnodes, cpus, gpus, memory_mb): [jobs, seconds, SU]
+    shapes: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
 
 
 def _held_until(values: dict[str, Any]) -> datetime | None:
@@ -94,6 +100,8 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
             current[index] += sign * amount
         if values["right_sized_service_units"] is not None:
             _efficiency_add(deltas, values, key, sign)
+        if values["charge_state"] == Job.ChargeState.CHARGED:
+            _shape_add(deltas, values, key[3], sign)
     held_until = _held_until(values)
     if held_until is None:
         return
@@ -105,6 +113,25 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
         seconds = deltas.hourly.setdefault((values["partition_id"], hour.hour_start), [0, 0])
         seconds[0] += sign * hour.core_seconds
         seconds[1] += sign * hour.gpu_seconds
+
+
+def _shape_add(deltas: Deltas, values: dict[str, Any], day: Any, sign: int) -> None:
+    """A charged job's share of the shape roll-ups: one job, its seconds and its SU, under the
+    size the engine priced (``split_evenly`` of these four)."""
+    # Memory as the ledger's column keeps it (3 places, rounded half up as PostgreSQL rounds):
+    # sacct's "1500K" is 1.46484375 MB, and the row read back for a changed line holds 1.465;
+    # unrounded, the two would be two keys of one row, which one upsert may not touch twice.
+    memory_mb = Decimal(values["memory_mb"]).quantize(_MB_QUANTUM, ROUND_HALF_UP)
+    key = (
+        values["project_id"], day, values["partition_id"], values["nnodes"], values["cpus"],
+        values["gpus"], memory_mb,
+    )  # fmt: skip
+    sums = deltas.shapes.get(key)
+    if sums is None:
+        sums = deltas.shapes[key] = [0, 0, _ZERO]
+    sums[0] += sign
+    sums[1] += sign * values["elapsed_seconds"]
+    sums[2] += sign * values["service_units"]
 
 
 def _efficiency_add(
@@ -217,6 +244,34 @@ def efficiency_apply(deltas: Deltas) -> None:
             key=6,
             rows=counts,
         )
+
+
+# The key of a shape row after its project and day or month, then its sums (Deltas.shapes).
+_SHAPE_COLUMNS = (
+    "partition_id", "nnodes", "cpus", "gpus", "memory_mb", "jobs", "elapsed_seconds",
+    "service_units",
+)  # fmt: skip
+_SHAPE_TYPES = ("bigint", "bigint", "bigint", "bigint", "numeric", "bigint", "bigint", "numeric")
+
+
+def shapes_apply(shapes: dict[tuple[Any, ...], list[Any]]) -> None:
+    """Add the batch's charged jobs per shape to their days and months (one sorted upsert
+    each); the months are the days folded, nothing more is computed per job."""
+    months: dict[tuple[Any, ...], list[Any]] = {}
+    for (project_id, day, *shape), sums in shapes.items():
+        month = months.setdefault((project_id, day.replace(day=1), *shape), [0, 0, _ZERO])
+        for index, amount in enumerate(sums):
+            month[index] += amount
+    for model, period, deltas in (
+        (UsageShapeDaily, "day", shapes),
+        (UsageShapeMonthly, "month", months),
+    ):
+        rows = [(*key, *sums) for key, sums in sorted(deltas.items()) if any(sums)]
+        if rows:
+            _upsert_adding(
+                model._meta.db_table, ("project_id", period, *_SHAPE_COLUMNS),
+                ("bigint", "date", *_SHAPE_TYPES), key=7, rows=rows,
+            )  # fmt: skip
 
 
 def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:

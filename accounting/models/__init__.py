@@ -13,6 +13,8 @@ from accounting.models.ledger import (
     Job,
     QuarantinedRecord,
     UsageDaily,
+    UsageShapeDaily,
+    UsageShapeMonthly,
 )
 from accounting.models.utilisation import (
     JobFairShare,
@@ -39,5 +41,7 @@ __all__ = [
     "PartitionVersion",
     "QuarantinedRecord",
     "UsageDaily",
+    "UsageShapeDaily",
+    "UsageShapeMonthly",
     "UtilisationHourly",
 ]

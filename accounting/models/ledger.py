@@ -261,6 +261,68 @@ class UsageDaily(models.Model):
         return f"{self.project} {self.partition} {self.username} {self.day}"
 
 
+class UsageShape(models.Model):
+    """The sums of a roll-up of CHARGED jobs per shape (abstract): the size a job held, which
+    is all the charging engine needs besides the time to price it again (the import prices
+    ``split_evenly(nnodes, cpus, memory_mb, gpus)``), and the jobs, seconds and SU of that
+    shape. Every charging model is linear in the elapsed seconds, so a partition version prices
+    a shape's summed seconds in one call (accounting.ledger.repricing; the rounding bound is in
+    docs/allocations.md, "Re-pricing at the round's rates"). Refunded jobs are not in it."""
+
+    # The unique key of each concrete table leads with the project and the day or month, and
+    # serves both the import's upsert and the record's range reads: no index of its own.
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="+")
+    nnodes = models.PositiveIntegerField()
+    cpus = models.PositiveIntegerField()
+    gpus = models.PositiveIntegerField()
+    memory_mb = models.DecimalField(max_digits=20, decimal_places=3)
+    jobs = models.IntegerField(default=0)
+    elapsed_seconds = models.BigIntegerField(default=0)
+    service_units = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+
+    class Meta:
+        abstract = True
+
+
+class UsageShapeDaily(UsageShape):
+    """Charged jobs per project, local day they ended (as UsageDaily), partition and shape
+    (:class:`UsageShape`): the days at either end of a period that is not whole months."""
+
+    day = models.DateField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "day", "partition", "nnodes", "cpus", "gpus", "memory_mb"],
+                name="usage_shape_daily_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.partition_id} {self.day} {self.nnodes}x{self.cpus}"
+
+
+class UsageShapeMonthly(UsageShape):
+    """UsageShapeDaily summed per calendar month, kept beside it by the import in the same
+    transaction: a year of a project is at most twelve rows per shape."""
+
+    month = models.DateField(help_text="first day of the month")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "month", "partition", "nnodes", "cpus", "gpus", "memory_mb"],
+                name="usage_shape_monthly_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.partition_id} {self.month:%Y-%m} {self.nnodes}x{self.cpus}"
+
+
 class EfficiencySums(models.Model):
     """The sums of the efficiency roll-ups (abstract): of charged jobs WITH usage data, so that
     any period and any grouping is a ratio of sums: CPU efficiency = core_hours_used /

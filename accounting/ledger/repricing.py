@@ -1,0 +1,185 @@
+"""What a project's charged jobs of a period would cost at the rates in force on a date, beside
+what they were charged (issue 28, a reviewer's record): each partition's jobs priced by the
+charging engine under the partition version in force at ``at``.
+
+Read from the shape roll-ups (``UsageShapeMonthly`` for the whole months of the period,
+``UsageShapeDaily`` for the days at either end), never from the jobs: one grouped read, then
+one engine call per partition and shape. Every charging model is linear in the elapsed
+seconds, so a shape's summed seconds are priced once; the engine rounds each job, so that
+differs from pricing each job by at most half an SU quantum per job and one more
+(docs/allocations.md, "Re-pricing at the round's rates").
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+
+from accounting.clusters import charging
+from accounting.models import Partition, PartitionVersion, UsageShapeDaily, UsageShapeMonthly
+
+_ZERO = Decimal(0)
+_MB_QUANTUM = Decimal("0.001")
+
+
+@dataclass(frozen=True)
+class RepricedPartition:
+    partition_id: int
+    partition_name: str
+    version_id: int | None  # the PartitionVersion in force at `at` (None: the partition has none)
+    version_label: str  # e.g. "gpu from 2026-07-01" (effective_from), for the page
+    jobs: int
+    charged_su: Decimal  # what these jobs were charged (Job.service_units of charged jobs)
+    repriced_su: Decimal  # the same jobs priced by the charging engine under version_id
+    unpriced_jobs: int  # jobs the version cannot price (shape does not fit): counted, not priced
+
+
+@dataclass(frozen=True)
+class Repricing:
+    start: date
+    end: date  # exclusive
+    at: date
+    partitions: tuple[RepricedPartition, ...]
+
+    @property
+    def charged_su(self) -> Decimal:
+        return sum((partition.charged_su for partition in self.partitions), _ZERO)
+
+    @property
+    def repriced_su(self) -> Decimal:
+        return sum((partition.repriced_su for partition in self.partitions), _ZERO)
+
+
+# (nnodes, cpus, gpus, memory_mb) -> [jobs, elapsed seconds, charged SU]
+_Shapes = dict[tuple[int, int, int, Decimal], list[Any]]
+
+
+def reprice_project(project_id: int, start: date, end: date, *, at: date) -> Repricing:
+    """The charged jobs of ``project_id`` that ended on the local days ``[start, end)`` (the
+    days of UsageDaily), per partition: their jobs and SU charged, and their SU under the
+    partition's version in force at the end of ``at`` in its cluster's zone. A shape that
+    version cannot hold (more GPUs than its nodes have) is counted in ``unpriced_jobs``."""
+    shapes = _shapes_read(project_id, start, end)
+    partitions = Partition.objects.select_related("cluster").in_bulk(list(shapes))
+    versions = _versions_at(list(partitions.values()), at)
+    repriced = [
+        _partition_repriced(partitions[partition_id], versions.get(partition_id), sums)
+        for partition_id, sums in shapes.items()
+    ]
+    repriced.sort(key=lambda row: (row.partition_name, row.partition_id))
+    return Repricing(start=start, end=end, at=at, partitions=tuple(repriced))
+
+
+def _first_of_next_month(day: date) -> date:
+    return (day.replace(day=1) + timedelta(days=32)).replace(day=1)
+
+
+def _periods(start: date, end: date) -> tuple[tuple[date, date] | None, list[tuple[date, date]]]:
+    """``[start, end)`` as its whole months (first day of the first, first day after the
+    last) and the day ranges before and after them."""
+    first_month = start if start.day == 1 else _first_of_next_month(start)
+    last_month = end.replace(day=1)
+    if first_month >= last_month:
+        return None, [(start, end)] if start < end else []
+    edges = [(start, first_month), (last_month, end)]
+    return (first_month, last_month), [(a, b) for a, b in edges if a < b]
+
+
+def _shapes_read(project_id: int, start: date, end: date) -> dict[int, _Shapes]:
+    """Per partition and shape, the sums of the period: one grouped read of the months and
+    the edge days together."""
+    months, day_ranges = _periods(start, end)
+    columns = "partition_id, nnodes, cpus, gpus, memory_mb, jobs, elapsed_seconds, service_units"
+    parts: list[str] = []
+    parameters: list[int | date] = []
+    if months is not None:
+        parts.append(
+            f"SELECT {columns} FROM {UsageShapeMonthly._meta.db_table} "  # noqa: S608
+            "WHERE project_id = %s AND month >= %s AND month < %s"
+        )
+        parameters += [project_id, *months]
+    for first, stop in day_ranges:
+        parts.append(
+            f"SELECT {columns} FROM {UsageShapeDaily._meta.db_table} "  # noqa: S608
+            "WHERE project_id = %s AND day >= %s AND day < %s"
+        )
+        parameters += [project_id, first, stop]
+    shapes: dict[int, _Shapes] = defaultdict(dict)
+    if not parts:
+        return shapes
+    # Table names and fixed text only; every value is a parameter.
+    sql = (
+        "SELECT partition_id, nnodes, cpus, gpus, memory_mb, SUM(jobs), SUM(elapsed_seconds), "  # noqa: S608
+        f"SUM(service_units) FROM ({' UNION ALL '.join(parts)}) AS periods "
+        "GROUP BY partition_id, nnodes, cpus, gpus, memory_mb HAVING SUM(jobs) <> 0"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, parameters)
+        for partition_id, nnodes, cpus, gpus, memory_mb, jobs, seconds, units in cursor:
+            shape = (int(nnodes), int(cpus), int(gpus), _decimal(memory_mb, _MB_QUANTUM))
+            shapes[partition_id][shape] = [
+                int(jobs),
+                int(seconds),
+                _decimal(units, charging.SU_QUANTUM),
+            ]
+    return shapes
+
+
+def _decimal(value: Any, quantum: Decimal) -> Decimal:
+    """A numeric column's value as the Decimal it holds (SQLite's sums come back as floats)."""
+    return value if isinstance(value, Decimal) else Decimal(str(value)).quantize(quantum)
+
+
+def _versions_at(partitions: list[Partition], at: date) -> dict[int, PartitionVersion]:
+    """Each partition's version in force at the end of the day ``at`` in its cluster's zone:
+    the latest ``effective_from`` before the next local midnight."""
+    versions: dict[int, PartitionVersion] = {}
+    for partition in partitions:
+        midnight = datetime.combine(at + timedelta(days=1), time(), partition.cluster.zoneinfo)
+        version = (
+            PartitionVersion.objects.filter(partition=partition, effective_from__lt=midnight)
+            .order_by("-effective_from")
+            .first()
+        )
+        if version is not None:
+            version.partition = partition
+            versions[partition.pk] = version
+    return versions
+
+
+def _partition_repriced(
+    partition: Partition, version: PartitionVersion | None, shapes: _Shapes
+) -> RepricedPartition:
+    jobs, charged, repriced, unpriced = 0, _ZERO, _ZERO, 0
+    for (nnodes, cpus, gpus, memory_mb), (shape_jobs, seconds, units) in shapes.items():
+        jobs += shape_jobs
+        charged += units
+        if version is None:
+            unpriced += shape_jobs
+            continue
+        try:
+            usage = charging.split_evenly(nodes=nnodes, cores=cpus, memory_mb=memory_mb, gpus=gpus)
+            repriced += charging.service_units(version.spec, usage, elapsed_seconds=seconds)
+        except (charging.ChargeError, charging.SpecError):
+            unpriced += shape_jobs
+    if version is None:
+        label = f"{partition.name}: no rate version"
+    else:
+        local = version.effective_from.astimezone(partition.cluster.zoneinfo)
+        moment = f"{local:%Y-%m-%d}" if local.time() == time() else f"{local:%Y-%m-%d %H:%M}"
+        label = f"{partition.name} from {moment}"
+    return RepricedPartition(
+        partition_id=partition.pk,
+        partition_name=str(partition),
+        version_id=version.pk if version is not None else None,
+        version_label=label,
+        jobs=jobs,
+        charged_su=charged,
+        repriced_su=repriced,
+        unpriced_jobs=unpriced,
+    )

@@ -1,0 +1,151 @@
+"""Benchmark of re-pricing a project's year at a round's rates (issue 28, a reviewer's record):
+``reprice_project`` for one project with ``--jobs`` charged jobs (default 1,000,000) over a
+year, of 1,568 shapes (CPU jobs of 1 to 3 nodes, any core count and four memory sizes; GPU jobs of
+1 to 8 GPUs), on the testbed's two partitions.
+
+A throwaway database gets the jobs in SQL; migration 0021's own backfill
+(``shapes_backfill``) then builds the shape roll-ups the import keeps (so the figure is also
+what the migration takes on such a ledger); a new version of each partition, from the day
+before the request, carries the round's rates. The window is the record's: the twelve months
+ending at the request's date, which starts and ends mid-month. Timed ``--runs`` times after
+one warm-up (target: median <= 100 ms for this part of the record, whose whole budget is
+300 ms), with the query count.
+
+    python benchmarks/bench_record.py [--jobs 1000000] [--runs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from any directory
+from benchmarks.pg import database_create, database_drop, psql  # noqa: E402
+
+DB = "portal_bench_record"
+TARGET_MS = 100
+
+# One project's jobs over 2026: a job ends every 31.5 s / (jobs / 1M), each of 1 minute to 12
+# hours. Two in three on work (1 to 3 nodes, 1 to 128 cores and four memory sizes a node: 1,536
+# shapes), one in three on gpu (1 node, 1 to 8 GPUs with 8 cores each, four memory sizes: 32).
+# Every shape recurs every few hours, so nearly all of them are in every day's rows: the
+# daily table's worst case.
+FILL = """
+INSERT INTO allocations_project (code, title, status, field_of_science, created_at)
+VALUES ('bench0001', 'bench project', 'active', '', now());
+
+INSERT INTO accounting_job (
+  cluster_id, job_id_raw, run, job_id, job_name, array_job_id, array_task_id, het_job_id,
+  project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
+  submit, start, "end", elapsed_seconds, nnodes, cpus, memory_mb, gpus, nodelist,
+  charge_state, service_units, pending_service_units, weight, dominant_resource, node_fractions,
+  energy_wh, source_hash, updated_at)
+SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
+  p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal', 'COMPLETED', 'COMPLETED', '0:0',
+  e - make_interval(secs => s), e - make_interval(secs => s), e, s, shape.nodes, shape.cpus,
+  shape.memory_mb, shape.gpus, 'nid1001', 'charged', round(shape.cpus * s / 3600.0, 6), 0,
+  pv.derived_weight, 'cores', '[]'::jsonb, 0, '', now()
+FROM generate_series(1::bigint, {jobs}) g
+CROSS JOIN LATERAL (
+  SELECT timestamptz '2026-01-01 00:00+00' + g * interval '31536 seconds' / ({jobs} / 1000.0)
+    AS e,
+  60 + (g * 7919) % 43200 AS s
+) t
+CROSS JOIN LATERAL (SELECT g / 3 AS k) n
+CROSS JOIN LATERAL (
+  SELECT CASE WHEN g % 3 = 0 THEN 'gpu' ELSE 'work' END AS partition,
+    CASE WHEN g % 3 = 0 THEN 1 ELSE 1 + k % 3 END AS nodes,
+    CASE WHEN g % 3 = 0 THEN 8 * (1 + k % 8) ELSE (1 + k % 3) * (1 + (k / 3) % 128) END AS cpus,
+    CASE WHEN g % 3 = 0 THEN 8000 * (1 + (k / 8) % 4)
+      ELSE 8000 * (1 + (k / 384) % 4) * (1 + k % 3) END AS memory_mb,
+    CASE WHEN g % 3 = 0 THEN 1 + k % 8 ELSE 0 END AS gpus
+) shape
+JOIN allocations_project p ON p.code = 'bench0001'
+JOIN accounting_cluster c ON c.name = 'slurm-testbed'
+JOIN accounting_partition part ON part.cluster_id = c.id AND part.name = shape.partition
+JOIN accounting_partitionversion pv ON pv.partition_id = part.id;
+ANALYZE accounting_job;
+"""
+
+TIMING = """
+import statistics, time
+from datetime import date, datetime, timezone as tz
+from decimal import Decimal
+from django.apps import apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from accounting.ledger.repricing import reprice_project
+from accounting.models import PartitionVersion, UsageShapeDaily, UsageShapeMonthly
+from projects.models import Project
+backfill = __import__("importlib").import_module("accounting.migrations.0021_usage_shape_monthly")
+started = time.perf_counter()
+backfill.shapes_backfill(apps, connection.schema_editor())
+filled = time.perf_counter() - started
+with connection.cursor() as cursor:
+    cursor.execute("ANALYZE accounting_usageshapedaily; ANALYZE accounting_usageshapemonthly")
+for old in PartitionVersion.objects.all():
+    old.pk, old.number = None, old.number + 1
+    old.effective_from = datetime(2026, 11, 1, tzinfo=tz.utc)
+    old.weight_override, old.weight_override_reason = old.derived_weight * 2, "round rates"
+    old.save()
+project = Project.objects.get(code="bench0001")
+request_day = date(2026, 11, 17)
+start = request_day.replace(year=request_day.year - 1)
+reprice_project(project.pk, start, request_day, at=request_day)  # warm-up
+timings = []
+for _ in range({runs}):
+    began = time.perf_counter()
+    repricing = reprice_project(project.pk, start, request_day, at=request_day)
+    timings.append((time.perf_counter() - began) * 1000)
+with CaptureQueriesContext(connection) as queries:
+    reprice_project(project.pk, start, request_day, at=request_day)
+jobs = sum(row.jobs for row in repricing.partitions)
+print(f"RESULT {statistics.median(timings):.1f} {max(timings):.1f} {len(queries)} {jobs} "
+      f"{repricing.charged_su} {repricing.repriced_su} {filled:.1f} "
+      f"{UsageShapeDaily.objects.count()} {UsageShapeMonthly.objects.count()}")
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="reprice_project benchmark")
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    env = database_create(DB, months=("2026-01", "2027-01"))
+    manage = [sys.executable, "manage.py"]
+    try:
+        subprocess.run(
+            [*manage, "cluster_apply", "examples/clusters/slurm-testbed.json"], cwd=ROOT, env=env,
+            check=True, capture_output=True,
+        )  # fmt: skip
+        started = time.perf_counter()
+        psql(DB, FILL.format(jobs=args.jobs))
+        print(f"filled {args.jobs:,} jobs in {time.perf_counter() - started:.0f} s")
+        done = subprocess.run(
+            [*manage, "shell", "-c", TIMING.replace("{runs}", str(args.runs))], cwd=ROOT,
+            env=env, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        line = next(row for row in done.stdout.splitlines() if row.startswith("RESULT"))
+        _, median, worst, queries, jobs, charged, repriced, filled, days, months = line.split()
+        print(
+            f"migration 0021's backfill of the shape roll-ups: {filled} s "
+            f"({days} daily rows, {months} monthly rows)"
+        )
+        print(
+            f"reprice_project, twelve months ending mid-month, {int(jobs):,} jobs of "
+            f"{args.jobs:,}: median {median} ms, max {worst} ms over {args.runs} runs "
+            f"(target median <= {TARGET_MS} ms), {queries} queries; {charged} SU charged, "
+            f"{repriced} SU at the round's rates"
+        )
+        if float(median) > TARGET_MS:
+            sys.exit(f"missed the target: median {median} ms > {TARGET_MS} ms")
+    finally:
+        database_drop(DB)
+
+
+if __name__ == "__main__":
+    main()
