@@ -11,6 +11,7 @@ Errors always have the same shape, whatever raised them::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ from rest_framework.fields import SkipField
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import SAFE_METHODS, AllowAny, BasePermission
 from rest_framework.relations import PKOnlyObject
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -559,3 +561,23 @@ class ApiRootView(APIView):
                 "token": absolute("api:token-obtain"),
             }
         )
+
+
+class PdfRenderer(JSONRenderer):
+    """``Accept: application/pdf`` on an endpoint that answers a PDF (a decision letter): the
+    view returns the file itself, so this renders only what DRF renders, an error, and that
+    stays JSON, labelled as JSON, for a client that asked for a PDF and got a 403 or a 404."""
+
+    media_type = "application/pdf"
+    format = "pdf"
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        response = (renderer_context or {}).get("response")
+        if response is not None:
+            response["Content-Type"] = "application/json"
+        return super().render(data, "application/json", renderer_context)

@@ -19,6 +19,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -74,6 +75,7 @@ from kit.api import (
     EnumFilter,
     IdFilter,
     IsStaffOrReadOnly,
+    PdfRenderer,
     acting_user,
 )
 from projects.access import can_manage_project
@@ -336,7 +338,11 @@ class RequestViewSet(ApiViewSet):
             )
         }
     )
-    @action(detail=True, methods=["get"])
+    @action(
+        detail=True,
+        methods=["get"],
+        renderer_classes=[JSONRenderer, BrowsableAPIRenderer, PdfRenderer],
+    )
     def letter(self, request: Request, pk: str) -> HttpResponse:
         """The decision letter of a decided request (PDF): for the project's PI and managers,
         the chair who decided it and staff. An undecided request has no letter (404)."""

@@ -7,6 +7,7 @@ pypdf: the figures must be in the text, not only in the page."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -253,6 +254,19 @@ def test_the_letter_downloads_from_the_page_and_the_api_for_its_readers(decided)
     # Another project's PI does not see the request at all.
     assert _page(centre.bob).get(page_url).status_code == 404
     assert _api(centre.bob).get(api_url).status_code == 404
+
+
+def test_a_client_that_asks_for_a_pdf_gets_the_letter_or_its_error_in_json(decided):
+    """``curl -H 'Accept: application/pdf'``: the letter, not 406; a refusal stays JSON."""
+    api_url = f"/api/v1/requests/{decided.application.pk}/letter/"
+    response = _api(decided.centre.alice).get(api_url, HTTP_ACCEPT="application/pdf")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/pdf"
+    assert response.content.startswith(b"%PDF")
+    refused = _api(decided.member).get(api_url, HTTP_ACCEPT="application/pdf")
+    assert refused.status_code == 403
+    assert refused["Content-Type"] == "application/json"
+    assert "read a decision letter" in json.loads(refused.content)["message"]
 
 
 def test_an_undecided_request_has_no_letter_to_download_for_anyone(decided):
