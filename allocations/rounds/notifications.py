@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from allocations.access import can_decide, deciding_round, has_conflict
+from allocations.access import can_decide, can_review, deciding_round
 from allocations.models import AllocationRequest, CommitteeMember
 from kit.access import staff_members
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
@@ -55,11 +55,12 @@ def notify_request_submitted(request: AllocationRequest) -> None:
 
 
 def notify_review_assigned(request: AllocationRequest) -> None:
-    """To the round's committee, except members of the project (they never review it)."""
+    """To the request's reviewers (``can_review``: those the chair assigned, else the round's
+    committee), except members of the project (they never review it)."""
     seats = CommitteeMember.objects.filter(round=request.round).select_related("user")
     if request.round is None:
         return
-    reviewers = (seat.user for seat in seats if not has_conflict(seat.user, request.project))
+    reviewers = (seat.user for seat in seats if can_review(seat.user, request))
     mail_send(
         recipients=mail_recipients(reviewers, MailKind.ALLOCATION_EVENTS),
         subject=f"Please review {_what(request)}",
