@@ -95,7 +95,10 @@ def _shapes(project_id: int, start: date, end: date) -> dict[int, list[dict[str,
 
 def _priced(version: PartitionVersion, row: dict[str, Any]) -> Decimal | None:
     """One job of the row's shape and length priced under ``version``; None when the engine
-    cannot price it (a shape the version's nodes cannot hold)."""
+    cannot price it (a shape the version's nodes cannot hold). A job that held no node (it
+    never ran; the ledger books it at 0) costs nothing at any rate."""
+    if row["nnodes"] == 0:
+        return _ZERO
     try:
         usage = charging.split_evenly(
             nodes=row["nnodes"], cores=row["cpus"], memory_mb=row["memory_mb"], gpus=row["gpus"]

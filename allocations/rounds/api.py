@@ -371,7 +371,7 @@ class RequestViewSet(ApiViewSet):
         request=ReviewAssignInputSerializer,
         responses=ReviewAssignmentOutputSerializer(many=True),
     )
-    @action(detail=True, methods=["get", "post"])
+    @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
     def assignments(self, request: Request, pk: str) -> Response:
         """The committee members assigned to review the request (none: the whole committee
         reviews it). The chair (or staff) assigns one with ``POST`` (``username``): never a

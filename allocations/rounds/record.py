@@ -99,10 +99,13 @@ class Ask:
 
     @property
     def times_last_year(self) -> Decimal | None:
-        """requested / last year's use; None when the project used nothing."""
+        """requested / last year's use (tenths; hundredths below 1); None when the project used
+        nothing."""
         if self.used_last_year_su <= 0:
             return None
-        return (self.requested_su / self.used_last_year_su).quantize(Decimal("0.1"))
+        ratio = self.requested_su / self.used_last_year_su
+        # Tenths, and hundredths below 1 (a small ask of a big user is not "0.0 x").
+        return ratio.quantize(Decimal("0.1") if ratio >= 1 else Decimal("0.01"))
 
     @property
     def in_words(self) -> str:

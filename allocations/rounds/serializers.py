@@ -398,7 +398,7 @@ class RecordAskSerializer(serializers.Serializer):
     requested_su = su_out_field()
     used_last_year_su = su_out_field()
     times_last_year = serializers.DecimalField(
-        max_digits=None, decimal_places=1, allow_null=True,
+        max_digits=None, decimal_places=2, allow_null=True,
         help_text="requested / last year's use; null: no use in the last year",
     )  # fmt: skip
     in_words = serializers.CharField()

@@ -31,7 +31,7 @@ from allocations.models import (
     ResearchOutput,
     ReviewAssignment,
 )
-from allocations.rounds.record import applicant_record
+from allocations.rounds.record import Ask, applicant_record
 from allocations.rounds.services import (
     request_create,
     request_review_start,
@@ -124,6 +124,7 @@ def desk(centre):
     for _ in range(2):  # 7 seconds on one core: 0.0000303819 SU, 0.000030 a job once rounded
         _job(p3, work, june, cpus=1, memory_mb=100, elapsed=7, charged="0.002")
     _job(p3, work, june, cpus=129, memory_mb=1000, elapsed=60, charged="10")  # fits no node
+    _job(p3, work, june, cpus=0, memory_mb=0, elapsed=0, charged="0", nnodes=0)  # never ran
     _job(p3, work, datetime(2025, 11, 26, 23, tzinfo=UTC), cpus=4, memory_mb=7000, elapsed=3600,
          charged="4")  # before the last year  # fmt: skip
     _job(p3, work, june, cpus=4, memory_mb=7000, elapsed=3600, charged="0", state="refunded")
@@ -210,7 +211,7 @@ def test_the_last_years_jobs_are_repriced_per_job_at_the_rounds_rates(centre, de
     assert work.partition_name == "work"
     assert work.version_label == "work from 2027-01-01"
     assert work.version_id == PartitionVersion.objects.get(partition=desk["work"], number=2).pk
-    assert (work.jobs, work.unpriced_jobs) == (8, 1)
+    assert (work.jobs, work.unpriced_jobs) == (9, 1)  # the job that never ran costs nothing
     assert work.charged_su == Decimal("150.004")  # 3 x 4 + 2 x 64 + 2 x 0.002 + 10
     # 3 x 0.0625 + 2 x 1 + 2 x 0.000030 (rounded per job, not 0.000061 for 14 seconds)
     assert work.repriced_su == Decimal("2.187560")
@@ -240,6 +241,8 @@ def test_the_record_puts_the_ask_against_last_years_use_and_the_estimate(centre,
     assert record.ask_total.in_words == f"asks for 2.1 {TIMES} last year's use"
     assert record.estimate_total_su == 1280
     assert len(record.estimates) == 1
+    small = Ask(pool_name="x", requested_su=Decimal(30000), used_last_year_su=Decimal(782930))
+    assert small.in_words == f"asks for 0.04 {TIMES} last year's use"  # hundredths below 1
 
 
 def test_the_record_lists_outputs_since_the_last_grant_and_the_progress_report(centre, desk):
