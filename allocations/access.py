@@ -23,6 +23,7 @@ from allocations.models import (
     CommitteeMember,
     ProjectRequest,
     Review,
+    ReviewAssignment,
 )
 from kit.access import Actor, is_staff
 from projects.access import can_manage_project, is_member, projects_managed, projects_of_member
@@ -79,13 +80,46 @@ def has_conflict(user: Actor, project: Project) -> bool:
     return isinstance(user, User) and (project.pi_id == user.pk or is_member(user, project))
 
 
+def is_assigned_reviewer(user: Actor, request: AllocationRequest) -> bool:
+    """Among those who review the request: when the chair assigned reviewers to it
+    (``ReviewAssignment``), the members assigned; when not, every member of its round's
+    committee (as before assignments existed). Conflicts are ``has_conflict``'s, not this."""
+    if not isinstance(user, User) or not is_committee(user, request.round):
+        return False
+    assigned = ReviewAssignment.objects.filter(request=request)
+    return not assigned.exists() or assigned.filter(reviewer_id=user.pk).exists()
+
+
 def can_review(user: Actor, request: AllocationRequest) -> bool:
-    """Score a request: the round's committee, except members of the request's project. Only
-    requests in a round (applications, renewals) are reviewed."""
+    """Score a request: its reviewers (``is_assigned_reviewer``: the members assigned, or the
+    whole committee when none are), except members of the request's project. Only requests in
+    a round (applications, renewals) are reviewed."""
     return (
         request.in_round
-        and is_committee(user, request.round)
+        and is_assigned_reviewer(user, request)
         and not has_conflict(user, request.project)
+    )
+
+
+def can_assign_reviewers(user: Actor, request: AllocationRequest) -> bool:
+    """Assign committee members to review a request, or take them off it: whoever decides it
+    (``can_decide``: its chair, never for their own project's request, or staff), for a
+    request the committee reviews (an application, a renewal)."""
+    return request.in_round and can_decide(user, request)
+
+
+def can_read_record(user: Actor, request: AllocationRequest) -> bool:
+    """Read the applicant's record (``allocations/rounds/record.py``: the project's grants,
+    use, efficiency, re-priced jobs and outputs): staff; the chair of the request's
+    ``deciding_round``; the request's reviewers (``is_assigned_reviewer``). Never anyone with
+    a conflict of interest (``has_conflict``), and not the applicants: they have their
+    project's own pages."""
+    if is_staff(user):
+        return True
+    if has_conflict(user, request.project):
+        return False
+    return is_chair(user, deciding_round(request)) or (
+        request.in_round and is_assigned_reviewer(user, request)
     )
 
 

@@ -114,6 +114,11 @@ urlpatterns = [
         "requests/<int:pk>/start-review/", pages.request_start_review, name="request-start-review"
     ),
     path("requests/<int:pk>/review/", pages.review, name="request-review"),
+    path(
+        "requests/<int:pk>/assignments/",
+        pages.request_assignments_view,
+        name="request-assignments",
+    ),
     path("requests/<int:pk>/grant/", pages.grant, name="request-grant"),
     # Project requests: anyone asks for a new project; approvers decide
     path(

@@ -48,6 +48,7 @@ from allocations.rounds.services import (
     request_decide,
     request_review_start,
     request_submit,
+    review_assign,
     review_submit,
     round_create,
 )
@@ -299,8 +300,8 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
     )  # fmt: skip
     report(
         "an open allocation round: staff chairs it, carol reviews; alice's request waits to be "
-        "opened, bob's is under review, carol's is a draft; a renewal in it carries a progress "
-        "report (pawsey0004's grant is ending: renew it)"
+        "opened, bob's is under review (carol assigned: she reads his record), carol's is a "
+        "draft; a renewal in it carries a progress report (pawsey0004's grant is ending: renew it)"
     )
     _requests(round_, pools)
     _lifecycle(pools, report)
@@ -328,6 +329,8 @@ def _requests(round_: AllocationRound, pools: dict[str, ResourcePool]) -> None:
         request_submit(request=request, actor=users[pi])
         if stage == "under review":
             request_review_start(request=request, actor=users["staff"])
+            # The chair assigns carol: she reads the applicant's record on the review page.
+            review_assign(request=request, reviewer=users["carol"], actor=users["staff"])
             review_submit(
                 request=request, reviewer=users["carol"], score=4, comment="A clear plan."
             )

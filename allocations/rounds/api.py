@@ -27,16 +27,20 @@ from accounting.clusters.quotes import QuoteRequest
 from allocations.access import (
     asks_for_changes,
     can_ask_for_change,
+    can_assign_reviewers,
     can_decide,
     can_read_letter,
+    can_read_record,
     requests_visible,
     reviews_visible,
     sits_on_a_committee,
 )
 from allocations.models import AllocationRequest, AllocationRound, RequestTransition, Review
 from allocations.rounds.letters import letter_filename, letter_pdf
-from allocations.rounds.selectors import decision_letter_of, round_overview
+from allocations.rounds.record import applicant_record
+from allocations.rounds.selectors import decision_letter_of, request_assignments, round_overview
 from allocations.rounds.serializers import (
+    ApplicantRecordOutputSerializer,
     CommitteeSeatInputSerializer,
     ProgressReportInputSerializer,
     RequestCreateInputSerializer,
@@ -45,6 +49,8 @@ from allocations.rounds.serializers import (
     RequestEstimateOutputSerializer,
     RequestOutputSerializer,
     RequestUpdateInputSerializer,
+    ReviewAssignInputSerializer,
+    ReviewAssignmentOutputSerializer,
     ReviewInputSerializer,
     ReviewOutputSerializer,
     RoundCreateInputSerializer,
@@ -62,7 +68,9 @@ from allocations.rounds.services import (
     request_review_start,
     request_submit,
     request_update,
+    review_assign,
     review_submit,
+    review_unassign,
     round_close,
     round_create,
     round_update,
@@ -395,6 +403,73 @@ class RequestViewSet(ApiViewSet):
             granted=data.validated_data["granted"], reason=data.validated_data["reason"],
         )  # fmt: skip
         return self._respond(request_)
+
+    @extend_schema(responses=ApplicantRecordOutputSerializer)
+    @action(detail=True, methods=["get"])
+    def record(self, request: Request, pk: str) -> Response:
+        """The applicant's record: the project's SU granted and used per pool and quarter, its
+        jobs' efficiency, the last year's jobs re-priced at the round's rates, the request
+        against last year's use, and its outputs (docs/allocations.md). For the request's
+        assigned reviewers (all of the committee when none are assigned), the chair and
+        staff; never anyone in the project."""
+        request_ = self.get_object()
+        require(
+            can_read_record(request.user, request_),
+            "only the request's reviewers, the chair and staff read the applicant's record, "
+            "never anyone in the project",
+        )
+        return Response(ApplicantRecordOutputSerializer(applicant_record(request_)).data)
+
+    def _assignments(self, request_: AllocationRequest) -> Response:
+        assignments = request_assignments(request=request_)
+        return Response(ReviewAssignmentOutputSerializer(assignments, many=True).data)
+
+    @extend_schema(
+        methods=["get"], request=None, responses=ReviewAssignmentOutputSerializer(many=True)
+    )
+    @extend_schema(
+        methods=["post"],
+        request=ReviewAssignInputSerializer,
+        responses=ReviewAssignmentOutputSerializer(many=True),
+    )
+    @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
+    def assignments(self, request: Request, pk: str) -> Response:
+        """The committee members assigned to review the request (none: the whole committee
+        reviews it). The chair (or staff) assigns one with ``POST`` (``username``): never a
+        member with a conflict of interest."""
+        request_ = self.get_object()
+        require(
+            can_assign_reviewers(request.user, request_),
+            "only the round's chair assigns reviewers, never to a request of their own project",
+        )
+        if request.method == "POST":
+            data = ReviewAssignInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            review_assign(
+                request=request_, reviewer=data.validated_data["username"],
+                actor=acting_user(request),
+            )  # fmt: skip
+        return self._assignments(request_)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(
+        detail=True,
+        methods=["delete"],
+        url_path=rf"assignments/(?P<username>{USERNAME_PATTERN})",
+        url_name="assignment",
+    )
+    def assignment(self, request: Request, pk: str, username: str) -> Response:
+        """The chair (or staff) takes a reviewer off the request."""
+        request_ = self.get_object()
+        require(
+            can_assign_reviewers(request.user, request_),
+            "only the round's chair assigns reviewers, never to a request of their own project",
+        )
+        assigned = get_object_or_404(
+            request_.assignments.select_related("reviewer"), reviewer__username=username
+        )
+        review_unassign(request=request_, reviewer=assigned.reviewer, actor=acting_user(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @extend_schema(tags=["reviews"])

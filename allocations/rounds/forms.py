@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import User
 
 from accounting.clusters.forms import QuoteForm, positive
 from accounting.models import Partition
@@ -182,3 +183,24 @@ class GrantForm(forms.Form):
             amount.pool: self.cleaned_data[f"pool_{amount.pool_id}"]
             for amount in self.request_amounts
         }
+
+
+class _MemberField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return str(obj.get_full_name() or obj.username)
+
+
+class ReviewAssignForm(forms.Form):
+    """The chair picks a member of the round's committee to review a request (who may be
+    picked, a conflict of interest for one, is the service's rule: ``review_assign``)."""
+
+    reviewer = _MemberField(
+        queryset=User.objects.none(), label="Committee member",
+        error_messages={"invalid_choice": "Pick a member of the round's committee."},
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, members: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        reviewer = self.fields["reviewer"]
+        assert isinstance(reviewer, forms.ModelChoiceField)
+        reviewer.queryset = members

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from allocations.access import can_decide, can_read_letter, deciding_round, has_conflict
+from allocations.access import (
+    can_decide,
+    can_read_letter,
+    can_review,
+    deciding_round,
+)
 from allocations.models import AllocationRequest, CommitteeMember
 from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.selectors import decision_letter_of
@@ -57,11 +62,12 @@ def notify_request_submitted(request: AllocationRequest) -> None:
 
 
 def notify_review_assigned(request: AllocationRequest) -> None:
-    """To the round's committee, except members of the project (they never review it)."""
+    """To the request's reviewers (``can_review``: those the chair assigned, else the round's
+    committee), except members of the project (they never review it)."""
     seats = CommitteeMember.objects.filter(round=request.round).select_related("user")
     if request.round is None:
         return
-    reviewers = (seat.user for seat in seats if not has_conflict(seat.user, request.project))
+    reviewers = (seat.user for seat in seats if can_review(seat.user, request))
     mail_send(
         recipients=mail_recipients(reviewers, MailKind.ALLOCATION_EVENTS),
         subject=f"Please review {_what(request)}",

@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounting.clusters.quotes import QuoteRequest
@@ -23,12 +24,15 @@ from allocations import request_states
 from allocations.access import (
     can_appeal,
     can_ask_for_change,
+    can_assign_reviewers,
     can_decide,
     can_decide_round,
     can_read_letter,
+    can_read_record,
     can_read_reviews,
     can_review,
     has_conflict,
+    is_assigned_reviewer,
     is_committee,
 )
 from allocations.grants.budget import estimate_mismatch
@@ -43,15 +47,19 @@ from allocations.rounds.forms import (
     ProgressReportForm,
     RequestAmountsForm,
     RequestCreateForm,
+    ReviewAssignForm,
     ReviewForm,
 )
 from allocations.rounds.letters import letter_filename, letter_pdf
+from allocations.rounds.record import applicant_record
 from allocations.rounds.selectors import (
     changes_to_decide,
+    committee_users,
     decision_letter_of,
     open_rounds,
     progress_report_of,
     request_amounts,
+    request_assignments,
     request_estimate_totals,
     request_for_user,
     request_next_step,
@@ -65,6 +73,7 @@ from allocations.rounds.selectors import (
     rounds_for_user,
 )
 from allocations.rounds.services import (
+    NOT_ASSIGNED,
     progress_report_set,
     request_create,
     request_decide,
@@ -72,12 +81,15 @@ from allocations.rounds.services import (
     request_review_start,
     request_submit,
     request_update,
+    review_assign,
     review_submit,
+    review_unassign,
 )
-from kit.access import require
+from kit.access import is_staff, require
 from projects.access import (
     can_manage_project,
     project_is_writable,
+    project_role,
     project_writable_check,
     projects_managed,
 )
@@ -195,6 +207,23 @@ def _visible_request(request: HttpRequest, pk: int) -> AllocationRequest:
     return found
 
 
+def _project_context(request: HttpRequest, allocation_request: AllocationRequest) -> dict[str, Any]:
+    """The project's link for whoever sees the request (its page for its people and staff; for
+    the committee, the project's section of the request page itself, which shows what a
+    reviewer may know of it), and the applicant's record for those who may read it."""
+    user = request.user
+    project = allocation_request.project
+    sees_project = is_staff(user) or project_role(user, project) is not None
+    reads_record = can_read_record(user, allocation_request)
+    return {
+        "project_url": (
+            reverse("allocations:project-detail", args=[project.code]) if sees_project else ""
+        ),
+        "reads_record": reads_record,
+        "record": applicant_record(allocation_request) if reads_record else None,
+    }
+
+
 def _require_pi(request: HttpRequest, allocation_request: AllocationRequest) -> None:
     """Who is asking is checked before what was asked (403 with the rule in words)."""
     project = allocation_request.project
@@ -299,6 +328,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         "can_read_letter": state in request_states.DECIDED
         and can_read_letter(user, allocation_request),
+        **_project_context(request, allocation_request),
+        "assignments": None,  # the chair's list of reviewers (None: not theirs to see)
     }
     if editable and allocation_request.kind == AllocationRequest.Kind.RENEWAL:
         report = context["progress_report"]
@@ -308,6 +339,13 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
             ),
         )
+    if can_assign_reviewers(user, allocation_request):
+        context["assignments"] = request_assignments(request=allocation_request)
+        waiting = (AllocationRequest.State.SUBMITTED, AllocationRequest.State.UNDER_REVIEW)
+        if writable and state in waiting:
+            context["assign_form"] = ReviewAssignForm(
+                members=committee_users(round_=allocation_request.round)
+            )
     if editable:
         context["amounts_form"] = RequestAmountsForm(
             initial=_amounts_initial(allocation_request, totals), pools=pools
@@ -477,6 +515,7 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         not has_conflict(request.user, allocation_request.project),
         f"conflict of interest: you belong to {allocation_request.project}",
     )
+    require(is_assigned_reviewer(request.user, allocation_request), NOT_ASSIGNED)
     existing = allocation_request.reviews.filter(reviewer_id=request.user.pk).first()
     form = ReviewForm.for_review(existing, request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -496,8 +535,46 @@ def review(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form,
         "amounts": allocation_request.amounts.select_related("pool"),
         "estimates": allocation_request.estimates.select_related("partition__cluster"),
+        **_project_context(request, allocation_request),
     }
     return render(request, "allocations/review.html", context)
+
+
+@require_POST
+@login_required
+def request_assignments_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The chair assigns a committee member to review the request (``reviewer``), or takes
+    one off it (``remove`` names them)."""
+    allocation_request = _visible_request(request, pk)
+    require(
+        can_assign_reviewers(request.user, allocation_request),
+        "only the round's chair assigns reviewers, never to a request of their own project",
+    )
+    members = committee_users(round_=allocation_request.round)
+    removing = "remove" in request.POST
+    form = ReviewAssignForm(
+        {"reviewer": request.POST.get("remove" if removing else "reviewer", "")}, members=members
+    )
+    if not form.is_valid():
+        messages.error(request, " ".join(str(error) for error in form.errors["reviewer"]))
+        return redirect("allocations:request-detail", pk=pk)
+    reviewer = form.cleaned_data["reviewer"]
+    try:
+        if removing:
+            review_unassign(request=allocation_request, reviewer=reviewer, actor=_user(request))
+        else:
+            review_assign(request=allocation_request, reviewer=reviewer, actor=_user(request))
+    except (AllocationError, PermissionDenied) as error:
+        _service_error(request, error)
+    else:
+        name = reviewer.get_full_name() or reviewer.username
+        messages.success(
+            request,
+            f"{name} no longer reviews this request."
+            if removing
+            else f"{name} is assigned to review this request.",
+        )
+    return redirect("allocations:request-detail", pk=pk)
 
 
 @require_http_methods(["GET", "POST"])

@@ -28,6 +28,7 @@ from allocations.models import (
     ProgressReport,
     RequestAmount,
     Review,
+    ReviewAssignment,
     RoundPool,
 )
 from allocations.rounds.letters import DecisionLetter, LetterPool
@@ -215,11 +216,18 @@ def round_requests_for_committee(
         for review in Review.objects.filter(request__round=round_, reviewer_id=user.pk)
     }
     own = set(projects_access.projects_of_member(user=user).values_list("pk", flat=True))
+    # access.is_assigned_reviewer, in one query: requests with assignments, and the user's.
+    assigned: dict[int, bool] = {}
+    for request_id, reviewer_id in ReviewAssignment.objects.filter(
+        request__round=round_
+    ).values_list("request_id", "reviewer_id"):
+        assigned[request_id] = assigned.get(request_id, False) or reviewer_id == user.pk
     return [
         {
             "request": request,
             "my_review": mine.get(request.pk),
             "conflict": request.project_id in own,  # access.has_conflict, in one query
+            "not_assigned": not assigned.get(request.pk, True),
         }
         for request in requests
     ]
@@ -398,4 +406,20 @@ def decision_letter_of(request: AllocationRequest) -> DecisionLetter | None:
         appealable=request_states.is_appealable(request.kind, request.state),
         request_url=portal_link(reverse("allocations:request-detail", args=[request.pk])),
         final_because=_why_final(request),
+    )
+
+
+def committee_users(*, round_: AllocationRound | None) -> QuerySet[User]:
+    """The members of a round's committee (the chair too), by username."""
+    if round_ is None:
+        return User.objects.none()
+    return User.objects.filter(
+        pk__in=CommitteeMember.objects.filter(round=round_).values("user_id")
+    ).order_by("username")
+
+
+def request_assignments(*, request: AllocationRequest) -> list[ReviewAssignment]:
+    """The committee members assigned to review a request, by username."""
+    return list(
+        request.assignments.select_related("reviewer", "assigned_by").order_by("reviewer__username")
     )

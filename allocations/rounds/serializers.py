@@ -359,3 +359,121 @@ class ReviewInputSerializer(serializers.Serializer):
     request = VisibleRequestField()
     score = serializers.IntegerField(min_value=1, max_value=5)
     comment = serializers.CharField(required=False, allow_blank=True, max_length=20_000, default="")
+
+
+# --- Reviewers and the applicant's record ---------------------------------------------------
+
+
+class ReviewAssignInputSerializer(serializers.Serializer):
+    username = user_field(help_text="a member of the request's round's committee")
+
+
+class ReviewAssignmentOutputSerializer(serializers.Serializer):
+    username = serializers.CharField(source="reviewer.username")
+    assigned_by = serializers.CharField(source="assigned_by.username")
+    assigned_at = UtcDateTimeField()
+
+
+class RecordProjectSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    title = serializers.CharField()
+    pi = serializers.CharField()
+    field_of_science = serializers.CharField()
+
+
+class RecordQuarterSerializer(serializers.Serializer):
+    name = serializers.CharField(source="label", help_text='e.g. "2026 Q2"')
+    start = serializers.DateField()
+    end = serializers.DateField(help_text="the day after the quarter's last day")
+
+
+class RecordPoolQuarterSerializer(serializers.Serializer):
+    granted_su = su_out_field()
+    used_su = su_out_field()
+    share_used = serializers.DecimalField(
+        max_digits=None, decimal_places=2, allow_null=True,
+        help_text="used / granted (1.00: all of it); null without a grant",
+    )  # fmt: skip
+
+
+class RecordPoolSerializer(serializers.Serializer):
+    pool = serializers.CharField(source="pool_name")
+    quarters = RecordPoolQuarterSerializer(many=True, help_text="in the order of `quarters`")
+
+
+def _ratio_out(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=None, decimal_places=4, allow_null=True, **kwargs)
+
+
+class RecordEfficiencySerializer(serializers.Serializer):
+    quarter = serializers.CharField(source="quarter.label")
+    jobs = serializers.IntegerField(source="totals.jobs")
+    measured_jobs = serializers.IntegerField(source="totals.measured_jobs")
+    cpu = _ratio_out(source="totals.cpu")
+    memory = _ratio_out(source="totals.memory")
+    gpu = _ratio_out(source="totals.gpu")
+    walltime = _ratio_out(source="totals.walltime")
+    su_left_on_the_table = su_out_field(source="totals.su_left_on_the_table")
+
+
+class RepricedPartitionSerializer(serializers.Serializer):
+    partition = serializers.CharField(source="partition_name")
+    version = serializers.IntegerField(source="version_id", allow_null=True)
+    version_label = serializers.CharField()
+    jobs = serializers.IntegerField()
+    charged_su = su_out_field()
+    repriced_su = su_out_field()
+    unpriced_jobs = serializers.IntegerField()
+
+
+class RepricingSerializer(serializers.Serializer):
+    start = serializers.DateField()
+    end = serializers.DateField(help_text="the day after the last day")
+    at = serializers.DateField(help_text="the day whose rate versions price the jobs")
+    charged_su = su_out_field()
+    repriced_su = su_out_field()
+    partitions = RepricedPartitionSerializer(many=True)
+
+
+class RecordAskSerializer(serializers.Serializer):
+    pool = serializers.CharField(source="pool_name")
+    requested_su = su_out_field()
+    used_last_year_su = su_out_field()
+    times_last_year = serializers.DecimalField(
+        max_digits=None, decimal_places=2, allow_null=True,
+        help_text="requested / last year's use; null: no use in the last year",
+    )  # fmt: skip
+    in_words = serializers.CharField()
+
+
+class RecordOutputSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    title = serializers.CharField()
+    year = serializers.IntegerField(allow_null=True)
+    venue = serializers.CharField()
+    doi = serializers.CharField()
+    url = serializers.CharField()
+
+
+class RecordProgressReportSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    updated_at = UtcDateTimeField()
+
+
+class ApplicantRecordOutputSerializer(serializers.Serializer):
+    """The applicant's record (docs/allocations.md, "The applicant's record")."""
+
+    request = serializers.IntegerField(source="request.pk")
+    project = RecordProjectSerializer()
+    day = serializers.DateField(help_text="the request's day: the history ends before it")
+    quarters = RecordQuarterSerializer(many=True)
+    pools = RecordPoolSerializer(many=True)
+    efficiency = RecordEfficiencySerializer(many=True)
+    last_year_start = serializers.DateField()
+    repricing = RepricingSerializer()
+    asks = RecordAskSerializer(many=True)
+    ask_total = RecordAskSerializer()
+    estimate_total_su = su_out_field(allow_null=True)
+    outputs_since = serializers.DateField(allow_null=True)
+    outputs = RecordOutputSerializer(many=True)
+    progress_report = RecordProgressReportSerializer(allow_null=True)

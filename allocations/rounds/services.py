@@ -17,7 +17,14 @@ from django.utils import timezone
 from accounting.clusters.quotes import QuoteRequest
 from accounting.models import Partition
 from allocations import request_states
-from allocations.access import can_ask_for_change, can_decide, has_conflict, is_committee
+from allocations.access import (
+    can_ask_for_change,
+    can_assign_reviewers,
+    can_decide,
+    has_conflict,
+    is_assigned_reviewer,
+    is_committee,
+)
 from allocations.grants.estimates import estimate_line_priced
 from allocations.grants.selectors import allocation_in_force, allocations_in_force, pool_today
 from allocations.grants.services import (
@@ -39,6 +46,7 @@ from allocations.models import (
     RequestTransition,
     ResearchOutput,
     Review,
+    ReviewAssignment,
     RoundPool,
 )
 from allocations.rounds.notifications import (
@@ -574,16 +582,70 @@ def request_review_start(*, request: AllocationRequest, actor: User) -> Allocati
     return request
 
 
+NOT_ASSIGNED = "the chair assigned other members of the committee to review this request"
+
+
+@transaction.atomic
+def review_assign(*, request: AllocationRequest, reviewer: User, actor: User) -> ReviewAssignment:
+    """The chair (or staff) asks a member of the request's round's committee to review it;
+    from the first assignment on, only the members assigned review the request and read the
+    applicant's record. Never a member with a conflict of interest."""
+    require(
+        can_assign_reviewers(actor, request),
+        "only the round's chair assigns reviewers, never to a request of their own project",
+    )
+    project_writable_check(request.project)
+    check_rule(
+        is_committee(reviewer, request.round),
+        f"{reviewer} is not on the committee of {request.round}",
+        field="reviewer",
+    )
+    check_rule(
+        not has_conflict(reviewer, request.project),
+        f"conflict of interest: {reviewer} belongs to {request.project} and cannot review it",
+        field="reviewer",
+    )
+    check_rule(
+        request.state in (State.SUBMITTED, State.UNDER_REVIEW),
+        f"a {request.get_state_display()} request is not waiting for review",
+    )
+    assignment, _ = ReviewAssignment.objects.get_or_create(
+        request=request, reviewer=reviewer, defaults={"assigned_by": actor}
+    )
+    return assignment
+
+
+@transaction.atomic
+def review_unassign(*, request: AllocationRequest, reviewer: User, actor: User) -> None:
+    """The chair (or staff) takes a reviewer off a request. When the last one goes, the whole
+    committee reviews it again. A review already written stays."""
+    require(
+        can_assign_reviewers(actor, request),
+        "only the round's chair assigns reviewers, never to a request of their own project",
+    )
+    project_writable_check(request.project)
+    assignment = ReviewAssignment.objects.filter(request=request, reviewer=reviewer).first()
+    check_rule(
+        assignment is not None,
+        f"{reviewer} is not assigned to review this request",
+        field="reviewer",
+    )
+    assert assignment is not None
+    assignment.delete()
+
+
 @transaction.atomic
 def review_submit(
     *, request: AllocationRequest, reviewer: User, score: int, comment: str = ""
 ) -> Review:
-    """A committee member scores (1-5) and comments, never on a project they belong to."""
+    """A committee member scores (1-5) and comments, never on a project they belong to; when
+    the chair assigned reviewers to the request, only those."""
     require(is_committee(reviewer, request.round), "only the round's committee reviews requests")
     require(
         not has_conflict(reviewer, request.project),
         f"conflict of interest: {reviewer} belongs to {request.project}",
     )
+    require(is_assigned_reviewer(reviewer, request), NOT_ASSIGNED)
     project_writable_check(request.project)
     check_rule(
         request.state == State.UNDER_REVIEW,

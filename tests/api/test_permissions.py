@@ -43,6 +43,18 @@ def _upload(world: World) -> dict[str, Any]:
     return {"cluster": "slurm-testbed", "file": SimpleUploadedFile("jobs.psv", content)}
 
 
+def _assigned_reviewer(world: World) -> str:
+    """The reviewer assigned (by the chair) to pawsey0003's request: the URL that takes them
+    off (inside each role's rolled-back savepoint)."""
+    from allocations.models import ReviewAssignment
+
+    c = world.centre
+    ReviewAssignment.objects.get_or_create(
+        request=world.under_review, reviewer=c.reviewer, defaults={"assigned_by": c.chair}
+    )
+    return f"/api/v1/requests/{world.under_review.pk}/assignments/reviewer/"
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -392,6 +404,22 @@ CASES = [
          lambda w: f"/api/v1/requests/{w.under_review.pk}/letter/",
          "401 404 404 404 404 404 404"),
     Case("letter: no write", "post", _letter_of_decided, NOT_ALLOWED),
+    # The applicant's record: the reviewers (no one assigned: the committee), the chair and
+    # staff; the project's member and PI see the request but not the record (403).
+    Case("under review: the applicant's record", "get",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/record/",
+         "401 403 404 403 200 200 200"),
+    Case("record has no write", "post",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/record/", NOT_ALLOWED),
+    Case("under review: its assigned reviewers (the chair)", "get",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/assignments/",
+         "401 403 404 403 403 200 200"),
+    Case("under review: assign a reviewer (the chair)", "post",
+         lambda w: f"/api/v1/requests/{w.under_review.pk}/assignments/",
+         "401 403 404 403 403 200 200", body=lambda w: {"username": "reviewer"}),
+    Case("under review: take a reviewer off (the chair)", "delete", _assigned_reviewer,
+         "401 403 404 403 403 204 204"),
+    Case("an assignment has no read", "get", _assigned_reviewer, NOT_ALLOWED),
     # --- project requests: anyone asks; the requester (carol), the named PI (alice), staff read
     Case("project requests: read", "get", _url("/api/v1/project-requests/"), ALL_200),
     Case("project requests: ask for a project", "post", _url("/api/v1/project-requests/"),

@@ -42,6 +42,7 @@ from allocations.models import (
     EnforcementAction,
     PriorityAction,
     Review,
+    ReviewAssignment,
     SlurmSyncPlan,
 )
 from allocations.priorities.services import priority_policy_set
@@ -176,6 +177,24 @@ def _decided(s: Site) -> int:
 # The decision letter: the project's PI (and managers), the chair who decided it, and staff.
 LETTER_READERS = frozenset({"pi", "chair", "staff"})
 
+
+def _user_pk(s: Site, role: str) -> int:
+    user = s.users[role]
+    assert user is not None
+    return user.pk
+
+
+def _assigned_erin(s: Site) -> str:
+    """erin assigned (by dana) to review pawsey0003's request: the URL that takes her off."""
+    erin, dana = s.users["committee"], s.users["chair"]
+    assert erin is not None
+    assert dana is not None
+    ReviewAssignment.objects.get_or_create(
+        request=s.request, reviewer=erin, defaults={"assigned_by": dana}
+    )
+    return f"/api/v1/requests/{s.request.pk}/assignments/erin/"
+
+
 # A project request (``_project_request``): who asked, who is named PI, and staff read it.
 PROJECT_REQUEST_READERS = frozenset({"member", "pi", "staff"})
 
@@ -285,6 +304,12 @@ MATRIX: dict[str, Entry] = {
     ),
     "allocations:request-review": Entry(  # the chair sits on the committee; staff do not
         lambda s: f"/allocations/requests/{s.request.pk}/review/", read=REVIEWERS, write=REVIEWERS
+    ),
+    # The chair (never in conflict) and staff assign committee members to review a request.
+    "allocations:request-assignments": Entry(
+        lambda s: f"/allocations/requests/{s.request.pk}/assignments/",
+        write=CHAIR,
+        body=lambda s: {"reviewer": _user_pk(s, "committee")},
     ),
     "allocations:request-grant": Entry(
         lambda s: f"/allocations/requests/{s.request.pk}/grant/", read=CHAIR, write=CHAIR
@@ -546,6 +571,18 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/requests/{s.request.pk}/review-start/", write=CHAIR
     ),
     "api:request-submit": Entry(lambda s: f"/api/v1/requests/{s.request.pk}/submit/", write=PI),
+    # The applicant's record: the request's reviewers (no one is assigned: the committee), the
+    # chair and staff; frank, the member and the PI see the request but not the record (403).
+    "api:request-record": Entry(
+        lambda s: f"/api/v1/requests/{s.request.pk}/record/", read=COMMITTEE
+    ),
+    "api:request-assignments": Entry(
+        lambda s: f"/api/v1/requests/{s.request.pk}/assignments/",
+        read=CHAIR,
+        write=CHAIR,
+        body=lambda s: {"username": "erin"},
+    ),
+    "api:request-assignment": Entry(_assigned_erin, write=CHAIR, method="delete"),
     # Any committee member may send a review (frank too: of another project's request).
     "api:review-list": Entry(
         lambda s: "/api/v1/reviews/", read=SIGNED_IN, write=REVIEWERS | {"conflicted"}

@@ -44,11 +44,16 @@ BOUNDS = {
     "explorer live": ("pi", 4),
     "partitions": ("pi", 4),
     "request new": ("pi", 8),
-    "request status": ("pi", 15),  # with what happens next: the chair, seats, reviews so far
-    "review form": ("committee", 10),
+    # with what happens next: the chair, seats, reviews so far; the project's link (the
+    # viewer's role) and whether they assign reviewers
+    "request status": ("pi", 17),
+    # with the applicant's record: roll-ups, grants, outputs, and the re-pricing's one grouped
+    # read of jobs per cluster (a read per partition for its rate version): never job by job
+    "review form": ("committee", 36),
     "grant form": ("staff", 12),  # with the round's capacity left (3 reads)
     "rounds": ("committee", 5),
-    "round overview": ("staff", 16),  # with the top-ups, extensions, appeals to decide (1 read)
+    # with the top-ups, extensions, appeals to decide (1 read), the reviewers assigned (1 read)
+    "round overview": ("staff", 17),
     "imports": ("staff", 7),
     "quarantine": ("staff", 7),
     "enforcement": ("staff", 4),
