@@ -25,6 +25,8 @@ from allocations.models import (
     RequestAmount,
     Review,
     RoundPool,
+    WhatIfDraft,
+    WhatIfProposal,
 )
 from kit.access import Actor, is_staff, require
 from projects import access as projects_access
@@ -319,3 +321,185 @@ def review_average(*, request: AllocationRequest) -> Decimal | None:
     if not found["count"]:
         return None
     return Decimal(found["total"]) / found["count"]
+
+
+# --- The round against its capacity, and the chair's what-if ---------------------------------
+
+# Requests that still wait for a decision: a round's capacity is fitted to them.
+OPEN_STATES = (AllocationRequest.State.SUBMITTED, AllocationRequest.State.UNDER_REVIEW)
+IN_ROUND_KINDS = (AllocationRequest.Kind.NEW, AllocationRequest.Kind.RENEWAL)
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    """One pool of a round: what it offers, what its decisions granted (appeals' raises
+    included), what it has left, and what its open requests ask for."""
+
+    pool: ResourcePool
+    available_su: Decimal
+    granted_su: Decimal
+    open_su: Decimal  # submitted and under review
+    under_review_su: Decimal  # what the decide service may grant now
+
+    @property
+    def remaining_su(self) -> Decimal:
+        return max(self.available_su - self.granted_su, ZERO)
+
+    @property
+    def oversubscription_percent(self) -> Decimal | None:
+        """(open requests / remaining - 1) in percent, to one place; None when the open
+        requests fit, or when nothing is left (``oversubscription`` says which)."""
+        if self.open_su <= self.remaining_su or self.remaining_su == 0:
+            return None
+        return ((self.open_su / self.remaining_su - 1) * 100).quantize(Decimal("0.1"))
+
+    @property
+    def oversubscription(self) -> str:
+        if self.open_su <= self.remaining_su:
+            return "not oversubscribed"
+        if self.remaining_su == 0:
+            return "nothing left to grant"
+        return f"{self.oversubscription_percent}% oversubscribed"
+
+
+def round_capacity(*, round_: AllocationRound) -> list[PoolCapacity]:
+    """Each pool of the round against its capacity, in two queries. Granted: every decided
+    amount of the round (as ``request_decide`` counts it); open: applications and renewals
+    submitted or under review. Whoever sits on the round may read these totals."""
+    amounts = RequestAmount.objects.filter(request__round=round_)
+    open_ = Q(request__state__in=OPEN_STATES, request__kind__in=IN_ROUND_KINDS)
+    review = Q(
+        request__state=AllocationRequest.State.UNDER_REVIEW, request__kind__in=IN_ROUND_KINDS
+    )
+    totals: dict[int, Any] = {
+        row["pool_id"]: row
+        for row in amounts.values("pool_id").annotate(
+            granted=Coalesce(Sum("granted_su"), Value(ZERO)),
+            open=Coalesce(Sum("requested_su", filter=open_), Value(ZERO)),
+            review=Coalesce(Sum("requested_su", filter=review), Value(ZERO)),
+        )
+    }
+    return [
+        PoolCapacity(
+            pool=item.pool,
+            available_su=item.available_su,
+            granted_su=totals.get(item.pool_id, {}).get("granted", ZERO),
+            open_su=totals.get(item.pool_id, {}).get("open", ZERO),
+            under_review_su=totals.get(item.pool_id, {}).get("review", ZERO),
+        )
+        for item in RoundPool.objects.filter(round=round_)
+        .select_related("pool")
+        .order_by("pool__name")
+    ]
+
+
+@dataclass(frozen=True)
+class WhatIfInputs:
+    """What a what-if fits: the capacity left per pool (by pool id), every amount of the
+    requests under review (with their mean score), and what it leaves out and why."""
+
+    capacity: dict[int, Decimal]
+    amounts: list[RequestAmount]
+    scores: dict[int, Decimal | None]  # by request id
+    conflicted: list[AllocationRequest]  # the actor's own projects': staff decide them
+    submitted: int  # not yet opened for review: the decide service cannot grant them
+
+
+def what_if_inputs(*, round_: AllocationRound, actor: Actor) -> WhatIfInputs:
+    """The requests a what-if fits for ``actor``: applications and renewals under review (the
+    state ``request_decide`` grants from), except those of the actor's own projects
+    (``access.has_conflict``: they are listed, and staff decide them)."""
+    capacity = {item.pool.pk: item.remaining_su for item in round_capacity(round_=round_)}
+    requests = AllocationRequest.objects.filter(round=round_, kind__in=IN_ROUND_KINDS)
+    conflicted_projects = access.projects_in_conflict(user=actor)
+    under_review = requests.filter(state=AllocationRequest.State.UNDER_REVIEW)
+    conflicted = list(
+        under_review.filter(project__in=conflicted_projects).select_related("project")
+    )
+    fitted = under_review.exclude(project__in=conflicted_projects)
+    scores = {
+        row["pk"]: (
+            Decimal(row["score"]).quantize(Decimal("0.01")) if row["score"] is not None else None
+        )
+        for row in fitted.annotate(score=Avg("reviews__score")).values("pk", "score")
+    }
+    amounts = list(
+        RequestAmount.objects.filter(request__in=fitted)
+        .select_related("request__project", "pool")
+        .order_by("request__project__code", "pool__name")
+    )
+    submitted = requests.filter(state=AllocationRequest.State.SUBMITTED).count()
+    return WhatIfInputs(
+        capacity=capacity, amounts=amounts, scores=scores, conflicted=conflicted,
+        submitted=submitted,
+    )  # fmt: skip
+
+
+def what_if_drafts(*, round_: AllocationRound) -> QuerySet[WhatIfDraft]:
+    """The round's what-if drafts, the newest first. Who may read them is the caller's check
+    (``access.can_decide_round``)."""
+    return round_.what_ifs.select_related("created_by", "applied_by").order_by("-created_at", "-pk")
+
+
+def what_if_proposals(*, draft: WhatIfDraft, actor: Actor) -> list[WhatIfProposal]:
+    """A draft's proposals, by project and pool, except those of the actor's own projects
+    (``access.has_conflict``: their scores are not theirs to read)."""
+    return list(
+        draft.proposals.exclude(
+            request_amount__request__project__in=access.projects_in_conflict(user=actor)
+        )
+        .select_related("request_amount__request__project", "request_amount__pool")
+        .order_by("request_amount__request__project__code", "request_amount__pool__name")
+    )
+
+
+@dataclass(frozen=True)
+class DraftPoolTotal:
+    """One pool of a draft: its proposals' total against what the round has left now."""
+
+    pool: ResourcePool
+    remaining_su: Decimal
+    requested_su: Decimal
+    proposed_su: Decimal
+    factor: str  # the method's, as the draft recorded it
+    notes: list[str]
+
+    @property
+    def fits(self) -> bool:
+        return self.proposed_su <= self.remaining_su
+
+
+def what_if_totals(*, draft: WhatIfDraft) -> list[DraftPoolTotal]:
+    """A draft's totals per pool (every proposal, a conflicted actor's own too: totals tell no
+    score) against what the round has left now."""
+    sums: dict[int, Any] = {
+        row["request_amount__pool_id"]: row
+        for row in draft.proposals.values("request_amount__pool_id").annotate(
+            requested=Sum("requested_su"), proposed=Sum("proposed_su")
+        )
+    }
+    fits: dict[str, dict[str, Any]] = draft.fits or {}
+    return [
+        DraftPoolTotal(
+            pool=item.pool,
+            remaining_su=item.remaining_su,
+            requested_su=sums.get(item.pool.pk, {}).get("requested") or ZERO,
+            proposed_su=sums.get(item.pool.pk, {}).get("proposed") or ZERO,
+            factor=fits.get(str(item.pool.pk), {}).get("factor", ""),
+            notes=list(fits.get(str(item.pool.pk), {}).get("notes", [])),
+        )
+        for item in round_capacity(round_=draft.round)
+    ]
+
+
+def what_if_draft_for(*, user: Actor, round_pk: int, pk: int) -> WhatIfDraft | None:
+    """One draft of a round, for whoever may run the round (``access.can_decide_round``);
+    None for anyone else, as for a draft that does not exist."""
+    draft = (
+        WhatIfDraft.objects.select_related("round", "created_by", "applied_by")
+        .filter(round_id=round_pk, pk=pk)
+        .first()
+    )
+    if draft is None or not access.can_decide_round(user, draft.round):
+        return None
+    return draft
