@@ -336,6 +336,7 @@ SPECTACULAR_SETTINGS = {
         "MembershipRoleEnum": "projects.models.Membership.Role",
         "InvitableRoleEnum": "projects.models.INVITABLE_ROLES",
         "GrantStatusEnum": "allocations.grants.budget.GRANT_STATUS_CHOICES",
+        "WhatIfMethodEnum": "allocations.models.WhatIfDraft.Method",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -441,14 +441,14 @@ def what_if_drafts(*, round_: AllocationRound) -> QuerySet[WhatIfDraft]:
     return round_.what_ifs.select_related("created_by", "applied_by").order_by("-created_at", "-pk")
 
 
-def what_if_proposals(*, draft: WhatIfDraft, actor: Actor) -> list[WhatIfProposal]:
+def what_if_proposals(*, draft: WhatIfDraft, actor: Actor) -> QuerySet[WhatIfProposal]:
     """A draft's proposals, by project and pool, except those of the actor's own projects
     (``access.has_conflict``: their scores are not theirs to read)."""
-    return list(
+    return (
         draft.proposals.exclude(
             request_amount__request__project__in=access.projects_in_conflict(user=actor)
         )
-        .select_related("request_amount__request__project", "request_amount__pool")
+        .select_related("request_amount__request__project", "request_amount__pool", "draft")
         .order_by("request_amount__request__project__code", "request_amount__pool__name")
     )
 
@@ -503,3 +503,34 @@ def what_if_draft_for(*, user: Actor, round_pk: int, pk: int) -> WhatIfDraft | N
     if draft is None or not access.can_decide_round(user, draft.round):
         return None
     return draft
+
+
+@dataclass(frozen=True)
+class WhatIfView:
+    """A draft as ``actor`` may read it: its proposals (their own projects' left out), its
+    totals against what the round has left now, and what the what-if did not fit."""
+
+    draft: WhatIfDraft
+    proposals: list[WhatIfProposal]
+    totals: list[DraftPoolTotal]
+    hidden: int  # proposals of the actor's own projects, not shown
+    conflicted: list[AllocationRequest]  # under review, the actor's own: staff decide them
+    submitted: int  # not yet opened for review: no what-if fits them
+
+
+def what_if_view(*, draft: WhatIfDraft, actor: Actor) -> WhatIfView:
+    proposals = list(what_if_proposals(draft=draft, actor=actor))
+    inputs_left_out = AllocationRequest.objects.filter(round=draft.round, kind__in=IN_ROUND_KINDS)
+    return WhatIfView(
+        draft=draft,
+        proposals=proposals,
+        totals=what_if_totals(draft=draft),
+        hidden=draft.proposals.count() - len(proposals),
+        conflicted=list(
+            inputs_left_out.filter(
+                state=AllocationRequest.State.UNDER_REVIEW,
+                project__in=access.projects_in_conflict(user=actor),
+            ).select_related("project")
+        ),
+        submitted=inputs_left_out.filter(state=AllocationRequest.State.SUBMITTED).count(),
+    )

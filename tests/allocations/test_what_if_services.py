@@ -48,8 +48,8 @@ def _request(round_, project, actor, amounts, *, review=True):
     return request
 
 
-@pytest.fixture
-def fitted(centre):
+@pytest.fixture(name="fitted")
+def fitted_fixture(centre):
     """A round of 1000 CPU SU and 100 GPU SU; pawsey0001 asks 600 + 50, pawsey0002 900 + 100,
     both under review and scored; pawsey0003 asks 300 CPU SU, submitted only."""
     opens, closes = open_round_times()
