@@ -33,6 +33,12 @@ def benches(quick: bool) -> dict[str, list[str]]:
             "--jobs",
             "100000" if quick else "1000000",
         ],
+        "what_if": [
+            python,
+            "benchmarks/bench_what_if.py",
+            "--requests",
+            "50" if quick else "500",
+        ],
         "slurm_sync": [
             python,
             "benchmarks/bench_slurm_sync.py",

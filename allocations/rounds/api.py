@@ -40,6 +40,7 @@ from allocations.models import (
 from allocations.rounds.selectors import (
     round_overview,
     what_if_draft_for,
+    what_if_proposal_rows,
     what_if_proposals,
     what_if_view,
 )
@@ -276,7 +277,8 @@ class RoundViewSet(ApiViewSet):
             proposed_su=data.validated_data["proposed_su"],
             reason=data.validated_data["reason"],
         )  # fmt: skip
-        return Response(WhatIfProposalOutputSerializer(item).data)
+        (row,) = what_if_proposal_rows(draft=found, actor=request.user, pk=item.pk)
+        return Response(WhatIfProposalOutputSerializer(row).data)
 
     @extend_schema(request=None, responses=WhatIfOutputSerializer)
     @action(

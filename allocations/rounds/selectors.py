@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Avg, Count, Q, QuerySet, Sum, Value
+from django.db.models import Avg, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -394,12 +394,24 @@ def round_capacity(*, round_: AllocationRound) -> list[PoolCapacity]:
 
 
 @dataclass(frozen=True)
+class WhatIfAmount:
+    """One amount a what-if fits: a request's ask on one pool, as the draft records it."""
+
+    amount_id: int
+    request_id: int
+    pool_id: int
+    pool_name: str
+    requested_su: Decimal
+    request_state: str
+
+
+@dataclass(frozen=True)
 class WhatIfInputs:
     """What a what-if fits: the capacity left per pool (by pool id), every amount of the
     requests under review (with their mean score), and what it leaves out and why."""
 
     capacity: dict[int, Decimal]
-    amounts: list[RequestAmount]
+    amounts: list[WhatIfAmount]
     scores: dict[int, Decimal | None]  # by request id
     conflicted: list[AllocationRequest]  # the actor's own projects': staff decide them
     submitted: int  # not yet opened for review: the decide service cannot grant them
@@ -423,11 +435,13 @@ def what_if_inputs(*, round_: AllocationRound, actor: Actor) -> WhatIfInputs:
         )
         for row in fitted.annotate(score=Avg("reviews__score")).values("pk", "score")
     }
-    amounts = list(
-        RequestAmount.objects.filter(request__in=fitted)
-        .select_related("request__project", "pool")
+    # Plain rows, not model objects: a round of 500 requests has 1,500 of these.
+    amounts = [
+        WhatIfAmount(*row)
+        for row in RequestAmount.objects.filter(request__in=fitted)
         .order_by("request__project__code", "pool__name")
-    )
+        .values_list("pk", "request_id", "pool_id", "pool__name", "requested_su", "request__state")
+    ]
     submitted = requests.filter(state=AllocationRequest.State.SUBMITTED).count()
     return WhatIfInputs(
         capacity=capacity, amounts=amounts, scores=scores, conflicted=conflicted,
@@ -448,9 +462,27 @@ def what_if_proposals(*, draft: WhatIfDraft, actor: Actor) -> QuerySet[WhatIfPro
         draft.proposals.exclude(
             request_amount__request__project__in=access.projects_in_conflict(user=actor)
         )
-        .select_related("request_amount__request__project", "request_amount__pool", "draft")
+        .select_related("request_amount__request__project", "request_amount__pool")
         .order_by("request_amount__request__project__code", "request_amount__pool__name")
     )
+
+
+def what_if_proposal_rows(
+    *, draft: WhatIfDraft, actor: Actor, pk: int | None = None
+) -> list[dict[str, Any]]:
+    """``what_if_proposals`` (or the one of id ``pk``) as plain rows, what the page and the API
+    show of each: id, request, project, pool, requested_su, score, proposed_su, reason,
+    edited."""
+    proposals = what_if_proposals(draft=draft, actor=actor)
+    if pk is not None:
+        proposals = proposals.filter(pk=pk)
+    columns = ("id", "requested_su", "score", "proposed_su", "reason", "edited")
+    related = {
+        "request": F("request_amount__request_id"),
+        "project": F("request_amount__request__project__code"),
+        "pool": F("request_amount__pool__name"),
+    }
+    return [dict(row) for row in proposals.values(*columns, **related)]
 
 
 @dataclass(frozen=True)
@@ -511,7 +543,7 @@ class WhatIfView:
     totals against what the round has left now, and what the what-if did not fit."""
 
     draft: WhatIfDraft
-    proposals: list[WhatIfProposal]
+    proposals: list[dict[str, Any]]  # what_if_proposal_rows
     totals: list[DraftPoolTotal]
     hidden: int  # proposals of the actor's own projects, not shown
     conflicted: list[AllocationRequest]  # under review, the actor's own: staff decide them
@@ -519,7 +551,7 @@ class WhatIfView:
 
 
 def what_if_view(*, draft: WhatIfDraft, actor: Actor) -> WhatIfView:
-    proposals = list(what_if_proposals(draft=draft, actor=actor))
+    proposals = what_if_proposal_rows(draft=draft, actor=actor)
     inputs_left_out = AllocationRequest.objects.filter(round=draft.round, kind__in=IN_ROUND_KINDS)
     return WhatIfView(
         draft=draft,

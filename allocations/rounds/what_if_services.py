@@ -11,7 +11,7 @@ from collections import defaultdict
 from decimal import Decimal
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from allocations.access import can_decide, can_decide_round
@@ -29,7 +29,7 @@ from allocations.rounds.what_if import (
     what_if,
 )
 from kit.access import require
-from projects.models import ResourcePool
+from kit.sql import table_names
 
 ZERO = Decimal(0)
 RUN_ROUND = "only the round's chair and centre staff fit the round to its capacity"
@@ -39,7 +39,7 @@ def _plain(value: Decimal) -> str:
     return f"{value.normalize():f}"
 
 
-def _default_reason(parameters: Parameters, fit: PoolFit[int], pool: ResourcePool) -> str:
+def _default_reason(parameters: Parameters, fit: PoolFit[int], pool: str) -> str:
     """The reason a cut proposal carries until the chair writes another: the method, its
     parameters and the factor it used on the pool."""
     label = METHOD_LABELS[parameters.method]
@@ -50,6 +50,33 @@ def _default_reason(parameters: Parameters, fit: PoolFit[int], pool: ResourcePoo
     if parameters.floor_su:
         label += f", floor {_plain(parameters.floor_su)} SU"
     return f"fitted to the SU the round has left on {pool} ({label}; factor {_plain(fit.factor)})"
+
+
+# One proposal as saved: request_amount_id, request_state, requested_su, score, proposed_su,
+# reason.
+ProposalRow = tuple[int, str, Decimal, Decimal | None, Decimal, str]
+_COLUMNS = ("request_amount_id", "request_state", "requested_su", "score", "proposed_su", "reason")
+
+
+def _proposals_insert(draft: WhatIfDraft, rows: list[ProposalRow]) -> None:
+    """Save a draft's proposals. On PostgreSQL in one statement over arrays (``unnest``): a
+    round of 500 requests has 1,500 of them, and building and preparing as many model objects
+    for ``bulk_create`` took most of the what-if's time; elsewhere (SQLite) ``bulk_create``."""
+    if connection.vendor != "postgresql":
+        WhatIfProposal.objects.bulk_create(
+            WhatIfProposal(draft=draft, **dict(zip(_COLUMNS, row, strict=True))) for row in rows
+        )
+        return
+    (table,) = table_names(WhatIfProposal)  # the model's own table, quoted: no input
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 6
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (draft_id, {', '.join(_COLUMNS)}, edited)"  # noqa: S608
+            " SELECT %s, amount, state, requested, score, proposed, reason, false FROM unnest("
+            "%s::bigint[], %s::text[], %s::numeric[], %s::numeric[], %s::numeric[], %s::text[])"
+            " AS item(amount, state, requested, score, proposed, reason)",
+            [draft.pk, *columns],
+        )
 
 
 @transaction.atomic
@@ -96,21 +123,21 @@ def what_if_draft_create(
         created_by=actor,
     )
     amounts = {(amount.request_id, amount.pool_id): amount for amount in inputs.amounts}
-    WhatIfProposal.objects.bulk_create(
-        WhatIfProposal(
-            draft=draft,
-            request_amount=(amount := amounts[(proposal.request_id, proposal.pool)]),
-            request_state=amount.request.state,
-            requested_su=proposal.requested_su,
-            score=proposal.score,
-            proposed_su=proposal.proposed_su,
-            reason=(
+    _proposals_insert(
+        draft,
+        [
+            (
+                (amount := amounts[(item.request_id, item.pool)]).amount_id,
+                amount.request_state,
+                item.requested_su,
+                item.score,
+                item.proposed_su,
                 ""
-                if proposal.proposed_su == proposal.requested_su
-                else _default_reason(parameters, fits[proposal.pool], amount.pool)
-            ),
-        )
-        for proposal in result.proposals
+                if item.proposed_su == item.requested_su
+                else _default_reason(parameters, fits[item.pool], amount.pool_name),
+            )
+            for item in result.proposals
+        ],
     )
     return draft
 

@@ -100,3 +100,19 @@ def test_a_proposal_above_its_request_is_refused_on_its_field(centre, fitted):
     )
     assert answer.status_code == 400
     assert "cannot exceed the request" in answer.json()["errors"]["proposed_su"][0]
+
+
+def test_the_written_out_proposal_rendering_is_the_serializers(centre, fitted):
+    from allocations.rounds.selectors import what_if_proposal_rows
+    from allocations.rounds.serializers import (
+        WhatIfProposalOutputSerializer,
+        what_if_proposal_out,
+    )
+    from allocations.rounds.what_if_services import what_if_draft_create
+
+    round_, *_ = fitted
+    draft = what_if_draft_create(round_=round_, actor=centre.chair, method="pro_rata")
+    rows = what_if_proposal_rows(draft=draft, actor=centre.chair)
+    assert len(rows) == 4
+    for row in rows:
+        assert what_if_proposal_out(row) == WhatIfProposalOutputSerializer(row).data
