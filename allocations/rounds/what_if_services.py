@@ -207,6 +207,9 @@ def what_if_apply(*, draft: WhatIfDraft, actor: User) -> WhatIfDraft:
         .filter(request_id__in=by_request)
         .select_related("request")
     }
+    amounts_now: dict[int, set[int]] = defaultdict(set)
+    for amount in current.values():
+        amounts_now[amount.request_id].add(amount.pk)
     changed = sorted(
         {
             proposal.request_amount.request.project.code
@@ -218,8 +221,7 @@ def what_if_apply(*, draft: WhatIfDraft, actor: User) -> WhatIfDraft:
         | {
             proposals_of[0].request_amount.request.project.code
             for request_id, proposals_of in by_request.items()
-            if {amount.pk for amount in current.values() if amount.request_id == request_id}
-            != {proposal.request_amount_id for proposal in proposals_of}
+            if amounts_now[request_id] != {item.request_amount_id for item in proposals_of}
         }
     )
     check_rule(

@@ -55,7 +55,15 @@ def _round() -> tuple[AllocationRequest, AllocationRequest]:
     return requests[0], requests[1]
 
 
-def test_the_chair_fits_the_round_edits_one_proposal_and_applies(live_server, sign_in):
+def _no_serious_violation(page, axe_script) -> None:
+    """axe-core on the page as it stands (as tests/browser/test_accessibility.py runs it)."""
+    page.add_script_tag(path=str(axe_script))
+    violations = page.evaluate("axe.run(document, {resultTypes: ['violations']})")["violations"]
+    serious = [v["id"] for v in violations if v["impact"] in {"serious", "critical"}]
+    assert serious == [], f"{page.url}: {serious}"
+
+
+def test_the_chair_fits_the_round_edits_one_proposal_and_applies(live_server, sign_in, axe_script):
     climate, genomics = _round()
     chair = sign_in("dana")
     chair.goto(f"{live_server.url}/allocations/rounds/{climate.round_id}/")
@@ -64,6 +72,7 @@ def test_the_chair_fits_the_round_edits_one_proposal_and_applies(live_server, si
 
     chair.get_by_role("link", name="Fit the round to capacity (what-if) →").click()
     chair.wait_for_url("**/what-if/")
+    _no_serious_violation(chair, axe_script)
     chair.select_option("#id_method", "pro_rata")
     chair.get_by_role("button", name="Propose grants").click()
     chair.wait_for_url("**/what-if/*/")
@@ -73,6 +82,7 @@ def test_the_chair_fits_the_round_edits_one_proposal_and_applies(live_server, si
     assert first.locator("input[name='proposed_su']").input_value() == "666.666666"
     assert second.locator("input[name='proposed_su']").input_value() == "333.333333"
     assert "factor 0.666666" in first.locator("input[name='reason']").input_value()
+    _no_serious_violation(chair, axe_script)
 
     second.locator("input[name='proposed_su']").fill("300")
     second.locator("input[name='reason']").fill("the pilot runs need less")
