@@ -131,6 +131,13 @@ def inner(requests: int, runs: int) -> dict[str, float | int]:
         client.post(url, body, format="json", HTTP_HOST="127.0.0.1")
         profiler.disable()
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as queries:
+            client.post(url, body, format="json", HTTP_HOST="127.0.0.1")
+        for query in queries.captured_queries:
+            print(query["time"], query["sql"][:150], file=sys.stderr)
     payload = answer.json()
     assert len(payload["proposals"]) == 3 * requests
     assert all(pool["fits"] for pool in payload["pools"])

@@ -174,9 +174,9 @@ def _down(value: Decimal) -> Decimal:
 
 
 def _share(amount: Decimal, numerator: Decimal, denominator: Decimal) -> Decimal:
-    """amount * numerator / denominator, never above its exact value."""
-    with localcontext(_EXACT):
-        return amount * numerator / denominator
+    """amount * numerator / denominator, never above its exact value (in ``_EXACT``, which
+    ``what_if`` sets for all of its arithmetic)."""
+    return amount * numerator / denominator
 
 
 def _pro_rata(rests: Sequence[Decimal], capacity: Decimal) -> tuple[list[Decimal], Decimal]:
@@ -198,8 +198,7 @@ def _water_fill(
     open_ = {index for index, rest in enumerate(rests) if rest > 0}
     left = capacity
     while True:
-        with localcontext(_EXACT):
-            demand = sum((rests[index] * weights[index] for index in open_), ZERO)
+        demand = sum((rests[index] * weights[index] for index in open_), ZERO)
         # lambda = left / demand; a request is whole once lambda * weight >= 1.
         capped = {index for index in open_ if weights[index] * left >= demand}
         if not capped:
@@ -211,9 +210,7 @@ def _water_fill(
         if not open_:
             return shares, ONE
     for index in open_:
-        with localcontext(_EXACT):
-            weighted = rests[index] * weights[index]
-        shares[index] = _share(weighted, left, demand)
+        shares[index] = _share(rests[index] * weights[index], left, demand)
     return shares, _share(ONE, left, demand)
 
 
@@ -278,7 +275,8 @@ def what_if(
     fits: list[PoolFit[Pool]] = []
     for pool, pool_asks in by_pool.items():
         room = _down(max(capacity.get(pool, ZERO), ZERO))
-        proposed, factor, notes = _fit_pool(pool_asks, room, parameters)
+        with localcontext(_EXACT):
+            proposed, factor, notes = _fit_pool(pool_asks, room, parameters)
         for ask, value in zip(pool_asks, proposed, strict=True):
             proposals.append(
                 Proposal(ask.request_id, pool, ask.requested_su, ask.score, proposed_su=value)
