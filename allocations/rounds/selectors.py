@@ -7,6 +7,7 @@ see is answered with "not found" by the pages, so that its existence does not le
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -476,11 +477,16 @@ def what_if_proposal_rows(
     proposals = what_if_proposals(draft=draft, actor=actor)
     if pk is not None:
         proposals = proposals.filter(pk=pk)
+    return _proposal_rows(proposals)
+
+
+def _proposal_rows(proposals: QuerySet[WhatIfProposal], **extra: F) -> list[dict[str, Any]]:
     columns = ("id", "requested_su", "score", "proposed_su", "reason", "edited")
     related = {
         "request": F("request_amount__request_id"),
         "project": F("request_amount__request__project__code"),
         "pool": F("request_amount__pool__name"),
+        **extra,
     }
     return [dict(row) for row in proposals.values(*columns, **related)]
 
@@ -501,15 +507,25 @@ class DraftPoolTotal:
         return self.proposed_su <= self.remaining_su
 
 
-def what_if_totals(*, draft: WhatIfDraft) -> list[DraftPoolTotal]:
+def what_if_totals(
+    *, draft: WhatIfDraft, rows: list[dict[str, Any]] | None = None
+) -> list[DraftPoolTotal]:
     """A draft's totals per pool (every proposal, a conflicted actor's own too: totals tell no
-    score) against what the round has left now."""
-    sums: dict[int, Any] = {
-        row["request_amount__pool_id"]: row
-        for row in draft.proposals.values("request_amount__pool_id").annotate(
-            requested=Sum("requested_su"), proposed=Sum("proposed_su")
-        )
-    }
+    score) against what the round has left now; summed from ``rows`` (every proposal's, with
+    ``pool_id``) when the caller has read them already."""
+    sums: dict[int, Any]
+    if rows is None:
+        sums = {
+            row["request_amount__pool_id"]: row
+            for row in draft.proposals.values("request_amount__pool_id").annotate(
+                requested=Sum("requested_su"), proposed=Sum("proposed_su")
+            )
+        }
+    else:
+        sums = defaultdict(lambda: {"requested": ZERO, "proposed": ZERO})
+        for row in rows:
+            sums[row["pool_id"]]["requested"] += row["requested_su"]
+            sums[row["pool_id"]]["proposed"] += row["proposed_su"]
     fits: dict[str, dict[str, Any]] = draft.fits or {}
     return [
         DraftPoolTotal(
@@ -551,13 +567,23 @@ class WhatIfView:
 
 
 def what_if_view(*, draft: WhatIfDraft, actor: Actor) -> WhatIfView:
-    proposals = what_if_proposal_rows(draft=draft, actor=actor)
+    # Every proposal in one read: the totals count them all, the actor sees all but their
+    # own projects' (``what_if_proposals``'s rule, applied to the rows).
+    own = set(access.projects_in_conflict(user=actor).values_list("pk", flat=True))
+    rows = _proposal_rows(
+        draft.proposals.order_by(
+            "request_amount__request__project__code", "request_amount__pool__name"
+        ),
+        project_id=F("request_amount__request__project_id"),
+        pool_id=F("request_amount__pool_id"),
+    )
+    proposals = [row for row in rows if row["project_id"] not in own]
     inputs_left_out = AllocationRequest.objects.filter(round=draft.round, kind__in=IN_ROUND_KINDS)
     return WhatIfView(
         draft=draft,
         proposals=proposals,
-        totals=what_if_totals(draft=draft),
-        hidden=draft.proposals.count() - len(proposals),
+        totals=what_if_totals(draft=draft, rows=rows),
+        hidden=len(rows) - len(proposals),
         conflicted=list(
             inputs_left_out.filter(
                 state=AllocationRequest.State.UNDER_REVIEW,
