@@ -234,3 +234,19 @@ def test_a_chair_in_conflict_leaves_their_own_projects_request_out(centre, fitte
     assert isinstance(theirs, WhatIfProposal)
     with pytest.raises(PermissionDenied):
         what_if_proposal_set(proposal=theirs, actor=centre.chair, proposed_su="1", reason="x")
+
+
+def test_a_round_with_nothing_under_review_gives_an_empty_draft_that_applies(centre, fitted):
+    round_, climate, genomics = fitted
+    for request in (climate, genomics):
+        request_decide(
+            request=request, actor=centre.chair, granted={centre.cpu: D(100)}, reason="small"
+        )
+    draft = what_if_draft_create(round_=round_, actor=centre.chair, method="pro_rata")
+    assert not draft.proposals.exists()
+    assert {total.pool.name: total.remaining_su for total in what_if_totals(draft=draft)} == {
+        "testbed CPU": D(800), "testbed GPU": D(100),
+    }  # fmt: skip
+    what_if_apply(draft=draft, actor=centre.chair)
+    draft.refresh_from_db()
+    assert draft.applied_at is not None
