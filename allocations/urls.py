@@ -156,6 +156,22 @@ urlpatterns = [
     ),
     path("rounds/", pages.round_list, name="round-list"),
     path("rounds/<int:pk>/", pages.round_detail, name="round-detail"),
+    path("rounds/<int:pk>/what-if/", pages.round_what_if, name="round-what-if"),
+    path(
+        "rounds/<int:pk>/what-if/<int:draft>/",
+        pages.round_what_if_draft,
+        name="round-what-if-draft",
+    ),
+    path(
+        "rounds/<int:pk>/what-if/<int:draft>/proposals/<int:proposal>/",
+        pages.round_what_if_proposal,
+        name="round-what-if-proposal",
+    ),
+    path(
+        "rounds/<int:pk>/what-if/<int:draft>/apply/",
+        pages.round_what_if_apply,
+        name="round-what-if-apply",
+    ),
     # Staff's projects, pools and rounds (docs/allocations.md, "Staff work in the portal")
     path("staff/projects/", project_staff_pages.staff_projects, name="staff-projects"),
     path("staff/projects/new/", project_staff_pages.staff_project_new, name="staff-project-new"),

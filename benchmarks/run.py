@@ -34,6 +34,12 @@ def benches(quick: bool) -> dict[str, list[str]]:
             "100000" if quick else "1000000",
         ],
         "record": [python, "benchmarks/bench_record.py", "--jobs", size],
+        "what_if": [
+            python,
+            "benchmarks/bench_what_if.py",
+            "--requests",
+            "50" if quick else "500",
+        ],
         "slurm_sync": [
             python,
             "benchmarks/bench_slurm_sync.py",

@@ -294,14 +294,17 @@ def _grants(cluster: Cluster, report: Callable[[str], None]) -> None:
         name=f"{end.year} merit round", opens_at=now - timedelta(days=3),
         closes_at=now + timedelta(days=25), period_start=end,
         period_end=end.replace(year=end.year + 1),
-        available={pools["CPU"]: Decimal(500_000), pools["GPU"]: Decimal(200_000)},
+        # Less than bob's request under review asks (120,000 and 30,000 SU), and far less than
+        # his and alice's: the round is oversubscribed, and the chair's what-if cuts.
+        available={pools["CPU"]: Decimal(100_000), pools["GPU"]: Decimal(20_000)},
         chair=staff, committee=[get_user_model().objects.get(username="carol")], actor=staff,
         requires_progress_report=True,
     )  # fmt: skip
     report(
         "an open allocation round: staff chairs it, carol reviews; alice's request waits to be "
         "opened, bob's is under review (carol assigned: she reads his record), carol's is a "
-        "draft; a renewal in it carries a progress report (pawsey0004's grant is ending: renew it)"
+        "draft; the round is oversubscribed (its what-if cuts bob's request to fit); a renewal "
+        "in it carries a progress report (pawsey0004's grant is ending: renew it)"
     )
     _requests(round_, pools)
     _lifecycle(pools, report)

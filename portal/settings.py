@@ -337,6 +337,7 @@ SPECTACULAR_SETTINGS = {
         "InvitableRoleEnum": "projects.models.INVITABLE_ROLES",
         "GrantStatusEnum": "allocations.grants.budget.GRANT_STATUS_CHOICES",
         "ResearchOutputKindEnum": "allocations.models.ResearchOutput.Kind",
+        "WhatIfMethodEnum": "allocations.models.WhatIfDraft.Method",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -1,6 +1,6 @@
 """Merit allocations' models, one module per domain (rounds, grants, slurm, priorities,
-project requests, research outputs). Every model is re-exported here: Django registers them
-under the app ``allocations`` from this package, and the code imports them from
+project requests, research outputs, what-if drafts). Every model is re-exported here: Django
+registers them under the app ``allocations`` from this package, and the code imports them from
 ``allocations.models``.
 
 SU are Decimal with 6 places everywhere, like the ledger of charges.
@@ -41,6 +41,7 @@ from allocations.models.slurm import (
     SlurmSyncAction,
     SlurmSyncPlan,
 )
+from allocations.models.what_if import WhatIfDraft, WhatIfProposal
 from projects.models import AuditedInProject
 
 __all__ = [
@@ -73,4 +74,6 @@ __all__ = [
     "SlurmSyncAction",
     "SlurmSyncPlan",
     "ThresholdNotice",
+    "WhatIfDraft",
+    "WhatIfProposal",
 ]

@@ -29,16 +29,31 @@ from allocations.access import (
     can_ask_for_change,
     can_assign_reviewers,
     can_decide,
+    can_decide_round,
     can_read_letter,
     can_read_record,
     requests_visible,
     reviews_visible,
     sits_on_a_committee,
 )
-from allocations.models import AllocationRequest, AllocationRound, RequestTransition, Review
+from allocations.models import (
+    AllocationRequest,
+    AllocationRound,
+    RequestTransition,
+    Review,
+    WhatIfDraft,
+)
 from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.record import applicant_record
-from allocations.rounds.selectors import decision_letter_of, request_assignments, round_overview
+from allocations.rounds.selectors import (
+    decision_letter_of,
+    request_assignments,
+    round_overview,
+    what_if_draft_for,
+    what_if_proposal_rows,
+    what_if_proposals,
+    what_if_view,
+)
 from allocations.rounds.serializers import (
     ApplicantRecordOutputSerializer,
     CommitteeSeatInputSerializer,
@@ -57,6 +72,10 @@ from allocations.rounds.serializers import (
     RoundOutputSerializer,
     RoundOverviewOutputSerializer,
     RoundUpdateInputSerializer,
+    WhatIfInputSerializer,
+    WhatIfOutputSerializer,
+    WhatIfProposalInputSerializer,
+    WhatIfProposalOutputSerializer,
 )
 from allocations.rounds.services import (
     committee_add,
@@ -74,6 +93,12 @@ from allocations.rounds.services import (
     round_close,
     round_create,
     round_update,
+)
+from allocations.rounds.what_if_services import (
+    RUN_ROUND,
+    what_if_apply,
+    what_if_draft_create,
+    what_if_proposal_set,
 )
 from kit.access import require
 from kit.api import (
@@ -208,6 +233,84 @@ class RoundViewSet(ApiViewSet):
         overview = round_overview(round_=round_, actor=request.user)
         names = {item.pool.pk: item.pool.name for item in overview["pools"]}
         return Response(RoundOverviewOutputSerializer(overview, context={"pool_names": names}).data)
+
+    # --- The chair's what-if (docs/allocations.md, "Fitting a round to capacity") -----------
+
+    def _draft(self, request: Request, pk: str, draft: str) -> WhatIfDraft:
+        """A draft of the round, for whoever may run it; 404 for anyone else."""
+        found = what_if_draft_for(user=request.user, round_pk=int(pk), pk=int(draft))
+        if found is None:
+            raise NotFound()
+        return found
+
+    def _what_if(self, request: Request, draft: WhatIfDraft, **kwargs: Any) -> Response:
+        view = what_if_view(draft=draft, actor=request.user)
+        return Response(WhatIfOutputSerializer(view).data, **kwargs)
+
+    @extend_schema(request=WhatIfInputSerializer, responses={201: WhatIfOutputSerializer})
+    @action(
+        detail=True, methods=["post"], url_path="what-if", url_name="what-if",
+        permission_classes=[IsAuthenticated],
+    )  # fmt: skip
+    def what_if(self, request: Request, pk: str) -> Response:
+        """The chair (and staff): propose grants for the round's requests under review by a
+        method, saved as a draft to edit and apply; the proposals and the totals per pool
+        against what the round has left."""
+        round_ = self.get_object()
+        require(can_decide_round(request.user, round_), RUN_ROUND)
+        data = WhatIfInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        draft = what_if_draft_create(
+            round_=round_, actor=acting_user(request), method=values["method"],
+            threshold_su=values["threshold_su"], exponent=values["exponent"],
+            floor_su=values["floor_su"],
+        )  # fmt: skip
+        return self._what_if(request, draft, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=WhatIfOutputSerializer)
+    @action(
+        detail=True, methods=["get"], url_path=rf"what-if/(?P<draft>{ID_PATTERN})",
+        url_name="what-if-draft", permission_classes=[IsAuthenticated],
+    )  # fmt: skip
+    def what_if_draft(self, request: Request, pk: str, draft: str) -> Response:
+        """The chair (and staff): a what-if draft as it stands."""
+        return self._what_if(request, self._draft(request, pk, draft))
+
+    @extend_schema(request=WhatIfProposalInputSerializer, responses=WhatIfProposalOutputSerializer)
+    @action(
+        detail=True, methods=["patch"],
+        url_path=rf"what-if/(?P<draft>{ID_PATTERN})/proposals/(?P<proposal>{ID_PATTERN})",
+        url_name="what-if-proposal", permission_classes=[IsAuthenticated],
+    )  # fmt: skip
+    def what_if_proposal(self, request: Request, pk: str, draft: str, proposal: str) -> Response:
+        """The chair (and staff): change one proposal of a draft not yet applied, with the
+        reason its decision will carry."""
+        found = self._draft(request, pk, draft)
+        item = get_object_or_404(
+            what_if_proposals(draft=found, actor=request.user), pk=int(proposal)
+        )
+        data = WhatIfProposalInputSerializer(data=request.data, partial=False)
+        data.is_valid(raise_exception=True)
+        item = what_if_proposal_set(
+            proposal=item, actor=acting_user(request),
+            proposed_su=data.validated_data["proposed_su"],
+            reason=data.validated_data["reason"],
+        )  # fmt: skip
+        (row,) = what_if_proposal_rows(draft=found, actor=request.user, pk=item.pk)
+        return Response(WhatIfProposalOutputSerializer(row).data)
+
+    @extend_schema(request=None, responses=WhatIfOutputSerializer)
+    @action(
+        detail=True, methods=["post"], url_path=rf"what-if/(?P<draft>{ID_PATTERN})/apply",
+        url_name="what-if-apply", permission_classes=[IsAuthenticated],
+    )  # fmt: skip
+    def what_if_apply(self, request: Request, pk: str, draft: str) -> Response:
+        """The chair (and staff): decide every request of the draft as it proposes, in one
+        step; refused, with nothing changed, if a request changed since the draft, a pool's
+        proposals exceed what the round has left, or the draft was applied already."""
+        found = what_if_apply(draft=self._draft(request, pk, draft), actor=acting_user(request))
+        return self._what_if(request, found)
 
 
 # --- Requests and reviews -------------------------------------------------------------------

@@ -17,6 +17,7 @@ from allocations.models import (
     ResearchOutput,
     Review,
     RoundPool,
+    WhatIfDraft,
 )
 from projects.models import ResourcePool
 
@@ -204,3 +205,46 @@ class ReviewAssignForm(forms.Form):
         reviewer = self.fields["reviewer"]
         assert isinstance(reviewer, forms.ModelChoiceField)
         reviewer.queryset = members
+
+
+class WhatIfForm(forms.Form):
+    """The chair's what-if: a method and its parameters. Numbers below zero reach the service,
+    whose sentence is shown on the field (``what_if.parameters_check``)."""
+
+    method = forms.ChoiceField(choices=WhatIfDraft.Method.choices, initial="pro_rata")
+    threshold_su = forms.DecimalField(
+        label="Small below (SU)", required=False, max_digits=24, decimal_places=6,
+        help_text="small requests protected: requests below it on a pool are granted in full",
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )  # fmt: skip
+    exponent = forms.DecimalField(
+        label="Score exponent k", required=False, max_digits=6, decimal_places=3, initial=1,
+        help_text="weighted by score: g(score) = (score / 5) ** k; 0 is pro rata",
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )  # fmt: skip
+    floor_su = forms.DecimalField(
+        label="Floor (SU)", required=False, max_digits=24, decimal_places=6,
+        help_text="every request gets at least min(floor, request) on each pool",
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )  # fmt: skip
+
+    def parameters(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "method": data["method"],
+            "threshold_su": data["threshold_su"] if data["threshold_su"] is not None else 0,
+            "exponent": data["exponent"] if data["exponent"] is not None else 1,
+            "floor_su": data["floor_su"] if data["floor_su"] is not None else 0,
+        }
+
+
+class WhatIfProposalForm(forms.Form):
+    """One proposal of a draft, as the chair changes it."""
+
+    proposed_su = forms.DecimalField(
+        label="Proposed SU", max_digits=24, decimal_places=6,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )  # fmt: skip
+    reason = forms.CharField(
+        required=False, max_length=5000, help_text="required when it differs from the request"
+    )

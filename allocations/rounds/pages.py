@@ -38,7 +38,7 @@ from allocations.access import (
 from allocations.grants.budget import estimate_mismatch
 from allocations.grants.selectors import allocations_in_force, balances_for_project
 from allocations.grants.services import AllocationError
-from allocations.models import AllocationRequest
+from allocations.models import AllocationRequest, WhatIfDraft
 from allocations.outputs.selectors import outputs_since
 from allocations.rounds import charts
 from allocations.rounds.forms import (
@@ -49,10 +49,13 @@ from allocations.rounds.forms import (
     RequestCreateForm,
     ReviewAssignForm,
     ReviewForm,
+    WhatIfForm,
+    WhatIfProposalForm,
 )
 from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.record import applicant_record
 from allocations.rounds.selectors import (
+    RoundSeat,
     changes_to_decide,
     committee_users,
     decision_letter_of,
@@ -66,11 +69,16 @@ from allocations.rounds.selectors import (
     request_partitions,
     request_reviews,
     review_average,
+    round_capacity,
     round_for_committee,
     round_overview,
     round_pools,
     round_requests_for_committee,
     rounds_for_user,
+    what_if_draft_for,
+    what_if_drafts,
+    what_if_proposals,
+    what_if_view,
 )
 from allocations.rounds.services import (
     NOT_ASSIGNED,
@@ -85,7 +93,15 @@ from allocations.rounds.services import (
     review_submit,
     review_unassign,
 )
+from allocations.rounds.what_if_services import (
+    RUN_ROUND,
+    what_if_apply,
+    what_if_draft_create,
+    what_if_proposal_set,
+)
 from kit.access import is_staff, require
+from kit.errors import ApplicationError
+from kit.forms import error_on_field
 from projects.access import (
     can_manage_project,
     project_is_writable,
@@ -665,5 +681,113 @@ def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 for summary in overview["requests"]
             ],
         )
+    # The round's figures per pool, for its whole committee; the what-if, for who runs it.
+    context["capacity"] = round_capacity(round_=seat.round)
+    context["runs_round"] = can_decide_round(request.user, seat.round)
     context["to_review"] = round_requests_for_committee(round_=seat.round, user=request.user)
     return render(request, "allocations/round_detail.html", context)
+
+
+# --- The chair's what-if (docs/allocations.md, "Fitting a round to capacity") ---------------
+
+
+def _round_run_by(request: HttpRequest, pk: int) -> RoundSeat:
+    """The round, for whoever sits on it (404 for anyone else), run by its chair or staff (403
+    with the rule for the rest of its committee)."""
+    seat = round_for_committee(user=request.user, pk=pk)
+    if seat is None:
+        raise Http404
+    require(can_decide_round(request.user, seat.round), RUN_ROUND)
+    return seat
+
+
+def _draft_of(request: HttpRequest, pk: int, draft: int) -> WhatIfDraft:
+    found = what_if_draft_for(user=request.user, round_pk=pk, pk=draft)
+    if found is None:
+        raise Http404
+    return found
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def round_what_if(request: HttpRequest, pk: int) -> HttpResponse:
+    """The chair's what-if: pick a method and its parameters; the proposals are saved as a
+    draft, shown on its own page."""
+    seat = _round_run_by(request, pk)
+    form = WhatIfForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            draft = what_if_draft_create(
+                round_=seat.round, actor=_user(request), **form.parameters()
+            )
+        except ApplicationError as error:
+            error_on_field(form, error)
+        else:
+            return redirect("allocations:round-what-if-draft", pk=pk, draft=draft.pk)
+    context = {
+        "seat": seat,
+        "round": seat.round,
+        "form": form,
+        "capacity": round_capacity(round_=seat.round),
+        "drafts": what_if_drafts(round_=seat.round)[:20],
+    }
+    return render(request, "allocations/round_what_if.html", context)
+
+
+@require_GET
+@login_required
+def round_what_if_draft(request: HttpRequest, pk: int, draft: int) -> HttpResponse:
+    """A what-if draft: each request's proposal (editable until it is applied), the totals
+    against what the round has left, and the button that applies it."""
+    found = _draft_of(request, pk, draft)
+    view = what_if_view(draft=found, actor=request.user)
+    context = {"round": found.round, "view": view, "draft": found}
+    return render(request, "allocations/round_what_if_draft.html", context)
+
+
+@require_POST
+@login_required
+def round_what_if_proposal(
+    request: HttpRequest, pk: int, draft: int, proposal: int
+) -> HttpResponse:
+    """The chair changes one proposal of a draft, with its reason."""
+    found = _draft_of(request, pk, draft)
+    item = what_if_proposals(draft=found, actor=request.user).filter(pk=proposal).first()
+    if item is None:
+        raise Http404
+    form = WhatIfProposalForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"{item.request_amount.request.project}: {_form_errors(form)}")
+    else:
+        try:
+            what_if_proposal_set(
+                proposal=item, actor=_user(request), proposed_su=form.cleaned_data["proposed_su"],
+                reason=form.cleaned_data["reason"],
+            )  # fmt: skip
+        except ApplicationError as error:
+            messages.error(request, f"{item.request_amount.request.project}: {error}")
+        else:
+            messages.success(
+                request,
+                f"{item.request_amount.request.project} on {item.request_amount.pool}: "
+                f"{form.cleaned_data['proposed_su'].normalize():f} SU proposed.",
+            )
+    return redirect("allocations:round-what-if-draft", pk=pk, draft=draft)
+
+
+@require_POST
+@login_required
+def round_what_if_apply(request: HttpRequest, pk: int, draft: int) -> HttpResponse:
+    """Decide every request of the draft as it proposes, in one step."""
+    found = _draft_of(request, pk, draft)
+    try:
+        what_if_apply(draft=found, actor=_user(request))
+    except ApplicationError as error:
+        messages.error(request, str(error))
+        return redirect("allocations:round-what-if-draft", pk=pk, draft=draft)
+    messages.success(request, "The what-if is applied: its requests are decided.")
+    return redirect("allocations:round-detail", pk=pk)
+
+
+def _form_errors(form: WhatIfProposalForm) -> str:
+    return "; ".join(str(message) for errors in form.errors.values() for message in errors)

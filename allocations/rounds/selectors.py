@@ -7,6 +7,7 @@ see is answered with "not found" by the pages, so that its existence does not le
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Avg, Count, Q, QuerySet, Sum, Value
+from django.db.models import Avg, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
@@ -30,6 +31,8 @@ from allocations.models import (
     Review,
     ReviewAssignment,
     RoundPool,
+    WhatIfDraft,
+    WhatIfProposal,
 )
 from allocations.rounds.letters import DecisionLetter, LetterPool
 from kit.access import Actor, is_staff, require
@@ -422,4 +425,274 @@ def request_assignments(*, request: AllocationRequest) -> list[ReviewAssignment]
     """The committee members assigned to review a request, by username."""
     return list(
         request.assignments.select_related("reviewer", "assigned_by").order_by("reviewer__username")
+    )
+
+
+# --- The round against its capacity, and the chair's what-if ---------------------------------
+
+# Requests that still wait for a decision: a round's capacity is fitted to them.
+OPEN_STATES = (AllocationRequest.State.SUBMITTED, AllocationRequest.State.UNDER_REVIEW)
+IN_ROUND_KINDS = (AllocationRequest.Kind.NEW, AllocationRequest.Kind.RENEWAL)
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    """One pool of a round: what it offers, what its decisions granted (appeals' raises
+    included), what it has left, and what its open requests ask for."""
+
+    pool: ResourcePool
+    available_su: Decimal
+    granted_su: Decimal
+    open_su: Decimal  # submitted and under review
+    under_review_su: Decimal  # what the decide service may grant now
+
+    @property
+    def remaining_su(self) -> Decimal:
+        return max(self.available_su - self.granted_su, ZERO)
+
+    @property
+    def oversubscription_percent(self) -> Decimal | None:
+        """(open requests / remaining - 1) in percent, to one place; None when the open
+        requests fit, or when nothing is left (``oversubscription`` says which)."""
+        if self.open_su <= self.remaining_su or self.remaining_su == 0:
+            return None
+        return ((self.open_su / self.remaining_su - 1) * 100).quantize(Decimal("0.1"))
+
+    @property
+    def oversubscription(self) -> str:
+        if self.open_su <= self.remaining_su:
+            return "not oversubscribed"
+        if self.remaining_su == 0:
+            return "nothing left to grant"
+        return f"{self.oversubscription_percent}% oversubscribed"
+
+
+def round_capacity(*, round_: AllocationRound) -> list[PoolCapacity]:
+    """Each pool of the round against its capacity, in two queries. Granted: every decided
+    amount of the round (as ``request_decide`` counts it); open: applications and renewals
+    submitted or under review. Whoever sits on the round may read these totals."""
+    amounts = RequestAmount.objects.filter(request__round=round_)
+    open_ = Q(request__state__in=OPEN_STATES, request__kind__in=IN_ROUND_KINDS)
+    review = Q(
+        request__state=AllocationRequest.State.UNDER_REVIEW, request__kind__in=IN_ROUND_KINDS
+    )
+    totals: dict[int, Any] = {
+        row["pool_id"]: row
+        for row in amounts.values("pool_id").annotate(
+            granted=Coalesce(Sum("granted_su"), Value(ZERO)),
+            open=Coalesce(Sum("requested_su", filter=open_), Value(ZERO)),
+            review=Coalesce(Sum("requested_su", filter=review), Value(ZERO)),
+        )
+    }
+    return [
+        PoolCapacity(
+            pool=item.pool,
+            available_su=item.available_su,
+            granted_su=totals.get(item.pool_id, {}).get("granted", ZERO),
+            open_su=totals.get(item.pool_id, {}).get("open", ZERO),
+            under_review_su=totals.get(item.pool_id, {}).get("review", ZERO),
+        )
+        for item in RoundPool.objects.filter(round=round_)
+        .select_related("pool")
+        .order_by("pool__name")
+    ]
+
+
+@dataclass(frozen=True)
+class WhatIfAmount:
+    """One amount a what-if fits: a request's ask on one pool, as the draft records it."""
+
+    amount_id: int
+    request_id: int
+    pool_id: int
+    pool_name: str
+    requested_su: Decimal
+    request_state: str
+
+
+@dataclass(frozen=True)
+class WhatIfInputs:
+    """What a what-if fits: the capacity left per pool (by pool id), every amount of the
+    requests under review (with their mean score), and what it leaves out and why."""
+
+    capacity: dict[int, Decimal]
+    amounts: list[WhatIfAmount]
+    scores: dict[int, Decimal | None]  # by request id
+    conflicted: list[AllocationRequest]  # the actor's own projects': staff decide them
+    submitted: int  # not yet opened for review: the decide service cannot grant them
+
+
+def what_if_inputs(*, round_: AllocationRound, actor: Actor) -> WhatIfInputs:
+    """The requests a what-if fits for ``actor``: applications and renewals under review (the
+    state ``request_decide`` grants from), except those of the actor's own projects
+    (``access.has_conflict``: they are listed, and staff decide them)."""
+    capacity = {item.pool.pk: item.remaining_su for item in round_capacity(round_=round_)}
+    requests = AllocationRequest.objects.filter(round=round_, kind__in=IN_ROUND_KINDS)
+    conflicted_projects = access.projects_in_conflict(user=actor)
+    under_review = requests.filter(state=AllocationRequest.State.UNDER_REVIEW)
+    conflicted = list(
+        under_review.filter(project__in=conflicted_projects).select_related("project")
+    )
+    fitted = under_review.exclude(project__in=conflicted_projects)
+    scores = {
+        row["pk"]: (
+            Decimal(row["score"]).quantize(Decimal("0.01")) if row["score"] is not None else None
+        )
+        for row in fitted.annotate(score=Avg("reviews__score")).values("pk", "score")
+    }
+    # Plain rows, not model objects: a round of 500 requests has 1,500 of these.
+    amounts = [
+        WhatIfAmount(*row)
+        for row in RequestAmount.objects.filter(request__in=fitted)
+        .order_by("request__project__code", "pool__name")
+        .values_list("pk", "request_id", "pool_id", "pool__name", "requested_su", "request__state")
+    ]
+    submitted = requests.filter(state=AllocationRequest.State.SUBMITTED).count()
+    return WhatIfInputs(
+        capacity=capacity, amounts=amounts, scores=scores, conflicted=conflicted,
+        submitted=submitted,
+    )  # fmt: skip
+
+
+def what_if_drafts(*, round_: AllocationRound) -> QuerySet[WhatIfDraft]:
+    """The round's what-if drafts, the newest first. Who may read them is the caller's check
+    (``access.can_decide_round``)."""
+    return round_.what_ifs.select_related("created_by", "applied_by").order_by("-created_at", "-pk")
+
+
+def what_if_proposals(*, draft: WhatIfDraft, actor: Actor) -> QuerySet[WhatIfProposal]:
+    """A draft's proposals, by project and pool, except those of the actor's own projects
+    (``access.has_conflict``: their scores are not theirs to read)."""
+    return (
+        draft.proposals.exclude(
+            request_amount__request__project__in=access.projects_in_conflict(user=actor)
+        )
+        .select_related("request_amount__request__project", "request_amount__pool")
+        .order_by("request_amount__request__project__code", "request_amount__pool__name")
+    )
+
+
+def what_if_proposal_rows(
+    *, draft: WhatIfDraft, actor: Actor, pk: int | None = None
+) -> list[dict[str, Any]]:
+    """``what_if_proposals`` (or the one of id ``pk``) as plain rows, what the page and the API
+    show of each: id, request, project, pool, requested_su, score, proposed_su, reason,
+    edited."""
+    proposals = what_if_proposals(draft=draft, actor=actor)
+    if pk is not None:
+        proposals = proposals.filter(pk=pk)
+    return _proposal_rows(proposals)
+
+
+def _proposal_rows(proposals: QuerySet[WhatIfProposal], **extra: F) -> list[dict[str, Any]]:
+    columns = ("id", "requested_su", "score", "proposed_su", "reason", "edited")
+    related = {
+        "request": F("request_amount__request_id"),
+        "project": F("request_amount__request__project__code"),
+        "pool": F("request_amount__pool__name"),
+        **extra,
+    }
+    return [dict(row) for row in proposals.values(*columns, **related)]
+
+
+@dataclass(frozen=True)
+class DraftPoolTotal:
+    """One pool of a draft: its proposals' total against what the round has left now."""
+
+    pool: ResourcePool
+    remaining_su: Decimal
+    requested_su: Decimal
+    proposed_su: Decimal
+    factor: str  # the method's, as the draft recorded it
+    notes: list[str]
+
+    @property
+    def fits(self) -> bool:
+        return self.proposed_su <= self.remaining_su
+
+
+def what_if_totals(
+    *, draft: WhatIfDraft, rows: list[dict[str, Any]] | None = None
+) -> list[DraftPoolTotal]:
+    """A draft's totals per pool (every proposal, a conflicted actor's own too: totals tell no
+    score) against what the round has left now; summed from ``rows`` (every proposal's, with
+    ``pool_id``) when the caller has read them already."""
+    sums: dict[int, Any]
+    if rows is None:
+        sums = {
+            row["request_amount__pool_id"]: row
+            for row in draft.proposals.values("request_amount__pool_id").annotate(
+                requested=Sum("requested_su"), proposed=Sum("proposed_su")
+            )
+        }
+    else:
+        sums = defaultdict(lambda: {"requested": ZERO, "proposed": ZERO})
+        for row in rows:
+            sums[row["pool_id"]]["requested"] += row["requested_su"]
+            sums[row["pool_id"]]["proposed"] += row["proposed_su"]
+    fits: dict[str, dict[str, Any]] = draft.fits or {}
+    return [
+        DraftPoolTotal(
+            pool=item.pool,
+            remaining_su=item.remaining_su,
+            requested_su=sums.get(item.pool.pk, {}).get("requested") or ZERO,
+            proposed_su=sums.get(item.pool.pk, {}).get("proposed") or ZERO,
+            factor=fits.get(str(item.pool.pk), {}).get("factor", ""),
+            notes=list(fits.get(str(item.pool.pk), {}).get("notes", [])),
+        )
+        for item in round_capacity(round_=draft.round)
+    ]
+
+
+def what_if_draft_for(*, user: Actor, round_pk: int, pk: int) -> WhatIfDraft | None:
+    """One draft of a round, for whoever may run the round (``access.can_decide_round``);
+    None for anyone else, as for a draft that does not exist."""
+    draft = (
+        WhatIfDraft.objects.select_related("round", "created_by", "applied_by")
+        .filter(round_id=round_pk, pk=pk)
+        .first()
+    )
+    if draft is None or not access.can_decide_round(user, draft.round):
+        return None
+    return draft
+
+
+@dataclass(frozen=True)
+class WhatIfView:
+    """A draft as ``actor`` may read it: its proposals (their own projects' left out), its
+    totals against what the round has left now, and what the what-if did not fit."""
+
+    draft: WhatIfDraft
+    proposals: list[dict[str, Any]]  # what_if_proposal_rows
+    totals: list[DraftPoolTotal]
+    hidden: int  # proposals of the actor's own projects, not shown
+    conflicted: list[AllocationRequest]  # under review, the actor's own: staff decide them
+    submitted: int  # not yet opened for review: no what-if fits them
+
+
+def what_if_view(*, draft: WhatIfDraft, actor: Actor) -> WhatIfView:
+    # Every proposal in one read: the totals count them all, the actor sees all but their
+    # own projects' (``what_if_proposals``'s rule, applied to the rows).
+    own = set(access.projects_in_conflict(user=actor).values_list("pk", flat=True))
+    rows = _proposal_rows(
+        draft.proposals.order_by(
+            "request_amount__request__project__code", "request_amount__pool__name"
+        ),
+        project_id=F("request_amount__request__project_id"),
+        pool_id=F("request_amount__pool_id"),
+    )
+    proposals = [row for row in rows if row["project_id"] not in own]
+    inputs_left_out = AllocationRequest.objects.filter(round=draft.round, kind__in=IN_ROUND_KINDS)
+    return WhatIfView(
+        draft=draft,
+        proposals=proposals,
+        totals=what_if_totals(draft=draft, rows=rows),
+        hidden=len(rows) - len(proposals),
+        conflicted=list(
+            inputs_left_out.filter(
+                state=AllocationRequest.State.UNDER_REVIEW,
+                project__in=access.projects_in_conflict(user=actor),
+            ).select_related("project")
+        ),
+        submitted=inputs_left_out.filter(state=AllocationRequest.State.SUBMITTED).count(),
     )

@@ -4,6 +4,7 @@ states, amounts) stay in ``allocations.rounds.services``."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
@@ -29,6 +30,7 @@ from allocations.models import (
     RequestTransition,
     Review,
     RoundPool,
+    WhatIfDraft,
 )
 from kit.api import ApiModelSerializer, EndsAfterStart, UtcDateTimeField, slug_of
 from projects.models import ResourcePool
@@ -477,3 +479,105 @@ class ApplicantRecordOutputSerializer(serializers.Serializer):
     outputs_since = serializers.DateField(allow_null=True)
     outputs = RecordOutputSerializer(many=True)
     progress_report = RecordProgressReportSerializer(allow_null=True)
+
+
+# --- The chair's what-if ---------------------------------------------------------------------
+
+
+class WhatIfInputSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=WhatIfDraft.Method.choices)
+    threshold_su = serializers.DecimalField(
+        max_digits=24, decimal_places=6, required=False, default=Decimal(0),
+        help_text="protect_small: requests below it (on a pool) are granted in full",
+    )  # fmt: skip
+    exponent = serializers.DecimalField(
+        max_digits=6, decimal_places=3, required=False, default=Decimal(1),
+        help_text="score_weighted: k in g(score) = (score / 5) ** k, from 0 to 10",
+    )  # fmt: skip
+    floor_su = serializers.DecimalField(
+        max_digits=24, decimal_places=6, required=False, default=Decimal(0),
+        help_text="every request gets at least min(floor, request) on each pool",
+    )  # fmt: skip
+
+
+class WhatIfProposalOutputSerializer(serializers.Serializer):
+    """A proposal, from its object or from a row of ``what_if_proposal_rows``."""
+
+    id = serializers.IntegerField()
+    request = serializers.IntegerField()
+    project = serializers.CharField()
+    pool = serializers.CharField()
+    requested_su = su_out_field()
+    score = serializers.DecimalField(
+        max_digits=4, decimal_places=2, allow_null=True, help_text="mean review score"
+    )
+    proposed_su = su_out_field()
+    reason = serializers.CharField()
+    edited = serializers.BooleanField(help_text="the chair changed the method's figure")
+
+
+def what_if_proposal_out(row: dict[str, Any]) -> dict[str, Any]:
+    """``WhatIfProposalOutputSerializer``'s output for a row, written out: a draft of a round
+    of 500 requests has 1,500 proposals, and DRF's generic rendering of them took longer than
+    the what-if itself (tests/api/test_what_if_api.py compares the two)."""
+    score = row["score"]
+    return {
+        "id": row["id"],
+        "request": row["request"],
+        "project": row["project"],
+        "pool": row["pool"],
+        "requested_su": f"{row['requested_su']:.{SU_PLACES}f}",
+        "score": None if score is None else f"{score:.2f}",
+        "proposed_su": f"{row['proposed_su']:.{SU_PLACES}f}",
+        "reason": row["reason"],
+        "edited": row["edited"],
+    }
+
+
+class WhatIfProposalInputSerializer(serializers.Serializer):
+    proposed_su = serializers.DecimalField(max_digits=24, decimal_places=6)
+    reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=5000, default="",
+        help_text="required when the figure differs from the request",
+    )  # fmt: skip
+
+
+class WhatIfPoolTotalSerializer(serializers.Serializer):
+    pool = serializers.CharField(source="pool.name")
+    remaining_su = su_out_field(help_text="what the round has left on the pool now")
+    requested_su = su_out_field()
+    proposed_su = su_out_field()
+    fits = serializers.BooleanField()
+    factor = serializers.CharField(help_text="the method's factor on the pool")
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class WhatIfParametersSerializer(serializers.Serializer):
+    threshold_su = serializers.CharField()
+    exponent = serializers.CharField()
+    floor_su = serializers.CharField()
+
+
+class WhatIfOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="draft.pk")
+    round = serializers.IntegerField(source="draft.round_id")
+    method = serializers.ChoiceField(source="draft.method", choices=WhatIfDraft.Method.choices)
+    parameters = WhatIfParametersSerializer(source="draft.parameters")
+    created_by = serializers.CharField(source="draft.created_by.username")
+    created_at = UtcDateTimeField(source="draft.created_at")
+    applied_at = UtcDateTimeField(source="draft.applied_at", allow_null=True)
+    pools = WhatIfPoolTotalSerializer(many=True, source="totals")
+    proposals = serializers.SerializerMethodField()
+    hidden = serializers.IntegerField(help_text="proposals of the caller's own projects")
+    conflicted = serializers.SerializerMethodField(
+        help_text="requests under review of the caller's own projects: staff decide them"
+    )
+    submitted = serializers.IntegerField(help_text="requests not yet opened for review")
+
+    @extend_schema_field(WhatIfProposalOutputSerializer(many=True))
+    def get_proposals(self, view: Any) -> list[dict[str, Any]]:
+        return [what_if_proposal_out(row) for row in view.proposals]
+
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_conflicted(self, view: Any) -> list[int]:
+        return [request.pk for request in view.conflicted]

@@ -72,6 +72,24 @@ def _url(text: str) -> Callable[[World], str]:
     return lambda w: text
 
 
+def _with_what_if(tail: str) -> Callable[[World], str]:
+    """A what-if draft the chair made of the round (inside each role's rolled-back savepoint),
+    and the URL of ``tail`` under it: ``proposal`` names its first proposal."""
+
+    def build(world: World) -> str:
+        from allocations.rounds.what_if_services import what_if_draft_create
+
+        draft = what_if_draft_create(
+            round_=world.round, actor=world.centre.chair, method="pro_rata"
+        )
+        base = f"/api/v1/rounds/{world.round.pk}/what-if/{draft.pk}/"
+        first = draft.proposals.order_by("pk").first()
+        assert first is not None
+        return base + tail.replace("proposal", f"proposals/{first.pk}/")
+
+    return build
+
+
 def _k_prof_csv(world: World) -> dict[str, Any]:
     content = b"project,k_prof\npawsey0003,0.5\n"
     return {"cluster": "slurm-testbed", "file": SimpleUploadedFile("k.csv", content)}
@@ -190,6 +208,9 @@ STAFF_WRITE = "401 403 403 403 403 403 201"
 NOT_ALLOWED = "401 405 405 405 405 405 405"  # the endpoint has no such operation
 STAFF_NOT_ALLOWED = "401 403 403 403 403 403 405"
 STAFF_CHANGE = "401 403 403 403 403 403 200"
+CHAIR_WRITE = "401 403 403 403 403 201 201"  # the round is seen by all; the chair runs it
+CHAIR_HIDDEN = "401 404 404 404 404 200 200"  # the chair's drafts: not found for the others
+CHAIR_HIDDEN_CHANGE = CHAIR_HIDDEN
 
 CASES = [
     # --- accounting ---
@@ -515,6 +536,17 @@ CASES = [
          "401 201 201 201 201 201 201"),
     # --- the API root: links only, for everyone ---
     Case("root: links", "get", _url("/api/v1/"), "200 200 200 200 200 200 200"),
+    Case("round what-if: propose", "post", lambda w: f"/api/v1/rounds/{w.round.pk}/what-if/",
+         CHAIR_WRITE, body=lambda w: {"method": "pro_rata", "floor_su": "2"}),
+    Case("round what-if: no read", "get", lambda w: f"/api/v1/rounds/{w.round.pk}/what-if/",
+         NOT_ALLOWED),
+    Case("what-if draft: read", "get", _with_what_if(""), CHAIR_HIDDEN),
+    Case("what-if draft: no write", "post", _with_what_if(""), NOT_ALLOWED, body=lambda w: {}),
+    Case("what-if proposal: edit", "patch", _with_what_if("proposal"), CHAIR_HIDDEN_CHANGE,
+         body=lambda w: {"proposed_su": "5", "reason": "a smaller start"}),
+    Case("what-if proposal: no read", "get", _with_what_if("proposal"), NOT_ALLOWED),
+    Case("what-if apply", "post", _with_what_if("apply/"), CHAIR_HIDDEN_CHANGE),
+    Case("what-if apply: no read", "get", _with_what_if("apply/"), NOT_ALLOWED),
     Case("root: no write", "post", _url("/api/v1/"), "405 405 405 405 405 405 405"),
 ]  # fmt: skip
 

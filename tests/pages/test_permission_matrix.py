@@ -99,6 +99,20 @@ def _slurm_plan(s: Site) -> int:
     return plan.pk
 
 
+def _what_if_url(s: Site, tail: str, *, api: bool = False) -> str:
+    """A what-if draft the chair made of the round, and the page of ``tail`` under it
+    (``proposal``: its first proposal's)."""
+    from allocations.rounds.what_if_services import what_if_draft_create
+
+    chair = s.users["chair"]
+    assert chair is not None
+    draft = what_if_draft_create(round_=s.round, actor=chair, method="pro_rata")
+    first = draft.proposals.order_by("pk").first()
+    assert first is not None
+    base = f"/{'api/v1' if api else 'allocations'}/rounds/{s.round.pk}/what-if/{draft.pk}/"
+    return base + tail.replace("proposal", f"proposals/{first.pk}/")
+
+
 def _code(s: Site) -> str:
     return s.project.code
 
@@ -391,6 +405,21 @@ MATRIX: dict[str, Entry] = {
     ),
     "allocations:round-list": Entry(lambda s: "/allocations/rounds/", read=SIGNED_IN),
     "allocations:round-detail": Entry(lambda s: f"/allocations/rounds/{s.round.pk}/", read=SEATS),
+    # The chair's what-if: the rest of the committee sees the round (403), drafts are the
+    # chair's (404 to the rest).
+    "allocations:round-what-if": Entry(
+        lambda s: f"/allocations/rounds/{s.round.pk}/what-if/",
+        read=CHAIR,
+        write=CHAIR,
+        body=lambda s: {"method": "pro_rata", "floor_su": "1"},
+    ),
+    "allocations:round-what-if-draft": Entry(lambda s: _what_if_url(s, ""), read=CHAIR),
+    "allocations:round-what-if-proposal": Entry(
+        lambda s: _what_if_url(s, "proposal"),
+        write=CHAIR,
+        body=lambda s: {"proposed_su": "1", "reason": "a smaller start"},
+    ),
+    "allocations:round-what-if-apply": Entry(lambda s: _what_if_url(s, "apply/"), write=CHAIR),
     # Staff's projects, pools and rounds: 404 to everyone else, before the input is read.
     "allocations:staff-projects": Entry(lambda s: "/allocations/staff/projects/", read=STAFF),
     "allocations:staff-project-new": Entry(
@@ -549,6 +578,19 @@ MATRIX: dict[str, Entry] = {
         lambda s: f"/api/v1/rounds/{s.round.pk}/committee/erin/", write=STAFF, method="delete"
     ),
     "api:round-overview": Entry(lambda s: f"/api/v1/rounds/{s.round.pk}/overview/", read=CHAIR),
+    "api:round-what-if": Entry(
+        lambda s: f"/api/v1/rounds/{s.round.pk}/what-if/",
+        write=CHAIR,
+        body=lambda s: {"method": "protect_small", "threshold_su": "50"},
+    ),
+    "api:round-what-if-draft": Entry(lambda s: _what_if_url(s, "", api=True), read=CHAIR),
+    "api:round-what-if-proposal": Entry(
+        lambda s: _what_if_url(s, "proposal", api=True),
+        write=CHAIR,
+        method="patch",
+        body=lambda s: {"proposed_su": "1", "reason": "a smaller start"},
+    ),
+    "api:round-what-if-apply": Entry(lambda s: _what_if_url(s, "apply/", api=True), write=CHAIR),
     # Applying and transferring: PIs (of any project) and staff; reviewing: any committee.
     "api:request-list": Entry(lambda s: "/api/v1/requests/", read=SIGNED_IN, write=ANY_PI),
     "api:request-detail": Entry(
