@@ -654,7 +654,8 @@ def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if seat is None:
         raise Http404
     context: dict[str, Any] = {"seat": seat, "round": seat.round}
-    if can_decide_round(request.user, seat.round):
+    runs_round = can_decide_round(request.user, seat.round)
+    if runs_round:
         overview = round_overview(round_=seat.round, actor=request.user)
         chart = charts.round_pools(
             key="pools",
@@ -683,7 +684,7 @@ def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
     # The round's figures per pool, for its whole committee; the what-if, for who runs it.
     context["capacity"] = round_capacity(round_=seat.round)
-    context["runs_round"] = can_decide_round(request.user, seat.round)
+    context["runs_round"] = runs_round
     context["to_review"] = round_requests_for_committee(round_=seat.round, user=request.user)
     return render(request, "allocations/round_detail.html", context)
 
