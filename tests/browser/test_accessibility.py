@@ -38,9 +38,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}
 USERNAMES = {"member": "alice", "other": "bob", "pi": "carol", "committee": "erin",
              "chair": "dana", "staff": "staff"}  # fmt: skip  # as in tests/pages/conftest.py
-# URL names that answer a GET with JSON (or a decision letter's PDF), not a page; any other
-# answer that is not HTML fails.
-NOT_PAGES = {"healthz", "readyz", "accounting:cost-ratio-live", "allocations:request-letter"}
+# URL names that answer a GET with JSON (or a decision letter's PDF, the outputs' CSV and
+# BibTeX), not a page; any other answer that is not HTML fails.
+NOT_PAGES = {
+    "healthz", "readyz", "accounting:cost-ratio-live", "allocations:request-letter",
+    "allocations:output-export-csv", "allocations:output-export-bibtex",
+}  # fmt: skip
 SERIOUS = {"serious", "critical"}
 # Every chart drawn, and its drawing hidden from screen readers (static/js/charts.js): the
 # chart's name and its data table speak for it.

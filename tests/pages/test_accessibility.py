@@ -18,8 +18,11 @@ from tests.pages.test_permission_matrix import MATRIX, ROLES, rare_objects_make
 
 pytestmark = pytest.mark.django_db
 
-# JSON, and a decision letter's PDF
-NOT_PAGES = {"healthz", "readyz", "accounting:cost-ratio-live", "allocations:request-letter"}
+# JSON, a decision letter's PDF, and the research outputs' CSV and BibTeX files
+NOT_PAGES = {
+    "healthz", "readyz", "accounting:cost-ratio-live", "allocations:request-letter",
+    "allocations:output-export-csv", "allocations:output-export-bibtex",
+}  # fmt: skip
 UNLABELLED_TYPES = {"hidden", "submit", "button", "reset", "image"}  # their value is the label
 
 
