@@ -123,6 +123,12 @@ def projects_visible(*, user: Actor) -> QuerySet[Project]:
     return projects_of_member(user=user)
 
 
+def can_see_project(user: Actor, project: Project) -> bool:
+    """``projects_visible`` for one project already loaded: staff, or whoever has a role in it
+    (its PI field included), without a query for staff."""
+    return is_staff(user) or project_role(user, project) is not None
+
+
 def projects_audited(*, user: Actor) -> QuerySet[Project] | None:
     """Whose audit log a user may read: every entry for staff (None: no project limit), the
     entries of the projects they lead for a PI, none for anyone else."""

@@ -99,13 +99,13 @@ from allocations.rounds.what_if_services import (
     what_if_draft_create,
     what_if_proposal_set,
 )
-from kit.access import is_staff, require
+from kit.access import require
 from kit.errors import ApplicationError
 from kit.forms import error_on_field
 from projects.access import (
     can_manage_project,
+    can_see_project,
     project_is_writable,
-    project_role,
     project_writable_check,
     projects_managed,
 )
@@ -229,7 +229,7 @@ def _project_context(request: HttpRequest, allocation_request: AllocationRequest
     reviewer may know of it), and the applicant's record for those who may read it."""
     user = request.user
     project = allocation_request.project
-    sees_project = is_staff(user) or project_role(user, project) is not None
+    sees_project = can_see_project(user, project)
     reads_record = can_read_record(user, allocation_request)
     return {
         "project_url": (
