@@ -240,6 +240,15 @@ def _project_context(request: HttpRequest, allocation_request: AllocationRequest
     }
 
 
+def _form_errors_say(request: HttpRequest, form: Any, prefix: str = "") -> None:
+    """A posted form's errors as messages on the request page it redirects to, one per field
+    ("Text: This field is required.")."""
+    for field, errors in form.errors.items():
+        label = form.fields[field].label if field in form.fields else ""
+        text = " ".join(str(error) for error in errors)
+        messages.error(request, f"{prefix}{label or ('' if prefix else 'Form')}: {text}".strip())
+
+
 def _require_pi(request: HttpRequest, allocation_request: AllocationRequest) -> None:
     """Who is asking is checked before what was asked (403 with the rule in words)."""
     project = allocation_request.project
@@ -383,11 +392,7 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
     _require_pi(request, allocation_request)
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            label = form.fields[field].label if field in form.fields else ""
-            messages.error(
-                request, f"{label or 'Form'}: {' '.join(str(error) for error in errors)}"
-            )
+        _form_errors_say(request, form)
         return redirect("allocations:request-detail", pk=pk)
     try:
         request_update(
@@ -409,11 +414,7 @@ def request_progress_report(request: HttpRequest, pk: int) -> HttpResponse:
     _require_pi(request, allocation_request)
     form = ProgressReportForm(request.POST, outputs=outputs_since(allocation_request.project, None))
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            label = form.fields[field].label if field in form.fields else ""
-            messages.error(
-                request, f"{label or 'Form'}: {' '.join(str(error) for error in errors)}"
-            )
+        _form_errors_say(request, form)
         return redirect("allocations:request-detail", pk=pk)
     try:
         progress_report_set(
@@ -456,12 +457,7 @@ def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
     partitions = request_partitions(request=allocation_request)
     form = EstimateForm(request.POST, partitions=partitions)
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            label = form.fields[field].label if field in form.fields else ""
-            messages.error(
-                request,
-                f"Estimate {label or ''}: {' '.join(str(error) for error in errors)}".strip(),
-            )
+        _form_errors_say(request, form, prefix="Estimate ")
         return redirect("allocations:request-detail", pk=pk)
     data = form.cleaned_data
     partition = next(p for p in partitions if p.pk == data["partition"])
