@@ -68,16 +68,27 @@ def month_of(moment: datetime) -> date:
     return date(utc.year, utc.month, 1)
 
 
+LAST_MONTH = date(9999, 12, 1)
+
+
 def month_after(month: date) -> date:
+    """The first day of the month after ``month``'s; ValueError after December 9999, Python's
+    last month (the partition bounds below do without it)."""
     return date(month.year + month.month // 12, month.month % 12 + 1, 1)
+
+
+def _month_after_or_none(month: date) -> date | None:
+    return None if month >= LAST_MONTH else month_after(month)
 
 
 def partition_name(month: date) -> str:
     return f"{TABLE}_p{month.year:04d}_{month.month:02d}"
 
 
-def _bound(month: date) -> str:
-    return f"{month.isoformat()} 00:00:00+00"
+def _bound(month: date | None) -> str:
+    # PostgreSQL counts years beyond 9999: the bound after December 9999 (None: no Python
+    # date) is written out, so a job that ended in December 9999 has a partition too.
+    return "10000-01-01 00:00:00+00" if month is None else f"{month.isoformat()} 00:00:00+00"
 
 
 def ledger_write_lock() -> None:
@@ -110,7 +121,11 @@ def partitions_ensure(months: Iterable[date]) -> list[str]:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
             if not _missing([month]):  # another process made it meanwhile
                 continue
-            name, low, high = partition_name(month), _bound(month), _bound(month_after(month))
+            name, low, high = (
+                partition_name(month),
+                _bound(month),
+                _bound(_month_after_or_none(month)),
+            )
             cursor.execute(
                 f'SELECT EXISTS (SELECT 1 FROM {OPEN_PARTITION} WHERE "end" >= %s AND "end" < %s)',  # noqa: S608
                 [low, high],
@@ -159,18 +174,19 @@ def _missing(months: list[date]) -> list[date]:
 
 def months_between(first: date, last: date) -> list[date]:
     """The months from ``first``'s to ``last``'s, both included."""
-    month, months = date(first.year, first.month, 1), []
-    while month <= last:
+    month: date | None = date(first.year, first.month, 1)
+    months: list[date] = []
+    while month is not None and month <= last:
         months.append(month)
-        month = month_after(month)
+        month = _month_after_or_none(month)
     return months
 
 
 def partitions_ahead(*, today: date, months: int = 3) -> list[str]:
     """This month's partition and those of the next ``months - 1`` months (the beat task)."""
     wanted = [date(today.year, today.month, 1)]
-    while len(wanted) < months:
-        wanted.append(month_after(wanted[-1]))
+    while len(wanted) < months and (after := _month_after_or_none(wanted[-1])) is not None:
+        wanted.append(after)
     return partitions_ensure(wanted)
 
 

@@ -21,8 +21,9 @@ from typing import Any
 from django.db import connection, models
 
 from accounting.models import Job
+from projects.models import Project
 
-__all__ = ["CHARGE_LIMITS", "INPUT_LIMITS", "limits_check"]
+__all__ = ["CHARGE_LIMITS", "COMPUTED_TEXT", "INPUT_LIMITS", "account_check", "limits_check"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class ColumnLimit:
 
 
 INPUT_LIMITS = (
+    # The ledger's key: a JobIDRaw of 70 digits is no Slurm job id, and would make the COPY of
+    # the whole batch fail.
+    ColumnLimit("job_id_raw", "JobIDRaw"),
+    ColumnLimit("run", "Start"),
     ColumnLimit("job_id", "JobID"),
     ColumnLimit("job_name", "JobName", optional=True),
     ColumnLimit("array_job_id", "JobID"),
@@ -59,6 +64,8 @@ INPUT_LIMITS = (
     ColumnLimit("gpu_utilisation", "TRESUsageInAve", optional=True),
     ColumnLimit("gpu_memory_peak_mb", "TRESUsageInMax", optional=True),
 )
+# Text columns the import fills itself, never from a sacct value.
+COMPUTED_TEXT = ("charge_state", "dominant_resource", "source_hash")
 # What the engine computed from ElapsedRaw and AllocTRES: too large means those are absurd.
 # What a queued or running job reserves comes from its time limit and size: left out if absurd.
 CHARGE_LIMITS = (
@@ -128,3 +135,14 @@ def limits_check(row: dict[str, Any], limits: tuple[ColumnLimit, ...]) -> tuple[
             continue
         return limit.source, reason
     return None
+
+
+def account_check(account: str) -> tuple[str, str] | None:
+    """Return (sacct column, reason) when a Slurm account is longer than any project code can
+    be: no project books it, and none may be created for it (``--create-projects``)."""
+    bound = Project._meta.get_field("code").max_length or 0
+    if len(account) <= bound:
+        return None
+    return "Account", (
+        f"Account is {len(account)} characters long; a project code holds at most {bound}"
+    )

@@ -30,7 +30,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import IO, Any
 
@@ -43,7 +43,7 @@ from django.utils import timezone
 from accounting.clusters import charging, efficiency
 from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer
-from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
+from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, account_check, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
 from accounting.ledger.rollups import (
     Deltas,
@@ -199,8 +199,12 @@ class _Lookups:
 
     def months_ready(self, records: Iterable[SacctRecord]) -> None:
         """Make sure the ledger has a partition for the month each record ended in, before
-        the batch's transaction (the DDL must not wait inside it)."""
-        months = {month_of(r.end) for r in records if r.end is not None} - self.months
+        the batch's transaction (the DDL must not wait inside it). An End past the horizon
+        is quarantined (``_time_problem``): it needs no partition."""
+        horizon = self.horizon
+        months = {
+            month_of(r.end) for r in records if r.end is not None and r.end <= horizon
+        } - self.months
         if months:
             partitions_ensure(months)
             self.months |= months
@@ -318,16 +322,23 @@ NOTHING_TO_CHARGE = _NothingToCharge()
 MAX_HELD = timedelta(days=366)
 # Times later than this after the import are a clock or file error (End=2999-01-01).
 FUTURE_SLACK = timedelta(days=1)
+# Times before this are one too: sacct's times are Unix seconds, and 0 is "Unknown". (Year 1
+# in a zone west of UTC has no local day for the roll-ups.)
+EARLIEST = datetime(1970, 1, 2, tzinfo=UTC)
 
 
 def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] | None:
     """Why the line's times cannot be right, naming the column, or None."""
     for name, moment in (("Submit", record.submit), ("Start", record.start), ("End", record.end)):
-        if moment is not None and moment > horizon:
+        if moment is None:
+            continue
+        if moment > horizon:
             return name, (
                 f"{name} {moment.isoformat()} is more than a day after this import"
                 f" ({horizon.isoformat()}): a clock or file error"
             )
+        if moment < EARLIEST:
+            return name, f"{name} {moment.isoformat()} is before 1970: a clock or file error"
     if record.start is None:
         return None
     if record.end is not None:
@@ -335,9 +346,17 @@ def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] 
             return "End", "Start is after End"
         held, name = record.end - record.start, "End"
     else:
-        held, name = timedelta(seconds=min(record.elapsed_seconds, 10**12)), "ElapsedRaw"
-        if record.start + held > horizon:
-            return name, f"ElapsedRaw {record.elapsed_seconds} runs past this import"
+        # Compared as seconds: Start plus an ElapsedRaw of twenty digits is no datetime.
+        if record.elapsed_seconds > (horizon - record.start).total_seconds():
+            return "ElapsedRaw", f"ElapsedRaw {record.elapsed_seconds} runs past this import"
+        held, name = timedelta(seconds=record.elapsed_seconds), "ElapsedRaw"
+        if held > MAX_HELD and not record.is_finished:
+            return "State", (
+                f"a runaway job: Slurm still has it {record.state} after {held.days} days,"
+                " though it surely ended (the controller lost its end). List such jobs with"
+                " `sacctmgr show runawayjobs`, let sacctmgr fix them (it sets their end),"
+                " then import this window again"
+            )
     if held > MAX_HELD:
         return name, f"the job would have held its nodes for {held.days} days (over a year)"
     return None
@@ -373,6 +392,9 @@ def _row_for(
     it would have cost had it asked for that (accounting.clusters.efficiency)."""
     cluster = lookups.cluster
     never_ran = record.nnodes == 0 or not record.nodes or record.start is None
+    too_long = account_check(record.account)
+    if too_long is not None:
+        return _quarantine_for(record, too_long[1], too_long[0])
     project = lookups.project(record.account)
     if project is None:
         return _quarantine_for(
@@ -400,6 +422,8 @@ def _row_for(
         )
 
     row: dict[str, Any] = {
+        "job_id_raw": record.job_id_raw,
+        "run": record.run_key,
         "job_id": record.job_id,
         "job_name": record.job_name or "",
         "array_job_id": record.array_job_id or "",
@@ -834,11 +858,14 @@ def _changes_for(
 
 
 def _storable(name: str, value: Any) -> Any:
-    """Text a quarantine column can keep: a NUL byte (binary junk in a dump) is shown as
-    U+2400, and a value longer than its column (an account of 300 characters) is cut."""
+    """Text a quarantine or run column can keep: a NUL byte (binary junk in a dump) is shown
+    as U+2400, a lone surrogate (a JSON ``\\ud800``) as its escape, and a value longer than
+    its column (an account of 300 characters) is cut."""
     if not isinstance(value, str):
         return value
     value = value.replace("\x00", "\u2400")
+    if not value.isascii():
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
     max_length = _QUARANTINE_LENGTHS.get(name)
     return value[:max_length] if max_length else value
 
@@ -876,7 +903,7 @@ def _quarantine_store(
                     cluster=cluster,
                     import_run=run,
                     source=run.source,
-                    header=header,
+                    header=_storable("header", header),
                     raw_hash=raw_hash,
                     **{name: _storable(name, value) for name, value in asdict(item).items()},
                 )
@@ -1025,7 +1052,7 @@ def jobs_import(
         for item in items:
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
-                ImportRun.objects.filter(pk=run.pk).update(header=tap.header)
+                ImportRun.objects.filter(pk=run.pk).update(header=_storable("header", tap.header))
             if batch.lines >= batch_size and not isinstance(item, SacctStep):
                 # A full batch is written before the next job, never between a job and the
                 # steps that follow it (their usage is the job's).
@@ -1087,7 +1114,9 @@ def run_succeeded(run: ImportRun, *, charged: int) -> None:
 
 def _run_failed(run: ImportRun, message: str) -> None:
     ImportRun.objects.filter(pk=run.pk).update(
-        status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message[:10000]
+        status=ImportRun.Status.FAILED,
+        finished_at=timezone.now(),
+        error=_storable("error", message)[:10000],
     )
 
 

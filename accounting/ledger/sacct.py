@@ -642,6 +642,8 @@ class _LineParser:
             reason = f"the line is longer than {MAX_LINE_CHARS:,} characters: not sacct output"
             return SacctLineError(line_number, raw[:_KEPT_OF_LONG_LINE] + "...", reason, None)
         try:
+            if "\x00" in raw or not (raw.isascii() or _is_encodable(raw)):
+                self._unstorable(raw)
             return self._parse(line_number, raw)
         except _FieldError as exc:
             reason, field_name = exc.reason, exc.field_name
@@ -663,6 +665,19 @@ class _LineParser:
         except _FieldError:
             usage = None
         return SacctStep(line_number, "step", job_id_raw.partition(".")[0], usage)
+
+    def _unstorable(self, raw: str) -> None:
+        """Refuse a line holding a NUL byte or a lone surrogate (binary junk, or a JSON
+        ``\\u0000`` / ``\\ud800`` escape): no text column of PostgreSQL holds either, and a
+        value that lost it would not be what sacct wrote. Names the first column holding one."""
+        fields = raw.split(self.layout.delimiter)
+        names = {at: name for name, at in self.layout.positions.items()}
+        for at, value in enumerate(fields):
+            if "\x00" in value or not _is_encodable(value):
+                name = names.get(at) or f"column {at + 1}"
+                what = "a NUL byte" if "\x00" in value else "a lone surrogate (not UTF-8)"
+                raise _FieldError(name, f"{name} holds {what}: binary junk, not sacct output")
+        raise _FieldError(None, "the line holds a NUL byte or a lone surrogate")
 
     def _job_id(self, raw: str) -> str:
         # Read only from a line of the header's shape, and only a plausible id: a later import
@@ -982,6 +997,15 @@ class _LineParser:
             return parse_elapsed(elapsed_text)
         except ValueError as exc:
             raise _FieldError("Elapsed", str(exc)) from None
+
+
+def _is_encodable(text: str) -> bool:
+    """True unless ``text`` holds a lone surrogate, which no UTF-8 database column keeps."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _shorten(reason: str) -> str:

@@ -1,0 +1,158 @@
+"""Crafted and odd lines through the importer's real entry points on PostgreSQL (COPY path):
+no line may crash an import; each lands in one bucket, and a quarantined one says why."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db.models import CharField
+
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.limits import COMPUTED_TEXT, INPUT_LIMITS
+from accounting.ledger.pipeline import BUCKETS, jobs_import
+from accounting.ledger.sources import import_file
+from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord
+from projects.models import Project
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HEADER = (
+    "JobID|JobIDRaw|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|NNodes|NodeList|"
+    "AllocTRES|QOS|ExitCode"
+)
+
+
+@pytest.fixture
+def testbed():
+    cluster_apply(definition=cluster_definition_load(SPEC))
+    Project.objects.create(code="pawsey0001", title="Project pawsey0001")
+    return Cluster.objects.get(name="slurm-testbed")
+
+
+def _line(job, *, raw=None, user="alice", state="COMPLETED", start="2026-03-01T10:00:00",
+          end="2026-03-01T11:00:00", qos="normal", exit_code="0:0", partition="work"):  # fmt: skip
+    return (
+        f"{job}|{raw or job}|{user}|pawsey0001|{partition}|{state}|{start}|{start}|{end}|3600|1|"
+        f"nid1001|cpu=128,mem=245000M,node=1|{qos}|{exit_code}"
+    )
+
+
+def _summed(summary):
+    return sum(getattr(summary, name) for name in BUCKETS)
+
+
+def _via_jobs_import(cluster, data: bytes):
+    text = data.decode("utf-8", errors="replace")
+    return jobs_import(cluster=cluster, lines=text.splitlines(keepends=True), source="t")[1]
+
+
+def _via_command(cluster, data: bytes, tmp_path):
+    path = tmp_path / "crafted.psv"
+    path.write_bytes(data)
+    out = StringIO()
+    call_command("import_sacct", str(path), "--cluster", cluster.name, "--json", stdout=out)
+    return out.getvalue()
+
+
+def _via_file_import(cluster, data: bytes, tmp_path):
+    path = tmp_path / "crafted-upload.psv"
+    path.write_bytes(data)
+    run = ImportRun.objects.create(cluster=cluster, source="upload")
+    run, summary = import_file(run=run, path=path)
+    assert summary is not None, run.error
+    return summary
+
+
+# Each crafted line, and the column its quarantine names (None: imported, with a warning).
+CRAFTED = {
+    "long JobIDRaw": (_line("9001", raw="9" * 70), "JobIDRaw"),
+    "long JobID": (_line("9" * 70, raw="9002"), "JobID"),
+    "long user": (_line("9003", user="u" * 70), "User"),
+    "long state": (_line("9004", state="COMPLETED" + " by " + "1" * 60), "State"),
+    "long array task id": (_line("9005_" + "7" * 70, raw="9005"), "JobID"),
+    "long partition": (_line("9006", partition="p" * 70), "Partition"),
+    "long qos": (_line("9007", qos="q" * 70), None),
+    "long exit code": (_line("9008", exit_code="0:" + "1" * 30), None),
+    "End in 9999": (_line("9009", end="9999-12-31T12:00:00"), "End"),
+    "Start and End in 9999": (
+        _line("9010", start="9999-12-31T10:00:00", end="9999-12-31T23:59:59"),
+        "Submit",
+    ),
+    "End in year 1": (
+        _line("9011", start="0001-01-01T00:00:00", end="0001-01-01T01:00:00"),
+        "Submit",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED))
+@pytest.mark.parametrize("entry", ["jobs_import", "command", "file_import"])
+def test_a_crafted_line_is_quarantined_never_a_crash(testbed, tmp_path, name, entry):
+    line, column = CRAFTED[name]
+    data = "\r\n".join([HEADER, _line("9000"), line, ""]).encode()
+    if entry == "jobs_import":
+        summary = _via_jobs_import(testbed, data)
+    elif entry == "command":
+        summary = json.loads(_via_command(testbed, data, tmp_path))
+    else:
+        summary = _via_file_import(testbed, data, tmp_path).as_dict()
+    if not isinstance(summary, dict):
+        summary = summary.as_dict()
+    assert sum(summary[name] for name in BUCKETS) == summary["lines"] == 2
+    assert Job.objects.filter(job_id_raw="9000").exists()
+    quarantined = list(QuarantinedRecord.objects.values_list("field", "reason"))
+    if column is None:
+        assert quarantined == []
+        assert Job.objects.get(line_number=3).warnings
+    else:
+        assert [field for field, _ in quarantined] == [column], quarantined
+        assert summary["quarantined"] == 1
+
+
+@pytest.mark.parametrize("entry", ["jobs_import", "command", "file_import"])
+def test_a_nul_byte_in_a_crlf_file_never_crashes_the_import(testbed, tmp_path, entry):
+    data = "\r\n".join(
+        [HEADER, _line("9000"), _line("9010", user="al\x00ice"), _line("9011", qos="no\x00rmal"),
+         _line("9012", exit_code="0:\x000"), ""]
+    ).encode()  # fmt: skip
+    if entry == "jobs_import":
+        summary = _via_jobs_import(testbed, data)
+    elif entry == "command":
+        _via_command(testbed, data, tmp_path)
+        summary = None
+    else:
+        summary = _via_file_import(testbed, data, tmp_path)
+    if summary is not None:
+        assert _summed(summary) == summary.lines == 4
+    assert Job.objects.filter(job_id_raw="9000").exists()
+
+
+def test_every_text_column_of_the_ledger_is_checked_before_a_row_is_written():
+    checked = {limit.attname for limit in INPUT_LIMITS} | set(COMPUTED_TEXT)
+    text_columns = {f.attname for f in Job._meta.concrete_fields if isinstance(f, CharField)}
+    assert text_columns <= checked, text_columns - checked
+
+
+def test_a_runaway_job_is_quarantined_with_what_the_operator_should_do(testbed):
+    line = (
+        "9020|9020|alice|pawsey0001|work|RUNNING|2022-01-10T10:00:00|2022-01-10T10:00:00|"
+        "Unknown|99999999|1|nid1001|cpu=128,mem=245000M,node=1|normal|0:0"
+    )
+    # ElapsedRaw as sacct prints it for a job it still thinks is running: up to now.
+    import_started = datetime.now(UTC)
+    elapsed = int((import_started - datetime(2022, 1, 10, 10, tzinfo=UTC)).total_seconds())
+    line = line.replace("|99999999|", f"|{elapsed}|")
+    summary = jobs_import(cluster=testbed, lines=[HEADER, line], source="t")[1]
+    assert summary.quarantined == 1
+    reason = QuarantinedRecord.objects.get().reason
+    assert "runaway job" in reason
+    assert "sacctmgr show runawayjobs" in reason
