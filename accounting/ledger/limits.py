@@ -36,11 +36,11 @@ class ColumnLimit:
 
 
 INPUT_LIMITS = (
+    ColumnLimit("job_id", "JobID"),
     # The ledger's key: a JobIDRaw of 70 digits is no Slurm job id, and would make the COPY of
     # the whole batch fail.
     ColumnLimit("job_id_raw", "JobIDRaw"),
     ColumnLimit("run", "Start"),
-    ColumnLimit("job_id", "JobID"),
     ColumnLimit("job_name", "JobName", optional=True),
     ColumnLimit("array_job_id", "JobID"),
     ColumnLimit("array_task_id", "JobID"),

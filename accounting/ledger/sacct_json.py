@@ -36,9 +36,17 @@ Decisions an importer relies on:
   is never rounded: where sacct would print an inexact ``1.00T`` for 1049088 MB, this writes
   ``1024.50G``, so the typed value always equals the JSON's count.
 
+* **Unset numbers.** Slurm's NO_VAL and INFINITE (4294967294, 4294967295 and their 64-bit
+  forms, :data:`UNSET_NUMBERS`) are unknown wherever a time or number holds them, bare or as
+  ``{"set", "infinite", "number"}``: 24.11 writes ``"start": 4294967294`` for a job that never
+  started; -2 and -1 are the 64-bit ones written signed (24.11's ``energy`` TRES count of -2).
+* **dbv0.0.37** (Slurm 21.08, told by ``meta.plugin.type``, which Slurm writes before
+  ``jobs``) writes the eligible time as
+  ``time.start``: a finished job's start is taken as ``time.end - time.elapsed`` there.
+
 Known losses, from Slurm itself: dbv0.0.37 to v0.0.39 write every normal exit as
 ``{"status": "SUCCESS", "return_code": 0}``, so a job that exited 1 reads as ``0:0`` (v0.0.40
-fixed it); dbv0.0.37 writes the eligible time as ``time.start``.
+fixed it); a dbv0.0.37 job still running shows its eligible time as its start.
 """
 
 from __future__ import annotations
@@ -161,10 +169,19 @@ def detect_format(first_chunk: bytes | str) -> Literal["json", "parsable"]:
 # Reading JSON values of every data_parser version
 
 
+# Slurm's NO_VAL, INFINITE, NO_VAL64 and INFINITE64: "not set" and "no limit" written as
+# numbers. 24.11 writes a job that never started as "start": 4294967294; read as a time it
+# would be 2106, read as a count four billion.
+UNSET_NUMBERS = frozenset({2**32 - 2, 2**32 - 1, 2**64 - 2, 2**64 - 1})
+# The 64-bit ones written as signed numbers (24.11's "energy" TRES count is -2).
+_SIGNED_UNSET = frozenset({-2, -1})
+
+
 def _number(value: object, path: str) -> int | None:
-    """An integer, or None when unset or infinite: plain (dbv0.0.37/38) or {set,number}."""
+    """An integer, or None when unset or infinite: plain (dbv0.0.37/38) or {set,number}, and
+    Slurm's NO_VAL and INFINITE (:data:`UNSET_NUMBERS`) wherever they stand."""
     if type(value) is int:
-        return value
+        return None if value in UNSET_NUMBERS or value in _SIGNED_UNSET else value
     if value is None:
         return None
     if isinstance(value, dict):
@@ -172,7 +189,7 @@ def _number(value: object, path: str) -> int | None:
             return None
         return _number(value.get("number"), path)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return _number(int(value), path)
     raise _JobError(f"{path} is not a number")
 
 
@@ -328,6 +345,9 @@ class _JobConverter:
     def __init__(self, user_ids: Mapping[str, int]) -> None:
         self.user_ids = {"root": 0, **user_ids}
         self.times: dict[int, str] = {}
+        # dbv0.0.37 (Slurm 21.08) writes the job's eligible time as time.start: its start is
+        # then its end less its elapsed time, so that utilisation and the charge agree.
+        self.start_from_elapsed = False
 
     def lines(self, job: object, with_steps: bool = True) -> tuple[list[str], int]:
         """The allocation line, then one line per step (none when ``with_steps`` is false),
@@ -406,10 +426,20 @@ class _JobConverter:
                 state,
                 _exit_code(job.get("exit_code"), "exit_code"),
                 _time(_get(time, "submission", "time.submission"), "time.submission", times),
-                _time(_get(time, "start", "time.start"), "time.start", times),
+                self._start(time),
                 _time(_get(time, "end", "time.end"), "time.end", times),
             )
         )
+
+    def _start(self, time: Mapping[str, Any]) -> str:
+        start = _get(time, "start", "time.start")
+        if self.start_from_elapsed:
+            end = _number(_get(time, "end", "time.end"), "time.end")
+            elapsed = _number(_get(time, "elapsed", "time.elapsed"), "time.elapsed") or 0
+            # Without an end (still running) the eligible time is all the dump says.
+            if end and _number(start, "time.start"):
+                start = end - elapsed
+        return _time(start, "time.start", self.times)
 
     def _allocation_tail(
         self,
@@ -657,6 +687,9 @@ class _JobsReader:
         self.position = 0
         self.at_end = False
         self.jobs_seen = False
+        # meta.plugin.type (dbv0.0.37/38) or meta.plugin.data_parser (v0.0.39 on), when the
+        # document gives it before its jobs (Slurm writes meta first).
+        self.plugin = ""
 
     def _fill(self) -> bool:
         """Read one more chunk into the buffer; False at the end of the input."""
@@ -727,7 +760,9 @@ class _JobsReader:
                 self._expect("[", 'after "jobs"')
                 self.jobs_seen = True
                 break
-            self._value()
+            value = self._value()
+            if key == "meta":
+                self.plugin = _plugin_of(value)
             if self._expect(",}", "between members") == "}":
                 return
         if self._skip_space() == "]":
@@ -736,6 +771,14 @@ class _JobsReader:
             yield self._value()
             if self._expect(",]", "between jobs") == "]":
                 return
+
+
+def _plugin_of(meta: object) -> str:
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    if not isinstance(plugin, dict):
+        return ""
+    name = plugin.get("data_parser") or plugin.get("type") or ""
+    return name.rpartition("/")[2] if isinstance(name, str) else ""
 
 
 def _raw_json(job: object) -> str:
@@ -802,6 +845,7 @@ def parse_sacct_json(
         if not reader.jobs_seen:
             raise SacctHeaderError(f"not sacct --json output: {exc}") from None
         return iter((SacctLineError(2, "", _shorten(f"{INVALID_JSON_REASON} ({exc})"), None),))
+    converter.start_from_elapsed = reader.plugin == "dbv0.0.37"
     return _parse_jobs(parser, converter, first, jobs, steps)
 
 

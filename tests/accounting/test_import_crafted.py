@@ -3,6 +3,7 @@ no line may crash an import; each lands in one bucket, and a quarantined one say
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from io import StringIO
@@ -16,6 +17,7 @@ from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.limits import COMPUTED_TEXT, INPUT_LIMITS
 from accounting.ledger.pipeline import BUCKETS, jobs_import
+from accounting.ledger.sacct_json import parse_sacct_json
 from accounting.ledger.sources import import_file
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord
 from projects.models import Project
@@ -156,3 +158,65 @@ def test_a_runaway_job_is_quarantined_with_what_the_operator_should_do(testbed):
     reason = QuarantinedRecord.objects.get().reason
     assert "runaway job" in reason
     assert "sacctmgr show runawayjobs" in reason
+
+
+# --- sacct --json: Slurm's NO_VAL and dbv0.0.37's start ------------------------------------
+
+VERSIONS = ROOT / "tests" / "data" / "sacct_versions"
+REAL_24_11 = VERSIONS / "slurmweb_slurmrestd-24.11.5_v0.0.42_job-completed.json"
+
+
+def _real_24_11_job(**changes):
+    """The real 24.11.5 job of tests/data/sacct_versions, moved onto the testbed's cluster,
+    account and partition."""
+    document = json.loads(REAL_24_11.read_text())
+    job = document["jobs"][0]
+    job.update(cluster="setonix", account="pawsey0001", partition="work", user="alice")
+    job.update(changes)
+    return document, job
+
+
+def test_a_24_11_job_that_never_started_is_recorded_not_quarantined(testbed):
+    # Made by hand from the real 24.11.5 dump: a job cancelled while it was pending, as 24.11
+    # writes it (no file of that form was at hand): "start" is NO_VAL, nothing allocated.
+    document, job = _real_24_11_job(allocation_nodes=0, nodes="None assigned", steps=[])
+    job["time"].update(start=4294967294, elapsed=0, end=1762788800)
+    job["state"]["current"] = ["CANCELLED"]
+    job["tres"]["allocated"] = []
+    stream = io.BytesIO(json.dumps(document).encode())
+    summary = jobs_import(cluster=testbed, json_stream=stream, source="t")[1]
+    assert (summary.quarantined, summary.imported) == (0, 1), QuarantinedRecord.objects.first()
+    job = Job.objects.get(job_id_raw="6362")
+    assert (job.start, job.service_units) == (None, 0)
+
+
+@pytest.mark.parametrize("unset", [4294967294, 4294967295, 18446744073709551614, -2])
+def test_no_val_and_infinite_read_as_unknown_in_every_json_number(unset):
+    document, job = _real_24_11_job()
+    job["time"]["submission"] = unset
+    job["time"]["limit"] = {"set": True, "infinite": False, "number": unset}
+    job["tres"]["allocated"].append({"type": "fs", "name": "disk", "id": 6, "count": unset})
+    (record, _step) = parse_sacct_json(io.BytesIO(json.dumps(document).encode()))
+    assert (record.submit, record.timelimit_minutes) == (None, None)
+    assert "fs/disk" not in record.alloc_tres
+    assert record.consumed_energy_joules is None  # the real file's energy count of -2
+    assert record.warnings == ()
+
+
+def test_dbv0_0_37_takes_start_as_end_less_elapsed(testbed):
+    # dbv0.0.37 (Slurm 21.08) in the real format (made by hand: no 21.08 dump was at hand):
+    # time.start holds the job's eligible time, 50 minutes before it really started.
+    document, job = _real_24_11_job(steps=[])
+    # Slurm writes "meta" first: the reader knows the version before the jobs.
+    document = {
+        "meta": {"plugin": {"type": "openapi/dbv0.0.37", "name": "Slurm OpenAPI DB"}},
+        "jobs": document["jobs"],
+    }
+    job["time"].update(eligible=1762785000, start=1762785000, end=1762788837, elapsed=61)
+    job["state"]["current"] = "COMPLETED"
+    stream = io.BytesIO(json.dumps(document).encode())
+    summary = jobs_import(cluster=testbed, json_stream=stream, source="t")[1]
+    assert summary.charged == 1
+    stored = Job.objects.get(job_id_raw="6362")
+    assert stored.start == datetime.fromtimestamp(1762788837 - 61, UTC)
+    assert (stored.end - stored.start).total_seconds() == stored.elapsed_seconds == 61
