@@ -100,6 +100,8 @@ OPTIONAL_FIELDS = (
     "ReqMem",
     "ConsumedEnergyRaw",
     "TimelimitRaw",
+    # Formatted ("01:00:00", "6-23:59:00", "UNLIMITED"): read only without TimelimitRaw.
+    "Timelimit",
     # What a job used (accounting.clusters.efficiency): TotalCPU on the allocation's line,
     # the others on its steps' lines.
     *USAGE_FIELDS,
@@ -721,6 +723,7 @@ class _LineParser:
             req_mem_text,
             energy_text,
             timelimit_text,
+            timelimit_formatted_text,
             total_cpu_text,
             max_rss_text,
             usage_tot_text,
@@ -807,7 +810,11 @@ class _LineParser:
             # Without a ReqMem column, ReqTRES holds the same job total.
             req_mem_mb = requested.memory_mb if "mem" in requested.tres else None
 
-        if timelimit_text in _NO_TIMELIMIT:
+        if not timelimit_text and timelimit_formatted_text not in _NO_TIMELIMIT:
+            timelimit_minutes = self._optional(
+                _formatted_timelimit, timelimit_formatted_text, warnings
+            )
+        elif timelimit_text in _NO_TIMELIMIT:
             timelimit_minutes = None
         else:
             timelimit_minutes = self._optional(
@@ -1104,6 +1111,17 @@ def _optional_count(name: str) -> Callable[[str], int | None]:
         return _whole_number(text, name) if text else None
 
     return parse
+
+
+def _formatted_timelimit(text: str) -> int:
+    """Minutes of a formatted ``Timelimit`` (``01:00:00``, ``6-23:59:00``, ``30:00``), a part
+    minute counted whole; ``UNLIMITED`` and ``Partition_Limit`` are no limit (read by the
+    caller)."""
+    try:
+        seconds = parse_elapsed(text)
+    except ValueError as exc:
+        raise _FieldError("Timelimit", str(exc)) from None
+    return -(-seconds // 60)
 
 
 def _gres_gpus(text: str) -> int:

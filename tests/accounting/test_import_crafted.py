@@ -220,3 +220,28 @@ def test_dbv0_0_37_takes_start_as_end_less_elapsed(testbed):
     stored = Job.objects.get(job_id_raw="6362")
     assert stored.start == datetime.fromtimestamp(1762788837 - 61, UTC)
     assert (stored.end - stored.start).total_seconds() == stored.elapsed_seconds == 61
+
+
+# --- Timelimit without TimelimitRaw ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("timelimit", "minutes"),
+    [("01:00:00", 60), ("6-23:59:00", 10079), ("30:00", 30), ("UNLIMITED", None),
+     ("Partition_Limit", None)],
+)  # fmt: skip
+def test_a_formatted_timelimit_is_read_when_timelimit_raw_is_absent(testbed, timelimit, minutes):
+    # The form sacct prints for --format=...,Timelimit (Slurm's mins2time_str), as in
+    # dumps made for XDMoD and by hand; written here in that format.
+    header = HEADER + "|Timelimit"
+    line = _line("9030", state="RUNNING", end="Unknown") + f"|{timelimit}"
+    jobs_import(cluster=testbed, lines=[header, line], source="t")
+    job = Job.objects.get(job_id_raw="9030")
+    assert (job.timelimit_minutes, job.warnings) == (minutes, [])
+
+
+def test_timelimit_raw_wins_over_the_formatted_timelimit(testbed):
+    header = HEADER + "|TimelimitRaw|Timelimit"
+    line = _line("9031") + "|90|01:00:00"
+    jobs_import(cluster=testbed, lines=[header, line], source="t")
+    assert Job.objects.get(job_id_raw="9031").timelimit_minutes == 90
