@@ -44,6 +44,9 @@ class JobUsage(NamedTuple):
     memory_peak_mb: Decimal | None = None
     gpu_utilisation: Decimal | None = None
     gpu_memory_peak_mb: Decimal | None = None
+    # How memory_peak_mb was measured (MEMORY_SUMMED, MEMORY_TIMES_TASKS, MEMORY_ONE_TASK);
+    # None when it was not.
+    memory_basis: str | None = None
 
     def merged(self, other: JobUsage | None) -> JobUsage:
         """Both records of one job together (an allocation line and its steps, or two steps):
@@ -56,6 +59,7 @@ class JobUsage(NamedTuple):
             memory_peak_mb=_larger(self.memory_peak_mb, other.memory_peak_mb),
             gpu_utilisation=_larger(self.gpu_utilisation, other.gpu_utilisation),
             gpu_memory_peak_mb=_larger(self.gpu_memory_peak_mb, other.gpu_memory_peak_mb),
+            memory_basis=_basis_of_larger(self, other),
         )
 
     def plus_step(self, step: JobUsage) -> JobUsage:
@@ -70,12 +74,29 @@ class JobUsage(NamedTuple):
             memory_peak_mb=_larger(self.memory_peak_mb, step.memory_peak_mb),
             gpu_utilisation=_larger(self.gpu_utilisation, step.gpu_utilisation),
             gpu_memory_peak_mb=_larger(self.gpu_memory_peak_mb, step.gpu_memory_peak_mb),
+            memory_basis=_basis_of_larger(self, step),
         )
 
     @property
     def measured(self) -> bool:
         """Does the job have usage data at all? (TotalCPU: every Slurm records it.)"""
         return self.cpu_seconds is not None
+
+
+# What a step's memory peak is: the sum over its tasks of each one's peak (TRESUsageInTot),
+# one task's peak times the step's tasks (MaxRSS x NTasks), or one task's peak alone (MaxRSS
+# without NTasks: the step may have used up to NTasks times more).
+MEMORY_SUMMED = "sum over tasks"
+MEMORY_TIMES_TASKS = "one task's peak x NTasks"
+MEMORY_ONE_TASK = "one task's peak"
+
+
+def _basis_of_larger(a: JobUsage, b: JobUsage) -> str | None:
+    if b.memory_peak_mb is None:
+        return a.memory_basis
+    if a.memory_peak_mb is None or b.memory_peak_mb > a.memory_peak_mb:
+        return b.memory_basis
+    return a.memory_basis
 
 
 def _larger(a: Decimal | None, b: Decimal | None) -> Decimal | None:

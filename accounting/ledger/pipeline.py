@@ -65,7 +65,13 @@ from accounting.ledger.sacct import (
     size_held_or_requested,
 )
 from accounting.ledger.sacct_json import JSON_HEADER, parse_sacct_json
-from accounting.ledger.usage import USAGE_COLUMNS, held_of, usage_of, usage_values
+from accounting.ledger.usage import (
+    USAGE_COLUMNS,
+    held_of,
+    memory_basis_notes,
+    usage_of,
+    usage_values,
+)
 from accounting.ledger_storage import (
     KEY_TABLE,
     is_partitioned,
@@ -421,6 +427,7 @@ def _row_for(
             "Start",
         )
 
+    used = record.usage.merged(steps_usage) if record.usage else steps_usage
     row: dict[str, Any] = {
         "job_id_raw": record.job_id_raw,
         "run": record.run_key,
@@ -458,11 +465,11 @@ def _row_for(
         "weight": version.weight if version else None,
         "dominant_resource": "",
         "node_fractions": [],
-        "warnings": list(record.warnings),
+        "warnings": [*record.warnings, *memory_basis_notes(used)],
         "energy_wh": Decimal(0),
         "cost": None,
         "cost_model_version_id": None,
-        **usage_values(record.usage.merged(steps_usage) if record.usage else steps_usage),
+        **usage_values(used),
         "right_sized_service_units": None,
     }
     problem = limits_check(row, INPUT_LIMITS)

@@ -40,7 +40,12 @@ from typing import IO, Literal, NamedTuple, TypeVar, overload
 
 import hostlist
 
-from accounting.clusters.efficiency import JobUsage
+from accounting.clusters.efficiency import (
+    MEMORY_ONE_TASK,
+    MEMORY_SUMMED,
+    MEMORY_TIMES_TASKS,
+    JobUsage,
+)
 from accounting.clusters.units import is_ascii_digits, parse_decimal, parse_memory_mb
 from kit.errors import ApplicationError
 
@@ -83,7 +88,9 @@ REQUIRED_FIELDS = (
 )
 # At least one of these is required too; ElapsedRaw wins when both are present.
 ELAPSED_FIELDS = ("ElapsedRaw", "Elapsed")
-USAGE_FIELDS = ("TotalCPU", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax", "TRESUsageInAve")
+USAGE_FIELDS = (
+    "TotalCPU", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax", "TRESUsageInAve", "NTasks"
+)  # fmt: skip
 OPTIONAL_FIELDS = (
     # Without AllocTRES (dumps made for Open XDMoD before 2020, for instance) the resources
     # are read from NCPUS, ReqMem and the GPUs of ReqTRES or AllocGRES/ReqGRES, and each job
@@ -661,9 +668,9 @@ class _LineParser:
         layout = self.layout
         fields = line.rstrip("\r\n").rsplit(layout.delimiter, layout.step_tail)
         fields.append("")
-        total_cpu, max_rss, usage_tot, usage_max, usage_ave = layout.step_values(fields)
+        total_cpu, max_rss, usage_tot, usage_max, usage_ave, ntasks = layout.step_values(fields)
         try:
-            usage = usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave)
+            usage = usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave, ntasks)
         except _FieldError:
             usage = None
         return SacctStep(line_number, "step", job_id_raw.partition(".")[0], usage)
@@ -729,6 +736,7 @@ class _LineParser:
             usage_tot_text,
             usage_max_text,
             usage_ave_text,
+            ntasks_text,
         ) = layout.values(fields)
 
         # The common shapes ("123", "123.batch" with an identical JobIDRaw) skip the
@@ -827,7 +835,9 @@ class _LineParser:
         usage = None
         if layout.has_usage:
             usage = self._optional(
-                _usage_reader(max_rss_text, usage_tot_text, usage_max_text, usage_ave_text),
+                _usage_reader(
+                    max_rss_text, usage_tot_text, usage_max_text, usage_ave_text, ntasks_text
+                ),
                 total_cpu_text,
                 warnings,
             )
@@ -1062,23 +1072,30 @@ def _tres_item(text: str, key: str) -> str:
 
 
 def _usage_reader(
-    max_rss: str, usage_tot: str, usage_max: str, usage_ave: str
+    max_rss: str, usage_tot: str, usage_max: str, usage_ave: str, ntasks: str = ""
 ) -> Callable[[str], JobUsage | None]:
     """Read a line's usage columns, given its TotalCPU (for ``_LineParser._optional``)."""
 
     def read(total_cpu: str) -> JobUsage | None:
-        return usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave)
+        return usage_from_columns(total_cpu, max_rss, usage_tot, usage_max, usage_ave, ntasks)
 
     return read
 
 
 def usage_from_columns(
-    total_cpu: str, max_rss: str, usage_tot: str, usage_max: str, usage_ave: str
+    total_cpu: str,
+    max_rss: str,
+    usage_tot: str,
+    usage_max: str,
+    usage_ave: str,
+    ntasks: str = "",
 ) -> JobUsage | None:
     """What one sacct line says was used; None when it says nothing. The memory peak is the
-    step's ``TRESUsageInTot`` mem (the sum over its tasks of each one's peak), else MaxRSS;
-    GPU utilisation the step's mean (``TRESUsageInAve`` gres/gpuutil, percent) and GPU memory
-    its peak (``TRESUsageInMax`` gres/gpumem). Raises _FieldError naming a bad column."""
+    step's ``TRESUsageInTot`` mem (the sum over its tasks of each one's peak), else MaxRSS
+    (one task's peak) times the step's ``NTasks`` where given, else MaxRSS alone; the usage
+    says which (``memory_basis``). GPU utilisation is the step's mean (``TRESUsageInAve``
+    gres/gpuutil, percent) and GPU memory its peak (``TRESUsageInMax`` gres/gpumem). Raises
+    _FieldError naming a bad column."""
     if not (total_cpu or max_rss or usage_tot or usage_max or usage_ave):
         return None
     try:
@@ -1086,12 +1103,18 @@ def usage_from_columns(
     except ValueError as exc:
         raise _FieldError("TotalCPU", str(exc)) from None
     memory_text, memory_column = _tres_item(usage_tot, "mem="), "TRESUsageInTot"
+    basis: str | None = MEMORY_SUMMED
     if not memory_text:
         memory_text, memory_column = max_rss, "MaxRSS"
+        basis = MEMORY_ONE_TASK
     try:
         memory = _usage_memory_mb(memory_text) if memory_text else None
     except ValueError as exc:
         raise _FieldError(memory_column, str(exc)) from None
+    if memory is None:
+        basis = None
+    elif basis == MEMORY_ONE_TASK and is_ascii_digits(ntasks) and int(ntasks) > 0:
+        memory, basis = memory * int(ntasks), MEMORY_TIMES_TASKS
     gpu_memory = gpu = None
     if usage_max and "gres/gpumem=" in usage_max:
         try:
@@ -1103,7 +1126,7 @@ def usage_from_columns(
             gpu = parse_decimal(_tres_item(usage_ave, "gres/gpuutil="), "GPU utilisation")
         except ValueError as exc:
             raise _FieldError("TRESUsageInAve", str(exc)) from None
-    return JobUsage(cpu_seconds, memory, gpu, gpu_memory)  # positional: one per step line
+    return JobUsage(cpu_seconds, memory, gpu, gpu_memory, basis)  # positional: one per step line
 
 
 def _optional_count(name: str) -> Callable[[str], int | None]:

@@ -58,7 +58,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from typing import IO, Any, Literal, overload
 
-from accounting.clusters.efficiency import JobUsage
+from accounting.clusters.efficiency import MEMORY_SUMMED, JobUsage
 from accounting.ledger.sacct import (
     SacctHeaderError,
     SacctLineError,
@@ -590,6 +590,7 @@ def _step_usage(step: object) -> JobUsage | None:
         memory_peak_mb=None if memory is None else Decimal(memory) / _BYTES_PER_MIB,
         gpu_utilisation=None if gpu is None else Decimal(gpu),
         gpu_memory_peak_mb=None if gpu_memory is None else Decimal(gpu_memory) / _BYTES_PER_MIB,
+        memory_basis=None if memory is None else MEMORY_SUMMED,
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from accounting.clusters.efficiency import Held, JobUsage
+from accounting.clusters.efficiency import MEMORY_ONE_TASK, MEMORY_TIMES_TASKS, Held, JobUsage
 
 # Job columns, in JobUsage's order; values are kept to the columns' three decimal places so
 # that a job read again compares equal to its stored row.
@@ -31,6 +31,27 @@ def usage_values(usage: JobUsage | None) -> dict[str, Decimal | None]:
         name: None if value is None else _kept(value)
         for name, value in zip(USAGE_COLUMNS, measured, strict=True)
     }
+
+
+# How a job's memory use was measured, said on the job page (in its warnings) when it is not
+# the sum over tasks of each one's peak (TRESUsageInTot): no stored column holds it.
+MEMORY_BASIS_NOTES: Final = {
+    MEMORY_TIMES_TASKS: (
+        "Memory used: one task's peak (MaxRSS) x the step's tasks (NTasks); sacct gave no"
+        " TRESUsageInTot, the sum over tasks"
+    ),
+    MEMORY_ONE_TASK: (
+        "Memory used: one task's peak (MaxRSS) alone; sacct gave neither TRESUsageInTot nor"
+        " NTasks, so a job of several tasks used up to that many times more"
+    ),
+}
+
+
+def memory_basis_notes(usage: JobUsage | None) -> list[str]:
+    """What the job page says of how the memory used was measured ([] for the sum over
+    tasks, or when nothing was)."""
+    note = MEMORY_BASIS_NOTES.get(usage.memory_basis or "") if usage is not None else None
+    return [note] if note else []
 
 
 def _kept(value: Decimal) -> Decimal:

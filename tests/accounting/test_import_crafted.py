@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 
@@ -245,3 +246,51 @@ def test_timelimit_raw_wins_over_the_formatted_timelimit(testbed):
     line = _line("9031") + "|90|01:00:00"
     jobs_import(cluster=testbed, lines=[header, line], source="t")
     assert Job.objects.get(job_id_raw="9031").timelimit_minutes == 90
+
+
+# --- Memory used without TRESUsageInTot ------------------------------------------------------
+
+USAGE_DUMP = ROOT / "tests" / "data" / "efficiency" / "sacct_usage.psv"
+
+
+def _usage_dump_without(*dropped: str) -> list[str]:
+    """The real 22.05 dump of tests/data/efficiency with columns left out, as an older Slurm
+    (TRESUsageInTot came with 18.08) or a shorter --format prints it."""
+    rows = [line.rstrip("\n").split("|") for line in USAGE_DUMP.open()]
+    kept = [at for at, name in enumerate(rows[0]) if name not in dropped]
+    return ["|".join(row[at] for at in kept) for row in rows]
+
+
+def _mib(kib: int) -> Decimal:
+    return (Decimal(kib) / 1024).quantize(Decimal("0.001"))
+
+
+@pytest.fixture
+def usage_testbed():
+    cluster_apply(definition=cluster_definition_load(SPEC))
+    Project.objects.create(code="root", title="The testbed's jobs")
+    return Cluster.objects.get(name="slurm-testbed")
+
+
+def test_without_tres_usage_in_tot_memory_is_max_rss_times_the_steps_tasks(usage_testbed):
+    # Job 15's step .2 ran 2 tasks: MaxRSS 540280K is one task's peak, TRESUsageInTot's
+    # mem=818284K the sum; step .1 (one task) peaked at 1064576K.
+    jobs_import(cluster=usage_testbed, lines=_usage_dump_without("TRESUsageInTot"), source="t")
+    job = Job.objects.get(job_id_raw="15")
+    assert job.memory_peak_mb == _mib(540280 * 2)
+    assert any("x the step's tasks (NTasks)" in warning for warning in job.warnings)
+
+
+def test_without_ntasks_either_the_page_says_it_is_one_tasks_peak(usage_testbed):
+    lines = _usage_dump_without("TRESUsageInTot", "NTasks")
+    jobs_import(cluster=usage_testbed, lines=lines, source="t")
+    job = Job.objects.get(job_id_raw="15")
+    assert job.memory_peak_mb == _mib(1064576)
+    assert any("MaxRSS) alone" in warning for warning in job.warnings)
+
+
+def test_with_tres_usage_in_tot_memory_is_the_sum_over_tasks_and_no_note(usage_testbed):
+    jobs_import(cluster=usage_testbed, lines=_usage_dump_without(), source="t")
+    job = Job.objects.get(job_id_raw="15")
+    assert job.memory_peak_mb == _mib(1064576)  # step .1; .2 summed to 818284K
+    assert not any(warning.startswith("Memory used") for warning in job.warnings)
