@@ -543,13 +543,24 @@ _COMPARED = (
 
 
 def _raw_hash(header: str, raw: str) -> str:
-    return hashlib.sha256(f"{header}\n{raw}".encode()).hexdigest()
+    # surrogatepass: a line refused for a lone surrogate (a JSON "\ud800") is hashed as well.
+    return hashlib.sha256(f"{header}\n{raw}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _fingerprint(header: str, raw: str, steps_usage: JobUsage | None = None) -> str:
     """A short digest of a sacct line in its layout, and of what its steps used: equal lines
     need no second look."""
-    text = f"{header}\n{raw}" if steps_usage is None else f"{header}\n{raw}\n{steps_usage}"
+    if steps_usage is None:
+        text = f"{header}\n{raw}"
+    else:
+        # The four measures as JobUsage printed them before it said how memory was measured
+        # (the basis follows from the header, which is hashed too): fingerprints stored
+        # earlier stay equal, and a re-import leaves those jobs alone.
+        cpu, memory, gpu, gpu_memory = steps_usage[:4]
+        text = (
+            f"{header}\n{raw}\nJobUsage(cpu_seconds={cpu!r}, memory_peak_mb={memory!r}, "
+            f"gpu_utilisation={gpu!r}, gpu_memory_peak_mb={gpu_memory!r})"
+        )
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from accounting.clusters.charging import charge, split_evenly
 from accounting.clusters.efficiency import (
+    MEMORY_SUMMED,
     Held,
     JobUsage,
     Request,
@@ -191,6 +192,7 @@ def test_a_steps_gpu_use_is_read_where_slurms_gpu_plugin_records_it():
         memory_peak_mb=Decimal(4),  # TRESUsageInTot mem, the sum over tasks; not MaxRSS
         gpu_utilisation=Decimal(45),  # the step's mean
         gpu_memory_peak_mb=Decimal(2048),  # the largest task's
+        memory_basis=MEMORY_SUMMED,
     )
 
 
@@ -225,4 +227,5 @@ def test_a_json_steps_usage_is_read_from_what_sacct_calls_requested():
         memory_peak_mb=Decimal(1090125824) / 1024**2,
         gpu_utilisation=Decimal(45),
         gpu_memory_peak_mb=Decimal(2048),
+        memory_basis=MEMORY_SUMMED,
     )

@@ -294,3 +294,17 @@ def test_with_tres_usage_in_tot_memory_is_the_sum_over_tasks_and_no_note(usage_t
     job = Job.objects.get(job_id_raw="15")
     assert job.memory_peak_mb == _mib(1064576)  # step .1; .2 summed to 818284K
     assert not any(warning.startswith("Memory used") for warning in job.warnings)
+
+
+@pytest.mark.parametrize("value", ["al\u0000ice", "al\ud800ice"])
+def test_a_nul_or_lone_surrogate_in_json_is_quarantined_and_kept(testbed, value):
+    # JSON escapes (\u0000, \ud800) give what no PostgreSQL text column holds.
+    document, _job = _real_24_11_job(user=value)
+    text = json.dumps(document)  # ASCII, with the escapes as sacct would write them
+    summary = jobs_import(cluster=testbed, json_stream=io.BytesIO(text.encode()), source="t")[1]
+    assert summary.quarantined == 1
+    assert sum(getattr(summary, name) for name in BUCKETS) == summary.lines
+    record = QuarantinedRecord.objects.get()
+    assert record.field == "User"
+    assert record.reason.startswith("User holds a")
+    assert "\x00" not in record.raw
