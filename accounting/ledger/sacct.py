@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from operator import itemgetter
@@ -171,6 +171,9 @@ KNOWN_STATES = ACTIVE_STATES | FINISHED_STATES
 _NO_TIME = frozenset({"", "Unknown", "None"})
 _NO_NODES = frozenset({"", "None assigned", "(null)"})
 _NO_TIMELIMIT = frozenset({"", "UNLIMITED", "Partition_Limit"})
+# Optional columns whose value is left out, with a warning, when it holds binary junk; the
+# charge never reads them (AllocTRES it does, and Cluster picks the rows to import).
+_JUNK_LEFT_OUT = frozenset(OPTIONAL_FIELDS) - {"AllocTRES", "Cluster"}
 _EMPTY_MAPPING: Mapping[str, str] = MappingProxyType({})
 # Bounds of the per-parse caches: they hold repeated values (times shared by a job and its
 # steps, a few TRES strings), and are simply emptied when full so memory stays flat.
@@ -652,7 +655,11 @@ class _LineParser:
             return SacctLineError(line_number, raw[:_KEPT_OF_LONG_LINE] + "...", reason, None)
         try:
             if "\x00" in raw or not (raw.isascii() or _is_encodable(raw)):
-                self._unstorable(raw)
+                cleaned, notes = self._without_junk(raw)
+                record = self._parse(line_number, cleaned)
+                if isinstance(record, SacctRecord):
+                    record = replace(record, raw=raw, warnings=(*record.warnings, *notes))
+                return record
             return self._parse(line_number, raw)
         except _FieldError as exc:
             reason, field_name = exc.reason, exc.field_name
@@ -675,18 +682,26 @@ class _LineParser:
             usage = None
         return SacctStep(line_number, "step", job_id_raw.partition(".")[0], usage)
 
-    def _unstorable(self, raw: str) -> None:
-        """Refuse a line holding a NUL byte or a lone surrogate (binary junk, or a JSON
-        ``\\u0000`` / ``\\ud800`` escape): no text column of PostgreSQL holds either, and a
-        value that lost it would not be what sacct wrote. Names the first column holding one."""
+    def _without_junk(self, raw: str) -> tuple[str, list[str]]:
+        """A line holding a NUL byte or a lone surrogate (binary junk, or a JSON ``\\u0000``
+        / ``\\ud800`` escape), which no PostgreSQL text column keeps: refused, naming the
+        column, when a column the charge needs holds one (a value without it would not be
+        what sacct wrote); in an optional column (JobName, QOS, ...) the value is left out
+        with a warning, and in a column the portal does not read it is dropped."""
         fields = raw.split(self.layout.delimiter)
         names = {at: name for name, at in self.layout.positions.items()}
+        notes = []
         for at, value in enumerate(fields):
-            if "\x00" in value or not _is_encodable(value):
-                name = names.get(at) or f"column {at + 1}"
-                what = "a NUL byte" if "\x00" in value else "a lone surrogate (not UTF-8)"
+            if "\x00" not in value and _is_encodable(value):
+                continue
+            name = names.get(at)
+            what = "a NUL byte" if "\x00" in value else "a lone surrogate (not UTF-8)"
+            if name is not None and name not in _JUNK_LEFT_OUT:
                 raise _FieldError(name, f"{name} holds {what}: binary junk, not sacct output")
-        raise _FieldError(None, "the line holds a NUL byte or a lone surrogate")
+            if name is not None:
+                notes.append(f"{name} held {what}: left out (optional column)")
+            fields[at] = ""
+        return self.layout.delimiter.join(fields), notes
 
     def _job_id(self, raw: str) -> str:
         # Read only from a line of the header's shape, and only a plausible id: a later import

@@ -137,6 +137,12 @@ def test_a_nul_byte_in_a_crlf_file_never_crashes_the_import(testbed, tmp_path, e
     if summary is not None:
         assert _summed(summary) == summary.lines == 4
     assert Job.objects.filter(job_id_raw="9000").exists()
+    # A column the charge needs: quarantined naming it; an optional one: left out, noted.
+    assert list(QuarantinedRecord.objects.values_list("field", flat=True)) == ["User"]
+    assert "\x00" not in QuarantinedRecord.objects.get().raw  # kept, shown as U+2400
+    qos = Job.objects.get(job_id_raw="9011")
+    assert (qos.qos, qos.warnings) == ("", ["QOS held a NUL byte: left out (optional column)"])
+    assert Job.objects.get(job_id_raw="9012").exit_code == ""
 
 
 def test_every_text_column_of_the_ledger_is_checked_before_a_row_is_written():
@@ -308,3 +314,15 @@ def test_a_nul_or_lone_surrogate_in_json_is_quarantined_and_kept(testbed, value)
     assert record.field == "User"
     assert record.reason.startswith("User holds a")
     assert "\x00" not in record.raw
+
+
+def test_a_nul_in_a_json_job_name_is_left_out_with_a_warning(testbed):
+    document, _job = _real_24_11_job(name="wr\u0000ap", steps=[])
+    stream = io.BytesIO(json.dumps(document).encode())
+    summary = jobs_import(cluster=testbed, json_stream=stream, source="t")[1]
+    assert (summary.charged, summary.quarantined) == (1, 0)
+    job = Job.objects.get(job_id_raw="6362")
+    assert (job.job_name, job.warnings) == (
+        "",
+        ["JobName held a NUL byte: left out (optional column)"],
+    )
