@@ -326,3 +326,15 @@ def test_a_nul_in_a_json_job_name_is_left_out_with_a_warning(testbed):
         "",
         ["JobName held a NUL byte: left out (optional column)"],
     )
+
+
+def test_the_months_of_year_9999_end_without_an_overflow():
+    from datetime import date
+
+    from accounting.ledger_storage import _bound, _month_after_or_none, months_between
+
+    assert months_between(date(9999, 11, 1), date(9999, 12, 31)) == [
+        date(9999, 11, 1),
+        date(9999, 12, 1),
+    ]
+    assert _bound(_month_after_or_none(date(9999, 12, 1))) == "10000-01-01 00:00:00+00"
