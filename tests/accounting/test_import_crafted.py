@@ -26,7 +26,7 @@ from projects.models import Project
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 HEADER = (
     "JobID|JobIDRaw|User|Account|Partition|State|Submit|Start|End|ElapsedRaw|NNodes|NodeList|"
