@@ -35,6 +35,7 @@ from accounting.ledger.selectors import (
     JobFilters,
     import_runs_recent,
     job_get,
+    job_node_fractions,
     job_partitions,
     job_usernames,
     jobs_of_project,
@@ -272,7 +273,7 @@ def _job_efficiency(job: Job, version: PartitionVersion | None) -> JobEfficiency
 
 def _fraction_groups(job: Job) -> list[dict[str, Any]]:
     groups, first = [], 1
-    for entry in job.node_fractions or []:
+    for entry in job_node_fractions(job):
         count = int(entry.get("nodes", 1))
         label = f"node {first}" if count == 1 else f"nodes {first}\u2013{first + count - 1}"
         fractions = {name: Decimal(entry.get(name, "0")) for name in ("cores", "memory", "gpus")}

@@ -45,6 +45,7 @@ from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
+from accounting.ledger.references import references_check
 from accounting.ledger.rollups import (
     Deltas,
     daily_apply,
@@ -69,6 +70,10 @@ from accounting.ledger.usage import USAGE_COLUMNS, held_of, usage_of, usage_valu
 from accounting.ledger_storage import (
     KEY_TABLE,
     is_partitioned,
+    job_ids_reserve,
+    key_table_kept_here,
+    keys_insert,
+    keys_update_from,
     ledger_write_lock,
     month_of,
     partitions_ensure,
@@ -268,34 +273,6 @@ class _Lookups:
         return self.users[username]
 
 
-def _fractions_json(fractions: tuple[charging.NodeFractions, ...]) -> list[dict[str, str]]:
-    """Per-node fractions, identical consecutive nodes folded into one entry with a count."""
-    first = fractions[0] if fractions else None
-    if first is not None and not first.node_local and all(n == first for n in fractions):
-        # The usual case: sacct gives totals, split evenly, so every node holds the same.
-        return [
-            {
-                "nodes": str(len(fractions)),
-                "cores": str(first.cores),
-                "memory": str(first.memory),
-                "gpus": str(first.gpus),
-            }
-        ]
-    folded: list[dict[str, str]] = []
-    for node in fractions:
-        entry = {
-            "cores": str(node.cores),
-            "memory": str(node.memory),
-            "gpus": str(node.gpus),
-            **{name: str(value) for name, value in sorted(node.node_local.items())},
-        }
-        if folded and {k: v for k, v in folded[-1].items() if k != "nodes"} == entry:
-            folded[-1]["nodes"] = str(int(folded[-1]["nodes"]) + 1)
-        else:
-            folded.append({"nodes": "1", **entry})
-    return folded
-
-
 def _quarantine_for(record: SacctRecord, reason: str, field_name: str = "") -> _Quarantine:
     return _Quarantine(
         line_number=record.line_number,
@@ -433,7 +410,6 @@ def _row_for(
         "reserved_service_units": None,
         "weight": version.weight if version else None,
         "dominant_resource": "",
-        "node_fractions": [],
         "warnings": list(record.warnings),
         "energy_wh": Decimal(0),
         "cost": None,
@@ -460,7 +436,6 @@ def _row_for(
     except (charging.ChargeError, charging.SpecError) as error:
         return _quarantine_for(record, f"cannot be charged: {error}", "AllocTRES")
     row["dominant_resource"] = charge.dominant_resource
-    row["node_fractions"] = _fractions_json(charge.nodes)
     row["energy_wh"] = charge.energy_wh
     booking = booking_for(
         finished=record.is_finished,
@@ -505,8 +480,7 @@ _COMPARED = (
     "state_raw", "exit_code", "submit", "start", "end", "elapsed_seconds", "timelimit_minutes",
     "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "billing", "consumed_energy_joules",
     "charge_state", "service_units", "pending_service_units", "reserved_service_units",
-    "weight", "dominant_resource",
-    "node_fractions", "warnings", "energy_wh", "cost", "cost_model_version_id",
+    "weight", "dominant_resource", "warnings", "energy_wh", "cost", "cost_model_version_id",
     *USAGE_COLUMNS, "right_sized_service_units",
 )  # fmt: skip
 
@@ -547,21 +521,30 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
         with connection.cursor() as cursor:
             cursor.executemany(sql, prepared)
         return
-    sql = f"COPY {Job._meta.db_table} ({columns}) FROM STDIN"
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.cursor.copy(sql) as copy,
-    ):
-        for row in rows:
-            row["node_fractions"] = json.dumps(row["node_fractions"])
-            row["warnings"] = json.dumps(row["warnings"])
-            copy.write_row([row[name] for name in attnames])
+    for row in rows:
+        row["warnings"] = json.dumps(row["warnings"])
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        if not is_partitioned():
+            with cursor.cursor.copy(f"COPY {Job._meta.db_table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row([row[name] for name in attnames])
+            return
+        # The key rows first, with ids taken from the ledger's sequence: a key a concurrent
+        # import wrote first fails here, before the ledger's COPY. The key table's triggers
+        # skip these statements (migration 0022).
+        for row, pk in zip(rows, job_ids_reserve(cursor, len(rows)), strict=True):
+            row["id"] = pk
+        with key_table_kept_here(cursor):
+            keys_insert(cursor, rows)
+            sql = f"COPY {Job._meta.db_table} (id, {columns}) FROM STDIN"
+            with cursor.cursor.copy(sql) as copy:
+                for row in rows:
+                    copy.write_row([row["id"], *(row[name] for name in attnames)])
 
 
 _UPDATED = [*_COMPARED, "source_hash", "import_run_id", "line_number", "charged_at"]
 _COLUMN_OF = {f.attname: f.column or f.attname for f in Job._meta.concrete_fields}
-_JSON_COLUMNS = {"node_fractions", "warnings"}
+_JSON_COLUMNS = {"warnings"}
 
 
 def _jobs_update(jobs: list[Job]) -> None:
@@ -592,10 +575,18 @@ def _jobs_update(jobs: list[Job]) -> None:
                         ),
                     ]
                 )
-        cursor.execute(
-            f"UPDATE {table} AS j SET {assignments} FROM job_changes AS c "  # noqa: S608
-            "WHERE j.id = c.id"
-        )
+        if not is_partitioned():
+            cursor.execute(
+                f"UPDATE {table} AS j SET {assignments} FROM job_changes AS c "  # noqa: S608
+                "WHERE j.id = c.id"
+            )
+            return
+        with key_table_kept_here(cursor):
+            cursor.execute(
+                f"UPDATE {table} AS j SET {assignments} FROM job_changes AS c "  # noqa: S608
+                "WHERE j.id = c.id"
+            )
+            keys_update_from(cursor, "job_changes")
 
 
 def _preparers() -> list[tuple[str, Callable[[Any], Any] | None]]:
@@ -687,6 +678,7 @@ def _batch_write(
             run=run, now=now, summary=summary,
         )  # fmt: skip
         quarantine.extend(changes.quarantine)
+        references_check([*changes.inserts, *changes.updates])
         if changes.inserts:
             _jobs_insert(changes.inserts)
         if changes.updates:
