@@ -47,7 +47,7 @@ def _referenced() -> tuple[tuple[str, str, type[models.Model]], ...]:
 
 
 def _value(row: Mapping[str, Any] | Job, name: str) -> Any:
-    return row[name] if isinstance(row, Mapping) else getattr(row, name)
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name)
 
 
 def references_check(rows: Iterable[Mapping[str, Any] | Job]) -> None:
