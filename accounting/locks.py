@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 
 from django.db import connection
@@ -51,6 +51,13 @@ def window_import_lock(cluster: Cluster, since: datetime, until: datetime) -> It
     run at once, and the same window is never imported twice at the same time."""
     with named_lock(f"sacct window {cluster.pk} {since.isoformat()} {until.isoformat()}"):
         yield
+
+
+def import_run_lock(run_id: int) -> AbstractContextManager[None]:
+    """Held by the task that imports run ``run_id`` while it runs: a second delivery of the
+    task stands down, and the recovery task never takes a live run for a dead one (the server
+    drops the lock with the connection of a killed worker)."""
+    return named_lock(f"import run {run_id}")
 
 
 @contextmanager

@@ -255,7 +255,8 @@ class ImportRunViewSet(ApiViewSet):
         """Upload a sacct --parsable2 or --json file; it is kept and imported by a worker (202).
         Follow the run with GET /api/v1/imports/{id}/. Content this cluster imported before
         answers 409 with the earlier run's id in ``import_run``, unless ``import_again`` is
-        set."""
+        set. When the task queue is down the run fails at once and the answer is 503 with the
+        reason and the run's id (the file is kept, and queued once the queue answers)."""
         data = ImportUploadInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
@@ -274,6 +275,11 @@ class ImportRunViewSet(ApiViewSet):
             body = error_body(str(already), {"import_again": [str(already)]})
             return Response(
                 {**body, "import_run": already.earlier.pk}, status=status.HTTP_409_CONFLICT
+            )
+        if run.task_unsent:
+            return Response(
+                {**error_body(run.error), "import_run": run.pk},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
             )
         return Response(ImportRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

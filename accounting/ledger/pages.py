@@ -377,7 +377,10 @@ def import_list(request: HttpRequest) -> HttpResponse:
         except AlreadyImported as already:
             form.add_error("import_again", str(already))
         else:
-            messages.success(request, f"Import {run.pk} of {upload.name} started.")
+            if run.task_unsent:
+                messages.error(request, f"Import {run.pk} of {upload.name}: {run.error}.")
+            else:
+                messages.success(request, f"Import {run.pk} of {upload.name} started.")
             return redirect("accounting:import-detail", pk=run.pk)
     runs = list(import_runs_recent())
     open_records = quarantine_open()

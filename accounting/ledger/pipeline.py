@@ -28,6 +28,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
@@ -36,8 +38,17 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, OperationalError, connection, models, transaction
-from django.db.models import F
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    models,
+    transaction,
+)
+from django.db.models import F, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from accounting.clusters import charging, efficiency
@@ -695,7 +706,8 @@ def _batch_write(
         )  # fmt: skip
 
         ImportRun.objects.filter(pk=run.pk).update(
-            **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)}
+            heartbeat_at=now,  # committed with the counters: the run's sign of life
+            **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
         )
     return summary
 
@@ -908,17 +920,55 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
     rollback: the lookups forget them and read again.
     """
     kwargs["lookups"].months_ready(batch.records.values())
+    lost: list[str] = []
     for attempt in range(1, _RETRIES + 1):
         try:
             summary = _batch_write(batch, **kwargs)
             kwargs["lookups"].batch_committed()
+            if lost:
+                run_interrupted(
+                    kwargs["run"],
+                    f"the database connection broke ({lost[0]});"
+                    f" the batch was written on a new connection (attempt {attempt})",
+                )
             return summary
-        except (IntegrityError, OperationalError) as error:
+        except (IntegrityError, OperationalError, InterfaceError) as error:
             if attempt == _RETRIES:
                 raise
             kwargs["lookups"].forget_created()
+            if connection_lost():
+                # The server went away (a restart): wait for it, then write the batch again
+                # on a new connection; what it committed before is in the run's counters.
+                lost.append(str(error).strip().splitlines()[0] if str(error).strip() else "")
+                time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (attempt - 1))
+                continue
+            if isinstance(error, InterfaceError):
+                raise
             logger.info("batch retried after a concurrent write (attempt %d): %s", attempt, error)
     raise AssertionError("unreachable")
+
+
+_RECONNECT_WAIT_SECONDS = 0.5  # doubled at each attempt: 0.5 + 1 + 2 + 4 s in all
+
+
+def connection_lost() -> bool:
+    """After a database error: whether the connection is gone (the server restarted or was
+    unreachable). It is closed, so the next query opens a new one; inside a caller's
+    transaction nothing can be done about it (False)."""
+    if connection.in_atomic_block:
+        return False
+    if connection.connection is not None and connection.is_usable():
+        return False
+    connection.close()
+    return True
+
+
+def run_interrupted(run: ImportRun, note: str) -> None:
+    """Add a dated line to what interrupted ``run`` (its page and API show them)."""
+    line = f"{timezone.now():%Y-%m-%d %H:%M:%S} UTC: {note}"[:2000]
+    ImportRun.objects.filter(pk=run.pk).update(
+        interruptions=Concat("interruptions", Value(line + "\n"), output_field=models.TextField())
+    )
 
 
 def _fault_point(batches_written: int) -> None:
@@ -926,6 +976,12 @@ def _fault_point(batches_written: int) -> None:
     after its Nth batch committed, as a worker killed by the kernel would (docs/importing.md)."""
     after = settings.IMPORT_FAULT_AFTER_BATCH
     if after and batches_written == after:
+        if settings.IMPORT_FAULT_COMMAND:
+            # A fault made by a test at this point (restart the database, stop the broker):
+            # the import goes on once the command returns.
+            logger.warning("PORTAL_IMPORT_FAULT_AFTER_BATCH=%d: running the fault command", after)
+            subprocess.run(settings.IMPORT_FAULT_COMMAND, shell=True, check=True)  # noqa: S602
+            return
         logger.warning("PORTAL_IMPORT_FAULT_AFTER_BATCH=%d: killing this process", after)
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -947,6 +1003,7 @@ def jobs_import(
     header: str | None = None,
     first_line_number: int = 1,
     finish_run: bool = True,
+    resume_after: int = 0,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
     for ``cluster``; return the run and its summary.
@@ -956,7 +1013,9 @@ def jobs_import(
     one sacct was given (``--delimiter``; by default read from the header, ``|`` with
     ``columns``). ``header`` and ``first_line_number`` read a range of a file whose header line
     is ``header`` (``accounting.ledger.sources.file_import_parallel``); with ``finish_run``
-    false the run is left running for the caller to finish.
+    false the run is left running for the caller to finish. ``resume_after`` skips that many
+    data lines (items of JSON): those an interrupted attempt at ``run`` already committed and
+    counted, so a redelivered or requeued import counts each line once.
     Raises ``ImportFatal`` (after recording the run as failed) when the input has no usable
     header. Quarantined lines are not errors: they are counted and kept.
     """
@@ -980,6 +1039,7 @@ def jobs_import(
     total = ImportSummary()
     batch = _Batch()
     batches_written = 0
+    to_skip = resume_after
 
     def flush() -> None:
         nonlocal batch, batches_written
@@ -1018,6 +1078,9 @@ def jobs_import(
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
                 ImportRun.objects.filter(pk=run.pk).update(header=tap.header)
+            if to_skip:
+                to_skip -= 1  # committed by an earlier attempt at this run
+                continue
             if batch.lines >= batch_size and not isinstance(item, SacctStep):
                 # A full batch is written before the next job, never between a job and the
                 # steps that follow it (their usage is the job's).
@@ -1078,9 +1141,18 @@ def run_succeeded(run: ImportRun, *, charged: int) -> None:
 
 
 def _run_failed(run: ImportRun, message: str) -> None:
-    ImportRun.objects.filter(pk=run.pk).update(
-        status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message[:10000]
-    )
+    """Mark ``run`` failed. After a database error the connection may be broken: the run is
+    then marked on a new one (a restarted server), else the recovery task finds it later."""
+    for attempt in range(1, 4):
+        try:
+            ImportRun.objects.filter(pk=run.pk).update(
+                status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message[:10000]
+            )
+            return
+        except DatabaseError:
+            if attempt == 3 or not connection_lost():
+                raise
+            time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (attempt - 1))
 
 
 # --- sacct on this host ----------------------------------------------------------------------

@@ -334,6 +334,9 @@ class ImportRunOutputSerializer(ApiModelSerializer):
             "lines",
             *BUCKETS,  # the import's own list: a new bucket is in the API at once
             "error",
+            "heartbeat_at",
+            "attempts",
+            "interruptions",
         ]
 
 

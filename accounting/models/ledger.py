@@ -52,6 +52,24 @@ class ImportRun(models.Model):
         blank=True,
         help_text="when the uploaded file was deleted, PORTAL_UPLOAD_RETENTION_DAYS after the run",
     )
+    # Runs that finish themselves (docs/importing.md, "Runs that finish themselves").
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="last sign of life: each committed batch, and the task when it starts",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=1, help_text="times the import was started (the recovery task's included)"
+    )
+    task_options = models.JSONField(
+        default=dict, blank=True, help_text="the import task's arguments, to queue it again"
+    )
+    task_unsent = models.BooleanField(
+        default=False, help_text="failed because its task could not be sent (broker down)"
+    )
+    interruptions = models.TextField(
+        blank=True, help_text="what interrupted the run and how it went on, one line each"
+    )
 
     class Meta:
         ordering = ["-started_at"]
