@@ -40,6 +40,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import (
     DatabaseError,
+    Error,
     IntegrityError,
     InterfaceError,
     OperationalError,
@@ -919,10 +920,10 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
     existing, so each job is booked once. Projects the failed attempt created went with its
     rollback: the lookups forget them and read again.
     """
-    kwargs["lookups"].months_ready(batch.records.values())
     lost: list[str] = []
     for attempt in range(1, _RETRIES + 1):
         try:
+            kwargs["lookups"].months_ready(batch.records.values())
             summary = _batch_write(batch, **kwargs)
             kwargs["lookups"].batch_committed()
             if lost:
@@ -936,7 +937,7 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
             if attempt == _RETRIES:
                 raise
             kwargs["lookups"].forget_created()
-            if connection_lost():
+            if connection_lost(error):
                 # The server went away (a restart): wait for it, then write the batch again
                 # on a new connection; what it committed before is in the run's counters.
                 lost.append(str(error).strip().splitlines()[0] if str(error).strip() else "")
@@ -951,13 +952,16 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
 _RECONNECT_WAIT_SECONDS = 0.5  # doubled at each attempt: 0.5 + 1 + 2 + 4 s in all
 
 
-def connection_lost() -> bool:
-    """After a database error: whether the connection is gone (the server restarted or was
-    unreachable). It is closed, so the next query opens a new one; inside a caller's
-    transaction nothing can be done about it (False)."""
-    if connection.in_atomic_block:
+def connection_lost(error: Error) -> bool:
+    """Whether ``error`` says the connection to PostgreSQL is gone (the server restarted,
+    terminated it or could not be reached: SQLSTATE class 08 or 57P, or no answer at all),
+    not that the database refused the work (a deadlock, a unique key). The connection is then
+    closed, so the next query opens a new one; inside a caller's transaction nothing can be
+    done about it (False)."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
         return False
-    if connection.connection is not None and connection.is_usable():
+    sqlstate = getattr(error.__cause__, "sqlstate", None)
+    if sqlstate is not None and not sqlstate.startswith(("08", "57P")):
         return False
     connection.close()
     return True
@@ -1149,8 +1153,8 @@ def _run_failed(run: ImportRun, message: str) -> None:
                 status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message[:10000]
             )
             return
-        except DatabaseError:
-            if attempt == 3 or not connection_lost():
+        except DatabaseError as error:
+            if attempt == 3 or not connection_lost(error):
                 raise
             time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (attempt - 1))
 
