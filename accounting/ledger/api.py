@@ -8,7 +8,7 @@ from typing import Any, cast
 import django_filters  # type: ignore[import-untyped]
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
@@ -249,7 +249,13 @@ class ImportRunViewSet(ApiViewSet):
 
     @extend_schema(
         request={"multipart/form-data": ImportUploadInputSerializer},
-        responses={202: ImportRunOutputSerializer},
+        responses={
+            202: ImportRunOutputSerializer,
+            503: OpenApiResponse(
+                description="the task queue did not answer: the run failed at once; the error"
+                " body's message says why, and import_run is the run's id"
+            ),
+        },
     )
     def create(self, request: Request) -> Response:
         """Upload a sacct --parsable2 or --json file; it is kept and imported by a worker (202).
