@@ -1129,7 +1129,8 @@ def jobs_import(
         _run_failed(run, f"{type(error).__name__}: {error}")
         raise
     if finish_run:
-        run_succeeded(run, charged=total.charged)
+        # A resumed run also tells of the charges its earlier attempts committed.
+        run_succeeded(run, charged=total.charged + (run.charged if resume_after else 0))
     run.refresh_from_db()
     return run, total
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, connections
+from django.urls import reverse
 from django.utils import timezone
 
 from accounting.clusters.services import cluster_apply
@@ -120,14 +121,23 @@ def _needs_broker():
         pytest.skip("needs a real broker (eager fallback in use)")
 
 
+def _fault_file(path):
+    """The file every fault test imports (the same lines, so one clean import serves all)."""
+    return write_sacct_file(path, lines=FAULT_LINES, seed=7)
+
+
+_REFERENCES: dict[int, tuple] = {}
+
+
 def _reference(testbed, path):
-    """The ledger of one clean import of ``path`` and its data lines; the ledger is then
-    emptied for the import under test."""
-    with path.open() as handle:
-        _, summary = jobs_import(cluster=testbed, lines=handle, source="reference")
-    reference = _ledger()
-    _reset_ledger()
-    return reference, summary.lines
+    """The ledger of one clean import of the fault file and its data lines (made once, by the
+    first test that asks); the ledger is left empty for the import under test."""
+    if FAULT_LINES not in _REFERENCES:
+        with path.open() as handle:
+            _, summary = jobs_import(cluster=testbed, lines=handle, source="reference")
+        _REFERENCES[FAULT_LINES] = (_ledger(), summary.lines)
+        _reset_ledger()
+    return _REFERENCES[FAULT_LINES]
 
 
 def _upload_run(testbed, path):
@@ -199,7 +209,7 @@ def test_a_worker_killed_mid_import_is_queued_again_and_finishes_itself(testbed,
     every line counted once and the ledger of one clean import. The killed worker's message,
     delivered again later, then stands down."""
     _needs_broker()
-    big = write_sacct_file(uploads / "import-kill.psv", lines=FAULT_LINES, seed=7)
+    big = _fault_file(uploads / "import-kill.psv")
     reference, total = _reference(testbed, big)
     run = _upload_run(testbed, big)
 
@@ -241,7 +251,7 @@ def test_postgresql_restarted_mid_import_the_batch_is_written_on_a_new_connectio
         if IN_CI:
             pytest.fail(f"the database restart test needs PostgreSQL's binaries in CI: {reason}")
         pytest.skip(reason)
-    big = write_sacct_file(uploads / "import-restart.psv", lines=FAULT_LINES, seed=11)
+    big = _fault_file(uploads / "import-restart.psv")
     reference, total = _reference(testbed, big)
     name = f"portal_restart_{os.getpid()}"
     with postgres_server(copy_of=workers.test_database_url(), name=name) as server:
@@ -270,7 +280,7 @@ def test_redis_stopped_and_started_mid_import_the_run_finishes(
     """The worker's broker (a private Redis) stops right after the second batch commits and
     starts again, empty: the task in hand finishes, and the run with it, each line once."""
     _needs_broker()
-    big = write_sacct_file(uploads / "import-redis.psv", lines=FAULT_LINES, seed=13)
+    big = _fault_file(uploads / "import-redis.psv")
     reference, total = _reference(testbed, big)
     run = _upload_run(testbed, big)
     pause = tmp_path / "pause"
@@ -311,7 +321,7 @@ def test_an_upload_while_redis_is_down_fails_at_once_and_is_imported_once_redis_
     the reason and the failed run; once Redis answers again the recovery task sends it, and the
     ledger is that of one clean import, without a person."""
     _needs_broker()
-    big = write_sacct_file(uploads.parent / "sacct.psv", lines=BATCH_SIZE, seed=17)
+    big = _fault_file(uploads.parent / "sacct.psv")
     reference, total = _reference(testbed, big)
     client.force_login(UserFactory(username="ops", is_staff=True))
     private_redis.stop()
@@ -359,6 +369,7 @@ def _lines_in_batches(path, batches: int) -> int:
 
 def test_the_fault_hook_is_off_unless_asked_for(settings):
     assert settings.IMPORT_FAULT_AFTER_BATCH == 0
+    assert settings.IMPORT_FAULT_COMMAND == ""
 
 
 def test_a_batch_retried_after_a_lost_race_creates_its_projects_again(testbed, monkeypatch):
@@ -388,3 +399,22 @@ def test_a_batch_retried_after_a_lost_race_creates_its_projects_again(testbed, m
     assert summary.quarantined == 0
     project = Project.objects.get(code="newproj")
     assert Job.objects.filter(project=project).exists()
+
+
+@pytest.mark.worker
+def test_the_imports_page_says_at_once_that_an_upload_could_not_be_queued(
+    testbed, uploads, private_redis, client
+):
+    _needs_broker()
+    client.force_login(UserFactory(username="ops", is_staff=True))
+    upload = SimpleUploadedFile("sacct.psv", (SAMPLE / "sacct_allocations.psv").read_bytes())
+    private_redis.stop()
+    with _broker_at(private_redis.url()):
+        response = client.post(
+            reverse("accounting:import-list"), {"cluster": testbed.pk, "file": upload}, follow=True
+        )
+    run = ImportRun.objects.get()
+    assert (run.status, run.task_unsent) == (ImportRun.Status.FAILED, True)
+    page = response.content.decode()
+    assert f"Import {run.pk} of sacct.psv: the import could not be queued" in page
+    assert "queued again automatically once the task queue answers" in page

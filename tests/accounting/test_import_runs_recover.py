@@ -229,3 +229,16 @@ def test_marking_a_run_failed_survives_a_broken_connection(testbed):
     run.refresh_from_db()
     assert run.status == ImportRun.Status.FAILED
     assert connection.connection.info.backend_pid != victim
+
+
+def test_the_brokers_visibility_timeout_outlasts_every_tasks_time_limit(settings):
+    """Below it, Redis would hand a task still running to a second worker (late acks)."""
+    from portal.celery import app
+
+    app.loader.import_default_modules()
+    limits = [
+        task.time_limit or settings.CELERY_TASK_TIME_LIMIT
+        for name, task in app.tasks.items()
+        if not name.startswith("celery.")
+    ]
+    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > max(limits)
