@@ -241,6 +241,32 @@ def test_a_worker_killed_mid_import_is_queued_again_and_finishes_itself(testbed,
 
 
 @pytest.mark.worker
+def test_a_pool_child_killed_mid_import_is_delivered_again_and_counts_each_line_once(
+    testbed, uploads
+):
+    """A prefork worker's child dies by SIGKILL right after its third batch: the worker rejects
+    the task (CELERY_TASK_REJECT_ON_WORKER_LOST), Redis delivers it again at once, and a new
+    child resumes after the committed lines. The run counts each line once (the redelivered
+    import used to count 400,000 lines of a 300,000-line file)."""
+    _needs_broker()
+    big = _fault_file(uploads / "import-child.psv")
+    reference, total = _reference(testbed, big)
+    run = _upload_run(testbed, big)
+    committed = _lines_in_batches(big, KILL_AFTER_BATCH)
+    env = {
+        "PORTAL_IMPORT_FAULT_AFTER_BATCH": str(KILL_AFTER_BATCH),
+        "PORTAL_VAR_DIR": str(uploads.parent),
+    }
+    with others_not_consuming(), start_celery_worker(name="prefork", env=env, pool="prefork"):
+        import_sacct_file.apply_async(args=[run.pk, big.name])
+        run = _finished(run)
+    assert run.status == ImportRun.Status.SUCCEEDED, run.error
+    assert run.lines == total
+    assert f"resumed after the {committed} lines already committed" in run.interruptions
+    assert _ledger() == reference
+
+
+@pytest.mark.worker
 def test_postgresql_restarted_mid_import_the_batch_is_written_on_a_new_connection(testbed, uploads):
     """A private PostgreSQL (never the shared one) restarts right after the second batch
     commits: the import's connection is broken, the next batch is written again on a new one,
