@@ -82,8 +82,9 @@ def import_run_recover(
                 f"the import stopped {run.attempts} times ({stopped}); given up after"
                 f" {max_attempts} attempts: see the worker's log, then import it again",
             )
-        if "path" in run.task_options:
-            return _upload_requeue(run, stopped=stopped)
+        options = _upload_options(run)
+        if options is not None:
+            return _upload_requeue(run, options, stopped=stopped)
         if run.window_start is not None and run.window_end is not None:
             task_enqueue(
                 name="accounting.tasks.import_sacct_backfill_window",
@@ -102,8 +103,22 @@ def import_run_recover(
         )
 
 
-def _upload_requeue(run: ImportRun, *, stopped: str) -> str:
-    path = upload_path(run.task_options["path"])
+def _upload_options(run: ImportRun) -> dict[str, Any] | None:
+    """The import task's arguments of an upload, or None for a run that is not one. An upload
+    queued before the arguments were kept (migration 0023) has only its checksum and its kept
+    file, ``import-<run>.psv`` or ``.json``: the defaults are its options."""
+    if "path" in run.task_options:
+        return dict(run.task_options)
+    if not run.checksum:
+        return None
+    for suffix in (".json", ".psv"):
+        if upload_path(f"import-{run.pk}{suffix}").is_file():
+            return {"path": f"import-{run.pk}{suffix}"}
+    return {"path": f"import-{run.pk}.psv"}
+
+
+def _upload_requeue(run: ImportRun, options: dict[str, Any], *, stopped: str) -> str:
+    path = upload_path(options["path"])
     if not path.is_file():
         return _failed(
             run,
@@ -115,7 +130,7 @@ def _upload_requeue(run: ImportRun, *, stopped: str) -> str:
     run_interrupted(
         run, f"{stopped}: queued again (attempt {attempt}), resuming after line {run.lines}"
     )
-    upload_task_send(run, run.task_options)
+    upload_task_send(run, options)
     return "requeued"
 
 

@@ -242,3 +242,16 @@ def test_the_brokers_visibility_timeout_outlasts_every_tasks_time_limit(settings
         if not name.startswith("celery.")
     ]
     assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] > max(limits)
+
+
+def test_an_upload_queued_before_its_options_were_kept_is_queued_again_from_its_kept_file(
+    testbed, uploads
+):
+    run = ImportRun.objects.create(cluster=testbed, source="upload old.psv", checksum="ab" * 32)
+    (uploads / f"import-{run.pk}.psv").write_bytes((SAMPLE / "sacct_allocations.psv").read_bytes())
+
+    assert _recover() == {run.pk: "requeued"}
+
+    run.refresh_from_db()
+    assert run.status == ImportRun.Status.SUCCEEDED
+    assert run.charged > 0
