@@ -22,7 +22,7 @@ from accounting.ledger.pipeline import BATCH_SIZE, jobs_import
 from accounting.ledger.recovery import import_runs_recover
 from accounting.locks import import_run_lock
 from accounting.models import Cluster, ImportRun, Job, UsageDaily
-from accounting.tasks import import_sacct_file
+from accounting.tasks import import_runs_recover_task, import_sacct_file
 from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
 from tests import workers
@@ -255,3 +255,14 @@ def test_an_upload_queued_before_its_options_were_kept_is_queued_again_from_its_
     run.refresh_from_db()
     assert run.status == ImportRun.Status.SUCCEEDED
     assert run.charged > 0
+
+
+def test_the_recovery_task_is_on_the_beat_schedule_and_reports_what_it_did(testbed, settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["import-runs-recover"]
+    assert entry["task"] == "accounting.tasks.import_runs_recover"
+    settings.IMPORT_STALE_MINUTES = 1
+    run = ImportRun.objects.create(cluster=testbed, source="/data/d.psv")
+    ImportRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(minutes=2))
+
+    assert import_runs_recover_task.delay().get() == {"import_runs": {str(run.pk): "failed"}}
+    assert import_runs_recover_task.delay().get() == {"import_runs": {}}
