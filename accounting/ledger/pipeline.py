@@ -918,10 +918,12 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
 
     The retry runs in a new transaction, which sees the other import's committed rows as
     existing, so each job is booked once. Projects the failed attempt created went with its
-    rollback: the lookups forget them and read again.
+    rollback: the lookups forget them and read again. A batch whose connection was lost is
+    written again on a new one, once the server answers (``_RECONNECTS``).
     """
-    lost: list[str] = []
-    for attempt in range(1, _RETRIES + 1):
+    lost: list[str] = []  # the connection errors met so far
+    races = 0
+    while True:
         try:
             kwargs["lookups"].months_ready(batch.records.values())
             summary = _batch_write(batch, **kwargs)
@@ -929,27 +931,30 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
             if lost:
                 run_interrupted(
                     kwargs["run"],
-                    f"the database connection broke ({lost[0]});"
-                    f" the batch was written on a new connection (attempt {attempt})",
+                    f"the database connection broke ({lost[0]}); the batch was written on a"
+                    f" new connection after {len(lost)} attempt(s)",
                 )
             return summary
         except (IntegrityError, OperationalError, InterfaceError) as error:
-            if attempt == _RETRIES:
-                raise
             kwargs["lookups"].forget_created()
             if connection_lost(error):
                 # The server went away (a restart): wait for it, then write the batch again
                 # on a new connection; what it committed before is in the run's counters.
+                if len(lost) == _RECONNECTS:
+                    raise
                 lost.append(str(error).strip().splitlines()[0] if str(error).strip() else "")
-                time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (attempt - 1))
+                time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (len(lost) - 1))
                 continue
-            if isinstance(error, InterfaceError):
+            races += 1
+            if races == _RETRIES or isinstance(error, InterfaceError):
                 raise
-            logger.info("batch retried after a concurrent write (attempt %d): %s", attempt, error)
-    raise AssertionError("unreachable")
+            logger.info("batch retried after a concurrent write (attempt %d): %s", races, error)
 
 
-_RECONNECT_WAIT_SECONDS = 0.5  # doubled at each attempt: 0.5 + 1 + 2 + 4 s in all
+# A lost connection is tried again after 0.5, 1, 2, 4, 8 and 16 s (31.5 s in all: a restart);
+# a database away longer fails the run with the reason.
+_RECONNECTS = 6
+_RECONNECT_WAIT_SECONDS = 0.5
 
 
 def connection_lost(error: Error) -> bool:
