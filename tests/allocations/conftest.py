@@ -42,6 +42,12 @@ class Centre:
 
 @pytest.fixture
 def centre(db):
+    return centre_build()
+
+
+def centre_build() -> Centre:
+    """The centre, built in the caller's transaction (the ``centre`` fixture's, or a module's:
+    tests/api/conftest.py ``shared_world``)."""
     cluster = example_cluster("slurm-testbed")
     cpu = ResourcePoolFactory(name="testbed CPU", cluster=cluster, partitions=["work"])
     gpu = ResourcePoolFactory(

@@ -17,12 +17,15 @@ quarantined line. Roles for the permission matrix:
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Model
 from rest_framework.test import APIClient
 
 from accounting.clusters.quotes import QuoteRequest
@@ -45,6 +48,7 @@ from tests.allocations.conftest import (  # noqa: F401 (pytest fixture)
     SAMPLE_DAY,
     Centre,
     centre,
+    centre_build,
     open_round_times,
 )
 
@@ -107,7 +111,50 @@ def _fresh_throttles():
 
 @pytest.fixture
 def world(centre) -> World:  # noqa: F811 (the imported fixture)
-    c = centre
+    return world_build(centre)
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup, django_db_blocker) -> Iterator[World]:
+    """One world for a whole module, built once in a transaction that is rolled back when the
+    module ends; each test runs in a savepoint inside it (pytest-django's ``db``), so every
+    test meets the same rows. Every role's tokens are made here: a token made inside a test
+    would be rolled back with it."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            world = world_build(centre_build())
+            for role in ROLES[1:]:
+                for scope in ("read", "write"):
+                    world.token(role, scope)
+            yield world
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def shared_world(_module_world: World, db) -> Iterator[World]:
+    """The module's world for one test (``world`` built once per module, for the modules with
+    hundreds of tests that only read it: the permission matrix and the fuzzer). Its objects are
+    read again from the database first, so what one test's services changed in memory is not
+    seen by the next; the tokens made during a test are forgotten after it."""
+    world = _module_world
+    tokens = dict(world.tokens)
+    for instance in _instances(world):
+        instance.refresh_from_db()
+    yield world
+    world.tokens = tokens
+
+
+def _instances(world: World) -> list[Model]:
+    found = [getattr(world.centre, f.name) for f in fields(world.centre)]
+    found += [getattr(world, f.name) for f in fields(world)]
+    return [instance for instance in found if isinstance(instance, Model)]
+
+
+def world_build(c: Centre) -> World:
     staff = c.staff
     for project, amount in ((c.p1, 400), (c.p2, 400), (c.p3, 400)):
         allocation_grant(

@@ -95,6 +95,12 @@ def _unthrottled(monkeypatch):
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
 
 
+@pytest.fixture
+def world(shared_world):
+    """The module's one world (tests/api/conftest.py): hundreds of tests read it."""
+    return shared_world
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_tmp(settings, tmp_path):
     settings.VAR_DIR = tmp_path

@@ -551,6 +551,12 @@ CASES = [
 ]  # fmt: skip
 
 
+@pytest.fixture
+def world(shared_world):
+    """The module's one world (tests/api/conftest.py): hundreds of tests read it."""
+    return shared_world
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_tmp(settings, tmp_path):
     settings.VAR_DIR = tmp_path
