@@ -23,11 +23,13 @@ finished job booked in this run), ``pending`` (not finished; shown as a pending 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
@@ -43,6 +45,7 @@ from django.utils import timezone
 from accounting.clusters import charging, efficiency
 from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer
+from accounting.ledger import columnar
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
 from accounting.ledger.rollups import (
@@ -61,6 +64,7 @@ from accounting.ledger.sacct import (
     SacctRecord,
     SacctStep,
     columns_header,
+    line_item,
     parse_sacct,
     size_held_or_requested,
 )
@@ -149,7 +153,7 @@ class _Quarantine:
 class _Batch:
     """What one transaction writes."""
 
-    records: dict[tuple[str, str], SacctRecord] = field(default_factory=dict)
+    records: dict[tuple[str, str], SacctRecord | columnar.FastLine] = field(default_factory=dict)
     # What the steps read so far used, per job (JobIDRaw): merged into their job's row.
     usage: dict[str, JobUsage] = field(default_factory=dict)
     quarantine: list[_Quarantine] = field(default_factory=list)
@@ -157,6 +161,8 @@ class _Batch:
     steps: int = 0
     blank: int = 0
     other_clusters: int = 0
+    # Earlier lines of a run that a later line of the same run replaced (counted "imported").
+    superseded: int = 0
 
     def __len__(self) -> int:
         return self.lines
@@ -197,7 +203,7 @@ class _Lookups:
         # Months whose ledger partition this import has made sure of.
         self.months: set[date] = set()
 
-    def months_ready(self, records: Iterable[SacctRecord]) -> None:
+    def months_ready(self, records: Iterable[SacctRecord | columnar.FastLine]) -> None:
         """Make sure the ledger has a partition for the month each record ended in, before
         the batch's transaction (the DDL must not wait inside it)."""
         months = {month_of(r.end) for r in records if r.end is not None} - self.months
@@ -642,7 +648,7 @@ def _known_rows(cluster: Cluster, raw_ids: list[str]) -> Iterable[tuple[str, str
 
 def _new_row(
     values: dict[str, Any], *, cluster: Cluster, key: tuple[str, str], run: ImportRun,
-    record: SacctRecord, now: datetime,
+    record: SacctRecord | columnar.FastLine, now: datetime,
 ) -> dict[str, Any]:  # fmt: skip
     return {
         **values,
@@ -657,7 +663,13 @@ def _new_row(
 
 
 def _batch_write(
-    batch: _Batch, *, run: ImportRun, lookups: _Lookups, header: str, resolve_quarantine: bool
+    batch: _Batch,
+    *,
+    run: ImportRun,
+    lookups: _Lookups,
+    header: str,
+    resolve_quarantine: bool,
+    pricer: columnar.ShapePricer | None = None,
 ) -> ImportSummary:
     """Write one batch in one transaction -- jobs, roll-ups, quarantined lines and the run's
     counters together -- and return its counts."""
@@ -666,6 +678,7 @@ def _batch_write(
         blank=batch.blank,
         other_clusters=batch.other_clusters,
         steps_skipped=batch.steps,
+        imported=batch.superseded,
     )
     cluster = lookups.cluster
     now = timezone.now()
@@ -684,7 +697,7 @@ def _batch_write(
         known, old_jobs, fingerprints = _stored_rows(batch, cluster=cluster, header=header)
         changes = _changes_for(
             batch, known=known, old_jobs=old_jobs, fingerprints=fingerprints, lookups=lookups,
-            run=run, now=now, summary=summary,
+            run=run, now=now, summary=summary, pricer=pricer,
         )  # fmt: skip
         quarantine.extend(changes.quarantine)
         if changes.inserts:
@@ -769,14 +782,28 @@ def _changes_for(
     run: ImportRun,
     now: datetime,
     summary: ImportSummary,
+    pricer: columnar.ShapePricer | None = None,
 ) -> _Changes:
     """Compare each record of the batch with its stored row and say what to write.
 
     A job whose sacct line is exactly the one already booked is left alone without being
-    charged again; only new and changed lines go through the engine.
+    charged again; only new and changed lines go through the engine: the columnar reader's
+    lines priced per shape (``columnar.ShapePricer``), the rest, and any it leaves, by
+    ``_row_for``.
     """
     changes = _Changes()
     cluster = lookups.cluster
+    fast_rows = (
+        pricer.rows(
+            record
+            for key, record in batch.records.items()
+            if isinstance(record, columnar.FastLine)
+            and record.job_id_raw not in batch.usage
+            and (key not in known or known[key][1] != fingerprints[key])
+        )
+        if pricer is not None
+        else {}
+    )
     for key, record in batch.records.items():
         stored = known.get(key)
         locked = old_jobs.get(key)
@@ -788,7 +815,14 @@ def _changes_for(
             changes.stored_lines.append(record.raw)
             changes.stored_ids.append(record.job_id_raw)
             continue
-        values = _row_for(record, lookups, batch.usage.get(record.job_id_raw))
+        values: dict[str, Any] | _Quarantine | _NothingToCharge | None = None
+        if isinstance(record, columnar.FastLine):
+            values = fast_rows.get(key)
+        if values is None:
+            # The per-line code decides, for this line only.
+            parsed = record.parsed() if isinstance(record, columnar.FastLine) else record
+            record = parsed
+            values = _row_for(parsed, lookups, batch.usage.get(record.job_id_raw))
         if isinstance(values, _Quarantine):
             changes.quarantine.append(values)
             continue
@@ -925,6 +959,8 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
             if attempt == _RETRIES:
                 raise
             kwargs["lookups"].forget_created()
+            if kwargs.get("pricer") is not None:
+                kwargs["pricer"].forget()
             logger.info("batch retried after a concurrent write (attempt %d): %s", attempt, error)
     raise AssertionError("unreachable")
 
@@ -955,6 +991,7 @@ def jobs_import(
     header: str | None = None,
     first_line_number: int = 1,
     finish_run: bool = True,
+    columnar_pricing: bool = True,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
     for ``cluster``; return the run and its summary.
@@ -964,7 +1001,8 @@ def jobs_import(
     one sacct was given (``--delimiter``; by default read from the header, ``|`` with
     ``columns``). ``header`` and ``first_line_number`` read a range of a file whose header line
     is ``header`` (``accounting.ledger.sources.file_import_parallel``); with ``finish_run``
-    false the run is left running for the caller to finish.
+    false the run is left running for the caller to finish. ``columnar_pricing`` false reads
+    every line with the per-line code (the fast path's tests compare the two).
     Raises ``ImportFatal`` (after recording the run as failed) when the input has no usable
     header. Quarantined lines are not errors: they are counted and kept.
     """
@@ -988,10 +1026,22 @@ def jobs_import(
     total = ImportSummary()
     batch = _Batch()
     batches_written = 0
+    stages = columnar.Stages()
+    pricer = None
+    reader = None
+    if columnar_pricing:
+        pricer = columnar.ShapePricer(
+            lookups,
+            fractions_json=_fractions_json,
+            time_problem=lambda line: _time_problem(line, horizon=lookups.horizon),
+            stages=stages,
+        )
+        reader = functools.partial(columnar.read_lines, step_item=line_item, stages=stages)
 
     def flush() -> None:
         nonlocal batch, batches_written
         if batch.lines:
+            started, priced = time.perf_counter(), stages.seconds["price"]
             total.add(
                 _batch_write_with_retry(
                     batch,
@@ -999,8 +1049,11 @@ def jobs_import(
                     lookups=lookups,
                     header=tap.header or "",
                     resolve_quarantine=resolve,
+                    pricer=pricer,
                 )
             )
+            stages.add("write", started)
+            stages.seconds["write"] -= stages.seconds["price"] - priced
             batches_written += 1
             _fault_point(batches_written)
             if progress is not None:
@@ -1020,6 +1073,7 @@ def jobs_import(
                 delimiter=delimiter,
                 header=header,
                 first_line_number=first_line_number,
+                reader=reader,
             )
         )
         for item in items:
@@ -1055,12 +1109,17 @@ def jobs_import(
                 batch.other_clusters += 1
             else:
                 key = (item.job_id_raw, item.run_key)
-                if key in batch.records:
-                    # The same run twice in one input (overlapping dumps concatenated): the
-                    # batch so far is written first, so the later line is read as an update.
-                    batch.lines -= 1
-                    flush()
-                    batch.lines += 1
+                earlier = batch.records.get(key)
+                if earlier is not None:
+                    # The same run twice in one batch (overlapping dumps concatenated, or a
+                    # hostile file of one job id): resolved here, in memory. The last line
+                    # wins, unless it is an older dump of a job the earlier line finished (a
+                    # charge never goes back to pending); the line that loses counts as
+                    # "imported" (docs/importing.md, "Columnar pricing").
+                    batch.superseded += 1
+                    if earlier.is_finished and not item.is_finished:
+                        continue
+                    del batch.records[key]
                 batch.records[key] = item
         flush()
     except SacctHeaderError as error:
@@ -1069,6 +1128,7 @@ def jobs_import(
     except BaseException as error:
         _run_failed(run, f"{type(error).__name__}: {error}")
         raise
+    stages.log(run.pk)
     if finish_run:
         run_succeeded(run, charged=total.charged)
     run.refresh_from_db()

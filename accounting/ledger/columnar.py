@@ -1,0 +1,624 @@
+"""Columnar pricing of ``sacct --parsable2`` lines: per-row work in polars, Python rules once
+per distinct value (docs/importing.md, "Columnar pricing").
+
+Two halves, each exact against the per-line code it stands in for:
+
+- :func:`read_lines` reads lines a chunk at a time. Polars splits the chunk into columns and
+  checks, column by column, what the per-line parser would check (field count, job ids, times,
+  whole numbers, limits); the columns whose values repeat (user, account, partition, state,
+  node list, AllocTRES, ReqTRES, ReqMem, time limit, QOS, ExitCode) are parsed once per
+  distinct value with the parser's own functions (``accounting.ledger.sacct``). A line that
+  passes becomes a :class:`FastLine`; every other line (misshapen, a step, never ran, still
+  running, requeued, an odd time, a DST gap, a warning, usage columns) is read by the parser,
+  as before, and yields what it yields.
+- :class:`ShapePricer` turns a batch's fast lines into ledger rows: one template per distinct
+  set of those values (project, user, partition, sizes, fractions), one
+  :func:`~accounting.clusters.charging.charge_rate` per distinct (rate version, AllocTRES, node
+  count), checked once against ``charge()``, and per row a half-even rounding of elapsed x rate
+  in integers. A line whose account, partition, version or charge needs a decision (unknown,
+  quarantined, beyond a column) gets None: the caller reads it with the per-line code.
+
+What the fast path makes is exactly what ``pipeline._row_for`` makes of the same line
+(``tests/accounting/test_columnar.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta, tzinfo
+from decimal import Decimal
+from typing import Any, NamedTuple, Protocol
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from accounting.clusters import charging
+from accounting.ledger.limits import _bounds
+from accounting.ledger.policy import booking_for
+from accounting.ledger.sacct import (
+    _NO_NODES,
+    _NO_TIMELIMIT,
+    ELAPSED_FIELDS,
+    FINISHED_STATES,
+    MAX_LINE_CHARS,
+    REQUIRED_FIELDS,
+    USAGE_FIELDS,
+    SacctLineError,
+    SacctRecord,
+    SacctStep,
+    _expand_nodes,
+    _FieldError,
+    _LineParser,
+    _memory_totals,
+    _Resources,
+)
+from accounting.ledger.usage import USAGE_COLUMNS
+
+logger = logging.getLogger(__name__)
+
+CHUNK_LINES = 5000
+# Distinct-value caches are dropped past this size: memory stays bounded on hostile input.
+_CACHE_LIMIT = 50_000
+_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Years before this are left to the parser (Python's datetime starts at year 1).
+_FIRST_SECOND = int((datetime(1000, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
+_DIGITS = r"^[0-9]{1,18}$"
+
+# The columns whose reading the fast path knows; a dump with another column the parser reads
+# (added to it later) goes line by line until the fast path learns it.
+HANDLED_COLUMNS = frozenset(
+    {
+        *REQUIRED_FIELDS, *ELAPSED_FIELDS, *USAGE_FIELDS, "AllocTRES", "AllocGRES", "ReqGRES",
+        "Cluster", "QOS", "ExitCode", "JobName", "NCPUS", "ReqTRES", "ReqMem",
+        "ConsumedEnergyRaw", "TimelimitRaw",
+    }
+)  # fmt: skip
+# The columns read once per distinct value, in the order of FastLine.static.
+STATIC_COLUMNS = (
+    "User", "Account", "Partition", "State", "NodeList", "NNodes", "NCPUS", "AllocTRES",
+    "ReqTRES", "ReqMem", "TimelimitRaw", "QOS", "ExitCode",
+)  # fmt: skip
+
+
+class Stages:
+    """Seconds spent in each stage of an import (parse, price, write), logged at its end."""
+
+    def __init__(self) -> None:
+        self.seconds = {"parse": 0.0, "price": 0.0, "write": 0.0}
+        self.fast = 0
+        self.residue = 0
+
+    def add(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.seconds[stage] += now - since
+        return now
+
+    def log(self, run_id: int) -> None:
+        logger.info(
+            "import run %s: parse %.2f s, price %.2f s, write %.2f s; %d lines priced by"
+            " columns, %d by the per-line path",
+            run_id, self.seconds["parse"], self.seconds["price"], self.seconds["write"],
+            self.fast, self.residue,
+        )  # fmt: skip
+
+
+class FastLine(NamedTuple):
+    """A finished job's line that the columnar reader vouches for: the per-line parser would
+    read it without error or warning. Stands in for a SacctRecord in a batch."""
+
+    line_number: int
+    raw: str
+    job_id: str
+    job_id_raw: str
+    array_job_id: str | None
+    array_task_id: str | None
+    job_name: str
+    submit: datetime
+    start: datetime
+    end: datetime
+    elapsed_seconds: int
+    consumed_energy_joules: int | None
+    static: tuple[str, ...]
+    parser: _LineParser
+
+    # What the batch asks of a record: a finished job's only run, its cluster the dump's.
+    @property
+    def run_key(self) -> str:
+        return ""
+
+    @property
+    def is_finished(self) -> bool:
+        return True
+
+    @property
+    def cluster(self) -> str | None:
+        return self.parser.cluster
+
+    def parsed(self) -> SacctRecord:
+        """The line read by the per-line parser (for the lines the pricer leaves)."""
+        record = self.parser.parse(self.line_number, self.raw)
+        if not isinstance(record, SacctRecord):  # pragma: no cover - the reader vouched for it
+            raise AssertionError(f"line {self.line_number}: {record}")
+        return record
+
+
+Item = SacctRecord | SacctLineError | SacctStep | FastLine
+
+
+def read_lines(
+    parser: _LineParser,
+    lines: Iterator[str],
+    header_line_number: int,
+    *,
+    step_item: Callable[[_LineParser, int, str], SacctRecord | SacctLineError | SacctStep],
+    stages: Stages | None = None,
+    chunk_lines: int = CHUNK_LINES,
+) -> Iterator[Item]:
+    """What ``parse_sacct(steps=False)`` yields, in line order, with a :class:`FastLine` for
+    each line the columns vouch for. ``step_item`` is the parser's reading of one line."""
+    reader = _ChunkReader(parser)
+    numbered = enumerate(lines, start=header_line_number + 1)
+    while True:
+        chunk = list(itertools.islice(numbered, chunk_lines))
+        if not chunk:
+            return
+        started = time.perf_counter()
+        fast = reader.fast_lines(chunk) if reader.usable else {}
+        items: list[Item] = []
+        for line_number, line in chunk:
+            item = fast.get(line_number)
+            items.append(item if item is not None else step_item(parser, line_number, line))
+        if stages is not None:
+            stages.add("parse", started)
+            stages.fast += len(fast)
+            stages.residue += len(chunk) - len(fast)
+        yield from items
+
+
+def _zone_name(tz: tzinfo) -> str | None:
+    if tz is UTC:
+        return "UTC"
+    if isinstance(tz, ZoneInfo):
+        return tz.key
+    return None  # another tzinfo: every line goes to the parser
+
+
+class _ChunkReader:
+    """Columns of one chunk and the checks of the per-line parser, column by column."""
+
+    def __init__(self, parser: _LineParser) -> None:
+        self.parser = parser
+        layout = parser.layout
+        self.zone = _zone_name(parser.tz)
+        positions = layout.positions
+        # Dumps the fast path does not read (no ElapsedRaw, no AllocTRES) go line by line.
+        self.usable = (
+            set(positions) <= HANDLED_COLUMNS
+            and self.zone is not None
+            and "ElapsedRaw" in positions
+            and layout.has_alloc_tres
+            and parser.cluster is not None
+        )
+        self.statics: dict[tuple[str, ...], bool] = {}
+
+    def fast_lines(self, chunk: list[tuple[int, str]]) -> dict[int, FastLine]:
+        parser, layout = self.parser, self.parser.layout
+        positions, delimiter, count = layout.positions, layout.delimiter, layout.field_count
+        frame = pl.DataFrame(
+            {
+                "line_number": [number for number, _ in chunk],
+                "raw": [line.rstrip("\r\n") for _, line in chunk],
+            },
+            schema={"line_number": pl.Int64, "raw": pl.String},
+        )
+        raw = pl.col("raw")
+        frame = frame.filter(
+            (raw.str.count_matches(delimiter, literal=True) == count - 1)
+            & (raw.str.len_chars() <= MAX_LINE_CHARS)
+            & (raw != layout.header)
+            & ~raw.str.contains("\x00", literal=True)
+        )
+        if frame.is_empty():
+            return {}
+        fields = frame.select(
+            "line_number",
+            "raw",
+            raw.str.split_exact(delimiter, count - 1).struct.unnest(),
+        )
+        names = fields.columns[2:]
+
+        def column(name: str) -> pl.Expr:
+            at = positions.get(name)
+            return pl.col(names[at]) if at is not None else pl.lit("", dtype=pl.String)
+
+        job_id, job_id_raw = column("JobID"), column("JobIDRaw")
+        array = job_id.str.extract_groups(r"^([0-9]+)_([0-9]+)$")
+        bound = _text_bound
+        checks = [
+            job_id_raw.str.contains(_DIGITS),
+            (job_id == job_id_raw) | array.struct.field("1").is_not_null(),
+            job_id.str.len_chars() <= bound("job_id"),
+            column("JobName").str.len_chars() <= bound("job_name"),
+            column("ElapsedRaw").str.contains(_DIGITS),
+            column("NNodes").str.contains(r"^[1-9][0-9]{0,8}$"),
+            ~column("NodeList").is_in(list(_NO_NODES)),
+            column("ConsumedEnergyRaw").str.contains(r"^([0-9]{0,18})$"),
+            (column("Cluster") == "") | (column("Cluster") == parser.cluster),
+        ]
+        if layout.has_usage:
+            # What jobs used goes through the per-line path (with their steps).
+            for name in ("TotalCPU", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax"):
+                checks.append(column(name) == "")
+            checks.append(column("TRESUsageInAve") == "")
+        moments = []
+        for name in ("Submit", "Start", "End"):
+            text = column(name)
+            checks.append(text.str.contains(_TIME_PATTERN))
+            moment = (
+                text.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+                .dt.replace_time_zone(self.zone, ambiguous="earliest", non_existent="null")
+                .dt.convert_time_zone("UTC")
+                .dt.epoch("s")
+            )
+            moments.append(moment.alias(name))
+        table = fields.select(
+            "line_number",
+            "raw",
+            job_id.alias("job_id"),
+            job_id_raw.alias("job_id_raw"),
+            array.struct.field("1").alias("array_job_id"),
+            array.struct.field("2").alias("array_task_id"),
+            column("JobName").alias("job_name"),
+            *moments,
+            column("ElapsedRaw").alias("elapsed"),
+            column("ConsumedEnergyRaw").alias("energy"),
+            *(column(name).alias(f"s{index}") for index, name in enumerate(STATIC_COLUMNS)),
+            pl.all_horizontal(checks).alias("ok"),
+        ).filter(
+            pl.col("ok")
+            & pl.col("Submit").is_not_null()
+            & pl.col("Start").is_not_null()
+            & pl.col("End").is_not_null()
+            & (pl.min_horizontal("Submit", "Start", "End") >= _FIRST_SECOND)
+            & (pl.col("Start") <= pl.col("End"))
+        )
+        if table.is_empty():
+            return {}
+        static_names = [f"s{index}" for index in range(len(STATIC_COLUMNS))]
+        distinct = table.select(static_names).unique()
+        good = [row for row in distinct.iter_rows() if self._static_ok(row)]
+        if not good:
+            return {}
+        table = table.join(
+            pl.DataFrame(good, schema=static_names, orient="row").with_row_index("static"),
+            on=static_names,
+            how="inner",
+        )
+        statics = good
+        seconds = timedelta(seconds=1)
+        result: dict[int, FastLine] = {}
+        for values in zip(
+            table["line_number"].to_list(),
+            table["raw"].to_list(),
+            table["job_id"].to_list(),
+            table["job_id_raw"].to_list(),
+            table["array_job_id"].to_list(),
+            table["array_task_id"].to_list(),
+            table["job_name"].to_list(),
+            table["Submit"].to_list(),
+            table["Start"].to_list(),
+            table["End"].to_list(),
+            table["elapsed"].to_list(),
+            table["energy"].to_list(),
+            table["static"].to_list(),
+            strict=True,
+        ):
+            (number, line, job, job_raw, array_job, array_task, name, submit, start, end,
+             elapsed, energy, static) = values  # fmt: skip
+            result[number] = FastLine(
+                number, line, job, job_raw, array_job, array_task, name,
+                _EPOCH + submit * seconds, _EPOCH + start * seconds, _EPOCH + end * seconds,
+                int(elapsed), int(energy) if energy else None, statics[static], parser,
+            )  # fmt: skip
+        return result
+
+    def _static_ok(self, static: tuple[str, ...]) -> bool:
+        """Would the parser read these values without error or warning, and is the job
+        finished and not a requeued run? Asked once per distinct set of values."""
+        known = self.statics.get(static)
+        if known is None:
+            if len(self.statics) >= _CACHE_LIMIT:
+                self.statics.clear()
+            known = self.statics[static] = _static_values(self.parser, static) is not None
+        return known
+
+
+class StaticValues(NamedTuple):
+    """What the parser reads from a line's repeating columns."""
+
+    user: str
+    account: str
+    partition: str
+    state: str
+    state_raw: str
+    nodelist: str
+    nnodes: int
+    ncpus: int | None
+    alloc: _Resources
+    memory_mb: Decimal
+    timelimit_minutes: int | None
+    qos: str | None
+    exit_code: str | None
+
+
+def _text_bound(name: str) -> int:
+    kind, bound = _bounds(name)
+    assert kind == "text"
+    return int(bound)
+
+
+def _fits(name: str, value: int | Decimal | None) -> bool:
+    if value is None:
+        return True
+    kind, bound = _bounds(name)
+    if kind == "int":
+        low, high = bound
+        return (low is None or value >= low) and (high is None or value <= high)
+    return bool(-bound < value < bound)
+
+
+def _static_values(parser: _LineParser, static: tuple[str, ...]) -> StaticValues | None:
+    """The parser's reading of the repeating columns, or None when it would refuse them, warn,
+    or the job is not a finished, ran, single-run job (those lines go to the parser)."""
+    (user, account, partition, state_raw, nodelist, nnodes_text, ncpus_text, alloc_text,
+     req_tres_text, req_mem_text, timelimit_text, qos, exit_code) = static  # fmt: skip
+    try:
+        state, _ = parser.states.get(state_raw) or parser._state(state_raw)
+        if state not in FINISHED_STATES or state == "REQUEUED":
+            return None
+        if not _expand_nodes(nodelist):
+            return None
+        nnodes = int(nnodes_text)
+        alloc = parser.resources.get(alloc_text) or parser._resources(alloc_text, "AllocTRES")
+        if req_tres_text:
+            parser.resources.get(req_tres_text) or parser._resources(req_tres_text, "ReqTRES")
+        if ncpus_text and not (ncpus_text.isdigit() and ncpus_text.isascii()):
+            return None
+        ncpus = int(ncpus_text) if ncpus_text else None
+        memory_mb = alloc.memory_mb
+        if req_mem_text:
+            per_unit = parser.memories.get(req_mem_text) or parser._req_mem(req_mem_text)
+            warnings: list[str] = []
+            _, memory_mb = _memory_totals(
+                per_unit, alloc, ncpus=ncpus, nnodes=nnodes, warnings=warnings
+            )
+            if warnings:
+                return None
+        if timelimit_text in _NO_TIMELIMIT:
+            timelimit = None
+        elif timelimit_text.isdigit() and timelimit_text.isascii():
+            timelimit = int(timelimit_text)
+        else:
+            return None
+        if exit_code and exit_code not in parser.exit_codes:
+            parser._check_exit_code(exit_code)
+    except (_FieldError, ValueError):
+        return None
+    texts = (("username", user), ("qos", qos), ("state", state), ("state_raw", state_raw),
+             ("exit_code", exit_code))  # fmt: skip
+    if any(len(value) > _text_bound(name) for name, value in texts):
+        return None
+    numbers = (("nnodes", nnodes), ("cpus", alloc.cpus), ("memory_mb", memory_mb),
+               ("gpus", alloc.gpus), ("billing", alloc.billing),
+               ("timelimit_minutes", timelimit))  # fmt: skip
+    if not all(_fits(name, value) for name, value in numbers):
+        return None
+    return StaticValues(
+        user, account, partition, state, state_raw, nodelist, nnodes, ncpus, alloc, memory_mb,
+        timelimit, qos or None, exit_code or None,
+    )  # fmt: skip
+
+
+class Lookups(Protocol):
+    """What the pricer asks of the import's lookups (``pipeline._Lookups``)."""
+
+    cluster: Any
+    horizon: datetime
+    pricer: Any
+
+    def project(self, account: str) -> Any: ...
+    def partition(self, name: str) -> Any: ...
+    def version(self, partition: Any, at: datetime) -> Any: ...
+    def user_id(self, username: str) -> int | None: ...
+
+
+_ROUND_BOUNDS: dict[str, int] = {}
+
+
+def _quanta_bound(name: str) -> int:
+    """A column's bound in millionths (the ledger's SU and Wh places)."""
+    if name not in _ROUND_BOUNDS:
+        _ROUND_BOUNDS[name] = int(_bounds(name)[1]) * 10**6
+    return _ROUND_BOUNDS[name]
+
+
+class _Template(NamedTuple):
+    """What every fast line of one set of repeating values shares."""
+
+    row: dict[str, Any]
+    partition: Any
+    size: tuple[int, int, Decimal, int]  # nodes, cpus, memory (MiB), gpus
+    state: str
+
+
+class ShapePricer:
+    """Rows of fast lines, priced per distinct shape; one per import. Its templates hold
+    projects and users read inside a batch: :meth:`forget` drops them when a batch rolls
+    back (a project it created is gone)."""
+
+    def __init__(
+        self,
+        lookups: Lookups,
+        *,
+        fractions_json: Callable[[tuple[charging.NodeFractions, ...]], Any],
+        time_problem: Callable[[Any], object | None],
+        stages: Stages | None = None,
+    ) -> None:
+        self.lookups = lookups
+        self.fractions_json = fractions_json
+        self.time_problem = time_problem
+        self.stages = stages
+        self.templates: dict[tuple[str, ...], _Template | None] = {}
+        self.rates: dict[tuple[Any, int], tuple[charging.ChargeRate, Any] | None] = {}
+
+    def forget(self) -> None:
+        """Drop what was read inside a batch that rolled back."""
+        self.templates.clear()
+
+    def rows(self, lines: Iterable[FastLine]) -> dict[tuple[str, str], dict[str, Any] | None]:
+        """The ledger row of each fast line, keyed as the batch keys it, or None for a line
+        the per-line code must read (unknown account or partition, a time it refuses, no rate
+        version, a charge the engine refuses or the ledger cannot hold, a cost model)."""
+        started = time.perf_counter()
+        lookups = self.lookups
+        refund = lookups.cluster.refund_node_failures
+        su_bound, wh_bound = _quanta_bound("service_units"), _quanta_bound("energy_wh")
+        time_problem = self.time_problem
+        rows: dict[tuple[str, str], dict[str, Any] | None] = {}
+        for line in lines:
+            key = (line.job_id_raw, "")
+            rows[key] = None
+            template = self._template(line)
+            if template is None or lookups.pricer is not None or time_problem(line):
+                continue
+            version = lookups.version(template.partition, line.start)
+            if version is None:
+                continue
+            priced = self._rate(template, version)
+            if priced is None:
+                continue
+            rate, fractions = priced
+            elapsed = line.elapsed_seconds
+            su_quanta = _half_even(elapsed, rate.service_units_per_second)
+            wh_quanta = _half_even(elapsed, rate.energy_wh_per_second)
+            if su_quanta >= su_bound or wh_quanta >= wh_bound:
+                continue
+            booking = booking_for(
+                finished=True,
+                state=template.state,
+                service_units=Decimal(su_quanta).scaleb(-6),
+                refund_node_failures=refund,
+            )
+            rows[key] = {
+                **template.row,
+                "job_id": line.job_id,
+                "job_name": line.job_name,
+                "array_job_id": line.array_job_id or "",
+                "array_task_id": line.array_task_id or "",
+                "partition_version_id": version.pk,
+                "submit": line.submit,
+                "start": line.start,
+                "end": line.end,
+                "elapsed_seconds": elapsed,
+                "consumed_energy_joules": line.consumed_energy_joules,
+                "charge_state": booking.outcome,
+                "service_units": booking.service_units,
+                "pending_service_units": booking.pending_service_units,
+                "weight": version.weight,
+                "dominant_resource": rate.dominant_resource,
+                # Goes with the lean ledger's node_fractions column: this one line.
+                "node_fractions": fractions,
+                "warnings": [],
+                "energy_wh": Decimal(wh_quanta).scaleb(-6),
+            }
+        if self.stages is not None:
+            self.stages.add("price", started)
+        return rows
+
+    def _template(self, line: FastLine) -> _Template | None:
+        static = line.static
+        if static in self.templates:
+            return self.templates[static]
+        if len(self.templates) >= _CACHE_LIMIT:
+            self.templates.clear()
+        template = None
+        values = _static_values(line.parser, static)
+        lookups = self.lookups
+        # The per-line order: the project first (it may be created), then the partition.
+        project = partition = None
+        if values is not None:
+            project = lookups.project(values.account)
+            if project is not None:
+                partition = lookups.partition(values.partition)
+        if values is not None and project is not None and partition is not None:
+            alloc = values.alloc
+            template = _Template(
+                row={
+                    "het_job_id": "",
+                    "het_offset": None,
+                    "project_id": project.pk,
+                    "username": values.user,
+                    "user_id": lookups.user_id(values.user),
+                    "partition_id": partition.pk,
+                    "qos": values.qos or "",
+                    "state": values.state,
+                    "state_raw": values.state_raw,
+                    "exit_code": values.exit_code or "",
+                    "timelimit_minutes": values.timelimit_minutes,
+                    "nnodes": values.nnodes,
+                    "cpus": alloc.cpus,
+                    "memory_mb": values.memory_mb,
+                    "gpus": alloc.gpus,
+                    "nodelist": values.nodelist,
+                    "billing": alloc.billing,
+                    "reserved_service_units": None,
+                    "cost": None,
+                    "cost_model_version_id": None,
+                    **dict.fromkeys(USAGE_COLUMNS),
+                    "right_sized_service_units": None,
+                },
+                partition=partition,
+                size=(values.nnodes, alloc.cpus, values.memory_mb, alloc.gpus),
+                state=values.state,
+            )
+        self.templates[static] = template
+        return template
+
+    def _rate(self, template: _Template, version: Any) -> tuple[charging.ChargeRate, Any] | None:
+        key = (template.size, version.pk)
+        if key in self.rates:
+            return self.rates[key]
+        if len(self.rates) >= _CACHE_LIMIT:
+            self.rates.clear()
+        nodes, cores, memory_mb, gpus = template.size
+        priced: tuple[charging.ChargeRate, Any] | None
+        try:
+            usage = charging.split_evenly(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
+            rate = charging.charge_rate(version.spec, usage)
+        except (charging.ChargeError, charging.SpecError):
+            priced = None
+        else:
+            # Checked once per shape against the engine itself.
+            check = charging.charge(version.spec, usage, elapsed_seconds=_CHECK_SECONDS)
+            if rate.at(_CHECK_SECONDS) != (check.service_units, check.energy_wh):
+                raise AssertionError(f"charge_rate disagrees with charge() for shape {key}")
+            priced = (rate, self.fractions_json(rate.nodes))
+        self.rates[key] = priced
+        return priced
+
+
+_CHECK_SECONDS = 86_399  # a day but a second: odd, so a rounding slip would show
+
+
+def _half_even(elapsed_seconds: int, rate: tuple[int, int]) -> int:
+    """elapsed x rate in millionths, rounded half-even (the engine's rounding), in integers."""
+    numerator, denominator = rate
+    quanta, remainder = divmod(elapsed_seconds * numerator * 10**6, denominator)
+    twice = remainder + remainder
+    if twice > denominator or (twice == denominator and quanta & 1):
+        quanta += 1
+    return quanta
