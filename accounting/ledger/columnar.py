@@ -52,7 +52,6 @@ from accounting.ledger.sacct import (
     _expand_nodes,
     _FieldError,
     _LineParser,
-    _memory_totals,
     _Resources,
 )
 from accounting.ledger.usage import USAGE_COLUMNS
@@ -77,7 +76,7 @@ HANDLED_COLUMNS = frozenset(
         "ConsumedEnergyRaw", "TimelimitRaw",
     }
 )  # fmt: skip
-# The columns read once per distinct value, in the order of FastLine.static.
+# The columns read once per distinct value.
 STATIC_COLUMNS = (
     "User", "Account", "Partition", "State", "NodeList", "NNodes", "NCPUS", "AllocTRES",
     "ReqTRES", "ReqMem", "TimelimitRaw", "QOS", "ExitCode",
@@ -122,7 +121,18 @@ class FastLine(NamedTuple):
     end: datetime
     elapsed_seconds: int
     consumed_energy_joules: int | None
-    static: tuple[str, ...]
+    # The repeating columns, each read once per distinct value by the reader.
+    user: str
+    account: str
+    partition: str
+    state: str
+    state_raw: str
+    nodelist: str
+    nnodes: int
+    alloc: _Resources
+    timelimit_minutes: int | None
+    qos: str
+    exit_code: str
     parser: _LineParser
 
     # What the batch asks of a record: a finished job's only run, its cluster the dump's.
@@ -203,7 +213,8 @@ class _ChunkReader:
             and layout.has_alloc_tres
             and parser.cluster is not None
         )
-        self.statics: dict[tuple[str, ...], bool] = {}
+        # Per repeating column: each distinct value's reading (or _REFUSED).
+        self.values: dict[str, dict[str, Any]] = {}
 
     def fast_lines(self, chunk: list[tuple[int, str]]) -> dict[int, FastLine]:
         parser, layout = self.parser, self.parser.layout
@@ -288,71 +299,144 @@ class _ChunkReader:
         )
         if table.is_empty():
             return {}
-        static_names = [f"s{index}" for index in range(len(STATIC_COLUMNS))]
-        distinct = table.select(static_names).unique()
-        good = [row for row in distinct.iter_rows() if self._static_ok(row)]
-        if not good:
+        # Each repeating column: its distinct values read once, the lines with a value the
+        # parser would refuse or warn about left to it.
+        readings: list[dict[str, Any]] = []
+        keep = []
+        for index, name in enumerate(STATIC_COLUMNS):
+            read = _READERS[name]
+            cache = self.values.setdefault(name, {})
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            for value in table[f"s{index}"].unique().to_list():
+                if value not in cache:
+                    cache[value] = read(parser, value)
+            good = [value for value, reading in cache.items() if reading is not _REFUSED]
+            keep.append(pl.col(f"s{index}").is_in(good))
+            readings.append(cache)
+        table = table.filter(pl.all_horizontal(keep))
+        if table.is_empty():
             return {}
-        table = table.join(
-            pl.DataFrame(good, schema=static_names, orient="row").with_row_index("static"),
-            on=static_names,
-            how="inner",
+        states, nnodes, allocs, timelimits = (
+            readings[STATIC_COLUMNS.index(name)]
+            for name in ("State", "NNodes", "AllocTRES", "TimelimitRaw")
         )
-        statics = good
-        seconds = timedelta(seconds=1)
+        second = timedelta(seconds=1)
+        columns = [
+            table[name].to_list()
+            for name in (
+                "line_number", "raw", "job_id", "job_id_raw", "array_job_id", "array_task_id",
+                "job_name", "Submit", "Start", "End", "elapsed", "energy",
+                *(f"s{index}" for index in range(len(STATIC_COLUMNS))),
+            )
+        ]  # fmt: skip
         result: dict[int, FastLine] = {}
-        for values in zip(
-            table["line_number"].to_list(),
-            table["raw"].to_list(),
-            table["job_id"].to_list(),
-            table["job_id_raw"].to_list(),
-            table["array_job_id"].to_list(),
-            table["array_task_id"].to_list(),
-            table["job_name"].to_list(),
-            table["Submit"].to_list(),
-            table["Start"].to_list(),
-            table["End"].to_list(),
-            table["elapsed"].to_list(),
-            table["energy"].to_list(),
-            table["static"].to_list(),
-            strict=True,
-        ):
+        for values in zip(*columns, strict=True):
             (number, line, job, job_raw, array_job, array_task, name, submit, start, end,
-             elapsed, energy, static) = values  # fmt: skip
+             elapsed, energy, user, account, partition, state_raw, nodelist, nnodes_text,
+             _, alloc_text, _, _, timelimit_text, qos, exit_code) = values  # fmt: skip
             result[number] = FastLine(
                 number, line, job, job_raw, array_job, array_task, name,
-                _EPOCH + submit * seconds, _EPOCH + start * seconds, _EPOCH + end * seconds,
-                int(elapsed), int(energy) if energy else None, statics[static], parser,
+                _EPOCH + submit * second, _EPOCH + start * second, _EPOCH + end * second,
+                int(elapsed), int(energy) if energy else None, user, account, partition,
+                states[state_raw], state_raw, nodelist, nnodes[nnodes_text], allocs[alloc_text],
+                timelimits[timelimit_text], qos, exit_code, parser,
             )  # fmt: skip
         return result
 
-    def _static_ok(self, static: tuple[str, ...]) -> bool:
-        """Would the parser read these values without error or warning, and is the job
-        finished and not a requeued run? Asked once per distinct set of values."""
-        known = self.statics.get(static)
-        if known is None:
-            if len(self.statics) >= _CACHE_LIMIT:
-                self.statics.clear()
-            known = self.statics[static] = _static_values(self.parser, static) is not None
-        return known
+
+_REFUSED: Any = object()  # a value the parser would refuse or warn about
 
 
-class StaticValues(NamedTuple):
-    """What the parser reads from a line's repeating columns."""
+def _reading(read: Callable[[_LineParser, str], Any]) -> Callable[[_LineParser, str], Any]:
+    """A column reader whose parser errors mean "leave the line to the parser"."""
 
-    user: str
-    account: str
-    partition: str
-    state: str
-    state_raw: str
-    nodelist: str
-    nnodes: int
-    ncpus: int | None
-    alloc: _Resources
-    memory_mb: Decimal
-    timelimit_minutes: int | None
-    qos: str | None
-    exit_code: str | None
+    def guarded(parser: _LineParser, text: str) -> Any:
+        try:
+            return read(parser, text)
+        except (_FieldError, ValueError):
+            return _REFUSED
+
+    return guarded
+
+
+def _fits_text(name: str) -> Callable[[_LineParser, str], Any]:
+    return lambda _parser, text: text if len(text) <= _text_bound(name) else _REFUSED
+
+
+def _read_state(parser: _LineParser, text: str) -> Any:
+    state, _ = parser.states.get(text) or parser._state(text)
+    # A requeued run has a run key of its own; a job not finished books no charge.
+    if state not in FINISHED_STATES or state == "REQUEUED":
+        return _REFUSED
+    if len(state) > _text_bound("state") or len(text) > _text_bound("state_raw"):
+        return _REFUSED
+    return state
+
+
+def _read_nodes(_parser: _LineParser, text: str) -> Any:
+    return text if text not in _NO_NODES and _expand_nodes(text) else _REFUSED
+
+
+def _read_count(_parser: _LineParser, text: str) -> Any:
+    return int(text) if text.isdigit() and text.isascii() and len(text) <= 9 else _REFUSED
+
+
+def _read_ncpus(_parser: _LineParser, text: str) -> Any:
+    return text if not text or (text.isdigit() and text.isascii() and len(text) <= 18) else _REFUSED
+
+
+def _read_alloc(parser: _LineParser, text: str) -> Any:
+    alloc = parser.resources.get(text) or parser._resources(text, "AllocTRES")
+    sizes = (("cpus", alloc.cpus), ("memory_mb", alloc.memory_mb), ("gpus", alloc.gpus),
+             ("billing", alloc.billing))  # fmt: skip
+    return alloc if all(_fits(name, value) for name, value in sizes) else _REFUSED
+
+
+def _read_req_tres(parser: _LineParser, text: str) -> Any:
+    if text:
+        parser.resources.get(text) or parser._resources(text, "ReqTRES")
+    return text
+
+
+def _read_req_mem(parser: _LineParser, text: str) -> Any:
+    if text:
+        per_unit = parser.memories.get(text) or parser._req_mem(text)
+        # Per CPU (before 21.08) may mean AllocTRES mem= is per CPU too: the parser decides.
+        if per_unit.per == "c":
+            return _REFUSED
+    return text
+
+
+def _read_timelimit(_parser: _LineParser, text: str) -> Any:
+    if text in _NO_TIMELIMIT:
+        return None
+    if text.isdigit() and text.isascii() and len(text) <= 18:
+        return int(text)
+    return _REFUSED
+
+
+def _read_exit_code(parser: _LineParser, text: str) -> Any:
+    if text and text not in parser.exit_codes:
+        parser._check_exit_code(text)
+    return text if len(text) <= _text_bound("exit_code") else _REFUSED
+
+
+_READERS: dict[str, Callable[[_LineParser, str], Any]] = {
+    "User": _fits_text("username"),
+    "Account": lambda _parser, text: text,
+    "Partition": lambda _parser, text: text,
+    "State": _reading(_read_state),
+    "NodeList": _reading(_read_nodes),
+    "NNodes": _read_count,
+    "NCPUS": _read_ncpus,
+    "AllocTRES": _reading(_read_alloc),
+    "ReqTRES": _reading(_read_req_tres),
+    "ReqMem": _reading(_read_req_mem),
+    "TimelimitRaw": _read_timelimit,
+    "QOS": _fits_text("qos"),
+    "ExitCode": _reading(_read_exit_code),
+}
 
 
 def _text_bound(name: str) -> int:
@@ -369,58 +453,6 @@ def _fits(name: str, value: int | Decimal | None) -> bool:
         low, high = bound
         return (low is None or value >= low) and (high is None or value <= high)
     return bool(-bound < value < bound)
-
-
-def _static_values(parser: _LineParser, static: tuple[str, ...]) -> StaticValues | None:
-    """The parser's reading of the repeating columns, or None when it would refuse them, warn,
-    or the job is not a finished, ran, single-run job (those lines go to the parser)."""
-    (user, account, partition, state_raw, nodelist, nnodes_text, ncpus_text, alloc_text,
-     req_tres_text, req_mem_text, timelimit_text, qos, exit_code) = static  # fmt: skip
-    try:
-        state, _ = parser.states.get(state_raw) or parser._state(state_raw)
-        if state not in FINISHED_STATES or state == "REQUEUED":
-            return None
-        if not _expand_nodes(nodelist):
-            return None
-        nnodes = int(nnodes_text)
-        alloc = parser.resources.get(alloc_text) or parser._resources(alloc_text, "AllocTRES")
-        if req_tres_text:
-            parser.resources.get(req_tres_text) or parser._resources(req_tres_text, "ReqTRES")
-        if ncpus_text and not (ncpus_text.isdigit() and ncpus_text.isascii()):
-            return None
-        ncpus = int(ncpus_text) if ncpus_text else None
-        memory_mb = alloc.memory_mb
-        if req_mem_text:
-            per_unit = parser.memories.get(req_mem_text) or parser._req_mem(req_mem_text)
-            warnings: list[str] = []
-            _, memory_mb = _memory_totals(
-                per_unit, alloc, ncpus=ncpus, nnodes=nnodes, warnings=warnings
-            )
-            if warnings:
-                return None
-        if timelimit_text in _NO_TIMELIMIT:
-            timelimit = None
-        elif timelimit_text.isdigit() and timelimit_text.isascii():
-            timelimit = int(timelimit_text)
-        else:
-            return None
-        if exit_code and exit_code not in parser.exit_codes:
-            parser._check_exit_code(exit_code)
-    except (_FieldError, ValueError):
-        return None
-    texts = (("username", user), ("qos", qos), ("state", state), ("state_raw", state_raw),
-             ("exit_code", exit_code))  # fmt: skip
-    if any(len(value) > _text_bound(name) for name, value in texts):
-        return None
-    numbers = (("nnodes", nnodes), ("cpus", alloc.cpus), ("memory_mb", memory_mb),
-               ("gpus", alloc.gpus), ("billing", alloc.billing),
-               ("timelimit_minutes", timelimit))  # fmt: skip
-    if not all(_fits(name, value) for name, value in numbers):
-        return None
-    return StaticValues(
-        user, account, partition, state, state_raw, nodelist, nnodes, ncpus, alloc, memory_mb,
-        timelimit, qos or None, exit_code or None,
-    )  # fmt: skip
 
 
 class Lookups(Protocol):
@@ -446,19 +478,9 @@ def _quanta_bound(name: str) -> int:
     return _ROUND_BOUNDS[name]
 
 
-class _Template(NamedTuple):
-    """What every fast line of one set of repeating values shares."""
-
-    row: dict[str, Any]
-    partition: Any
-    size: tuple[int, int, Decimal, int]  # nodes, cpus, memory (MiB), gpus
-    state: str
-
-
 class ShapePricer:
-    """Rows of fast lines, priced per distinct shape; one per import. Its templates hold
-    projects and users read inside a batch: :meth:`forget` drops them when a batch rolls
-    back (a project it created is gone)."""
+    """Rows of fast lines, priced per distinct shape; one per import. Projects it looked up
+    inside a batch that rolled back are dropped with :meth:`forget` (one it created is gone)."""
 
     def __init__(
         self,
@@ -472,12 +494,12 @@ class ShapePricer:
         self.fractions_json = fractions_json
         self.time_problem = time_problem
         self.stages = stages
-        self.templates: dict[tuple[str, ...], _Template | None] = {}
-        self.rates: dict[tuple[Any, int], tuple[charging.ChargeRate, Any] | None] = {}
+        self.projects: dict[str, Any] = {}
+        self.rates: dict[tuple[Any, ...], tuple[charging.ChargeRate, Any] | None] = {}
 
     def forget(self) -> None:
         """Drop what was read inside a batch that rolled back."""
-        self.templates.clear()
+        self.projects.clear()
 
     def rows(self, lines: Iterable[FastLine]) -> dict[tuple[str, str], dict[str, Any] | None]:
         """The ledger row of each fast line, keyed as the batch keys it, or None for a line
@@ -487,18 +509,27 @@ class ShapePricer:
         lookups = self.lookups
         refund = lookups.cluster.refund_node_failures
         su_bound, wh_bound = _quanta_bound("service_units"), _quanta_bound("energy_wh")
-        time_problem = self.time_problem
+        time_problem, projects = self.time_problem, self.projects
         rows: dict[tuple[str, str], dict[str, Any] | None] = {}
         for line in lines:
             key = (line.job_id_raw, "")
             rows[key] = None
-            template = self._template(line)
-            if template is None or lookups.pricer is not None or time_problem(line):
+            if lookups.pricer is not None:
                 continue
-            version = lookups.version(template.partition, line.start)
+            # The per-line order: the project first (it may be created), then the partition.
+            project = projects.get(line.account)
+            if project is None:
+                project = projects[line.account] = lookups.project(line.account)
+            if project is None:
+                continue
+            partition = lookups.partition(line.partition)
+            if partition is None or time_problem(line):
+                continue
+            version = lookups.version(partition, line.start)
             if version is None:
                 continue
-            priced = self._rate(template, version)
+            alloc = line.alloc
+            priced = self._rate(version, line.nnodes, alloc)
             if priced is None:
                 continue
             rate, fractions = priced
@@ -509,95 +540,71 @@ class ShapePricer:
                 continue
             booking = booking_for(
                 finished=True,
-                state=template.state,
+                state=line.state,
                 service_units=Decimal(su_quanta).scaleb(-6),
                 refund_node_failures=refund,
             )
             rows[key] = {
-                **template.row,
                 "job_id": line.job_id,
                 "job_name": line.job_name,
                 "array_job_id": line.array_job_id or "",
                 "array_task_id": line.array_task_id or "",
+                "het_job_id": "",
+                "het_offset": None,
+                "project_id": project.pk,
+                "username": line.user,
+                "user_id": lookups.user_id(line.user),
+                "partition_id": partition.pk,
                 "partition_version_id": version.pk,
+                "qos": line.qos,
+                "state": line.state,
+                "state_raw": line.state_raw,
+                "exit_code": line.exit_code,
                 "submit": line.submit,
                 "start": line.start,
                 "end": line.end,
                 "elapsed_seconds": elapsed,
+                "timelimit_minutes": line.timelimit_minutes,
+                "nnodes": line.nnodes,
+                "cpus": alloc.cpus,
+                "memory_mb": alloc.memory_mb,
+                "gpus": alloc.gpus,
+                "nodelist": line.nodelist,
+                "billing": alloc.billing,
                 "consumed_energy_joules": line.consumed_energy_joules,
                 "charge_state": booking.outcome,
                 "service_units": booking.service_units,
                 "pending_service_units": booking.pending_service_units,
+                "reserved_service_units": None,
                 "weight": version.weight,
                 "dominant_resource": rate.dominant_resource,
                 # Goes with the lean ledger's node_fractions column: this one line.
                 "node_fractions": fractions,
                 "warnings": [],
                 "energy_wh": Decimal(wh_quanta).scaleb(-6),
+                "cost": None,
+                "cost_model_version_id": None,
+                **_NO_USAGE,
+                "right_sized_service_units": None,
             }
         if self.stages is not None:
             self.stages.add("price", started)
         return rows
 
-    def _template(self, line: FastLine) -> _Template | None:
-        static = line.static
-        if static in self.templates:
-            return self.templates[static]
-        if len(self.templates) >= _CACHE_LIMIT:
-            self.templates.clear()
-        template = None
-        values = _static_values(line.parser, static)
-        lookups = self.lookups
-        # The per-line order: the project first (it may be created), then the partition.
-        project = partition = None
-        if values is not None:
-            project = lookups.project(values.account)
-            if project is not None:
-                partition = lookups.partition(values.partition)
-        if values is not None and project is not None and partition is not None:
-            alloc = values.alloc
-            template = _Template(
-                row={
-                    "het_job_id": "",
-                    "het_offset": None,
-                    "project_id": project.pk,
-                    "username": values.user,
-                    "user_id": lookups.user_id(values.user),
-                    "partition_id": partition.pk,
-                    "qos": values.qos or "",
-                    "state": values.state,
-                    "state_raw": values.state_raw,
-                    "exit_code": values.exit_code or "",
-                    "timelimit_minutes": values.timelimit_minutes,
-                    "nnodes": values.nnodes,
-                    "cpus": alloc.cpus,
-                    "memory_mb": values.memory_mb,
-                    "gpus": alloc.gpus,
-                    "nodelist": values.nodelist,
-                    "billing": alloc.billing,
-                    "reserved_service_units": None,
-                    "cost": None,
-                    "cost_model_version_id": None,
-                    **dict.fromkeys(USAGE_COLUMNS),
-                    "right_sized_service_units": None,
-                },
-                partition=partition,
-                size=(values.nnodes, alloc.cpus, values.memory_mb, alloc.gpus),
-                state=values.state,
-            )
-        self.templates[static] = template
-        return template
-
-    def _rate(self, template: _Template, version: Any) -> tuple[charging.ChargeRate, Any] | None:
-        key = (template.size, version.pk)
+    def _rate(
+        self, version: Any, nodes: int, alloc: _Resources
+    ) -> tuple[charging.ChargeRate, Any] | None:
+        """The shape's rate and node fractions, once per (rate version, AllocTRES, nodes)."""
+        key = (version.pk, nodes, alloc.cpus, alloc.memory_mb, alloc.gpus)
         if key in self.rates:
             return self.rates[key]
         if len(self.rates) >= _CACHE_LIMIT:
             self.rates.clear()
-        nodes, cores, memory_mb, gpus = template.size
         priced: tuple[charging.ChargeRate, Any] | None
         try:
-            usage = charging.split_evenly(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
+            usage = charging.split_evenly(
+                nodes=nodes, cores=alloc.cpus, memory_mb=alloc.memory_mb, gpus=alloc.gpus
+            )
             rate = charging.charge_rate(version.spec, usage)
         except (charging.ChargeError, charging.SpecError):
             priced = None
@@ -611,6 +618,7 @@ class ShapePricer:
         return priced
 
 
+_NO_USAGE = dict.fromkeys(USAGE_COLUMNS)
 _CHECK_SECONDS = 86_399  # a day but a second: odd, so a rounding slip would show
 
 

@@ -161,8 +161,10 @@ class _Batch:
     steps: int = 0
     blank: int = 0
     other_clusters: int = 0
-    # Earlier lines of a run that a later line of the same run replaced (counted "imported").
-    superseded: int = 0
+    # Every line, in order, of each run read more than once in the batch (_repeats_resolve).
+    repeated: dict[tuple[str, str], list[SacctRecord | columnar.FastLine]] = field(
+        default_factory=dict
+    )
 
     def __len__(self) -> int:
         return self.lines
@@ -678,7 +680,6 @@ def _batch_write(
         blank=batch.blank,
         other_clusters=batch.other_clusters,
         steps_skipped=batch.steps,
-        imported=batch.superseded,
     )
     cluster = lookups.cluster
     now = timezone.now()
@@ -694,6 +695,8 @@ def _batch_write(
         # The cost model versions this batch prices with stay the newest until it commits.
         cluster_row_lock(cluster, exclusive=False)
         lookups.pricer_refresh()
+        if batch.repeated:
+            quarantine.extend(_repeats_resolve(batch, lookups, pricer, summary))
         known, old_jobs, fingerprints = _stored_rows(batch, cluster=cluster, header=header)
         changes = _changes_for(
             batch, known=known, old_jobs=old_jobs, fingerprints=fingerprints, lookups=lookups,
@@ -719,6 +722,48 @@ def _batch_write(
             **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)}
         )
     return summary
+
+
+def _repeats_resolve(
+    batch: _Batch, lookups: _Lookups, pricer: columnar.ShapePricer | None, summary: ImportSummary
+) -> list[_Quarantine]:
+    """Choose, for each run read more than once in the batch, the line that books it, and
+    return the quarantined ones among the others.
+
+    The last line that can be booked wins (as when each line was a batch of its own), except
+    that an older dump of a job that a booked line finished does not take it back to pending.
+    The other lines count as "imported" (superseded) or "quarantined", one bucket each; when
+    no line of the run can be booked, the last stays, to be quarantined with its reason.
+    """
+    quarantine: list[_Quarantine] = []
+    for key, lines in batch.repeated.items():
+        verdicts: list[tuple[SacctRecord | columnar.FastLine, Any]] = []
+        for line in lines:
+            values: Any = None
+            if (
+                pricer is not None
+                and isinstance(line, columnar.FastLine)
+                and line.job_id_raw not in batch.usage
+            ):
+                values = pricer.rows([line]).get(key)
+            if values is None:
+                parsed = line.parsed() if isinstance(line, columnar.FastLine) else line
+                values = _row_for(parsed, lookups, batch.usage.get(parsed.job_id_raw))
+            verdicts.append((line, values))
+        rows = [verdict for verdict in verdicts if isinstance(verdict[1], dict)]
+        winner = rows[-1] if rows else verdicts[-1]
+        booked = [verdict for verdict in rows if is_booked(verdict[1])]
+        if booked and not is_booked(winner[1]):
+            winner = booked[-1]
+        for verdict in verdicts:
+            if verdict is winner:
+                continue
+            if isinstance(verdict[1], _Quarantine):
+                quarantine.append(verdict[1])
+            else:
+                summary.add_one("imported")
+        batch.records[key] = winner[0]  # the same choice again if the batch is retried
+    return quarantine
 
 
 def _stored_rows(
@@ -1036,7 +1081,14 @@ def jobs_import(
             time_problem=lambda line: _time_problem(line, horizon=lookups.horizon),
             stages=stages,
         )
-        reader = functools.partial(columnar.read_lines, step_item=line_item, stages=stages)
+        reader = functools.partial(
+            columnar.read_lines,
+            step_item=line_item,
+            stages=stages,
+            # Read no further ahead than a batch: an import stopped midway has written all
+            # but the batch in flight.
+            chunk_lines=min(batch_size, columnar.CHUNK_LINES),
+        )
 
     def flush() -> None:
         nonlocal batch, batches_written
@@ -1112,14 +1164,10 @@ def jobs_import(
                 earlier = batch.records.get(key)
                 if earlier is not None:
                     # The same run twice in one batch (overlapping dumps concatenated, or a
-                    # hostile file of one job id): resolved here, in memory. The last line
-                    # wins, unless it is an older dump of a job the earlier line finished (a
-                    # charge never goes back to pending); the line that loses counts as
-                    # "imported" (docs/importing.md, "Columnar pricing").
-                    batch.superseded += 1
-                    if earlier.is_finished and not item.is_finished:
-                        continue
-                    del batch.records[key]
+                    # hostile file of one job id): resolved in memory when the batch is
+                    # written (_repeats_resolve), not by writing the batch at each repeat.
+                    batch.repeated.setdefault(key, [earlier]).append(item)
+                    del batch.records[key]  # the run's place in the batch is its last line's
                 batch.records[key] = item
         flush()
     except SacctHeaderError as error:
