@@ -11,12 +11,13 @@ Two halves, each exact against the per-line code it stands in for:
   passes becomes a :class:`FastLine`; every other line (misshapen, a step, never ran, still
   running, requeued, an odd time, a DST gap, a warning, usage columns) is read by the parser,
   as before, and yields what it yields.
-- :class:`ShapePricer` turns a batch's fast lines into ledger rows: one template per distinct
-  set of those values (project, user, partition, sizes, fractions), one
-  :func:`~accounting.clusters.charging.charge_rate` per distinct (rate version, AllocTRES, node
-  count), checked once against ``charge()``, and per row a half-even rounding of elapsed x rate
-  in integers. A line whose account, partition, version or charge needs a decision (unknown,
-  quarantined, beyond a column) gets None: the caller reads it with the per-line code.
+- :class:`ShapePricer` turns a batch's fast lines into ledger rows: the import's lookups of
+  project, partition, user and rate version (cached there), one
+  :func:`~accounting.clusters.charging.charge_rate` and one per-node fractions JSON per
+  distinct (rate version, AllocTRES, node count), checked once against ``charge()``, and per
+  row a half-even rounding of elapsed x rate in integers. A line whose account, partition,
+  version or charge needs a decision (unknown, quarantined, beyond a column) gets None: the
+  caller reads it with the per-line code.
 
 What the fast path makes is exactly what ``pipeline._row_for`` makes of the same line
 (``tests/accounting/test_columnar.py``).
@@ -459,7 +460,6 @@ class Lookups(Protocol):
     """What the pricer asks of the import's lookups (``pipeline._Lookups``)."""
 
     cluster: Any
-    horizon: datetime
     pricer: Any
 
     def project(self, account: str) -> Any: ...
