@@ -10,16 +10,20 @@ the key holds the partition key, and a job's end changes while it runs, so the l
 triggers on the ledger keep in step (insert, update, delete, truncate). Its unique constraint
 is the one a concurrent import runs into; rows elsewhere that point at a job (adjustments,
 profiling coefficients, fair shares) point at the key, so the database still refuses a
-reference to a job that does not exist.
+reference to a job that does not exist. Since migration 0022 the import writes the key rows of
+its batches itself, set-wise (:func:`keys_insert`, :func:`keys_update_from`), and the triggers
+skip its statements (:func:`key_table_kept_here`).
 
 SQLite (the demo) keeps one plain table; every function here does nothing there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -30,6 +34,13 @@ OPEN_PARTITION = "accounting_job_open"
 # create its partition once, one after the other. Batches that write the ledger hold it
 # shared (ledger_write_lock), so the DDL and the writes are ordered by this one lock first.
 _LOCK_KEY = 0x5055_4A4F  # "PUJO"
+# What the key table keeps of a job beside its id (migrations 0013 and 0020).
+KEY_COLUMNS = (
+    "cluster_id", "job_id_raw", "run", "source_hash", "charge_state", "project_id",
+    "partition_id", "pending_service_units", "reserved_service_units",
+)  # fmt: skip
+# Of those, what an update can change (the key itself never changes).
+_KEY_CHANGING = KEY_COLUMNS[3:]
 
 
 @dataclass(frozen=True)
@@ -194,3 +205,44 @@ def partitions_list() -> list[LedgerPartition]:
             month = date(int(year), int(number), 1)
         found.append(LedgerPartition(name=name, month=month, rows=int(estimate)))
     return sorted(found, key=lambda p: (p.month is None, p.month or date.min))
+
+
+@contextmanager
+def key_table_kept_here(cursor: Any) -> Iterator[None]:
+    """Inside a transaction on the partitioned ledger: the statements run in this block write
+    the key table's rows themselves, so its insert and update triggers skip them (their
+    ``WHEN`` clause reads ``portal.ledger_import``, migration 0022). Every other writer keeps
+    the triggers. The setting is transaction-local and is unset again at the block's end."""
+    cursor.execute("SELECT set_config('portal.ledger_import', 'on', true)")
+    yield
+    cursor.execute("SELECT set_config('portal.ledger_import', 'off', true)")
+
+
+def job_ids_reserve(cursor: Any, count: int) -> list[int]:
+    """``count`` new job ids from the ledger's identity sequence, for rows written with COPY
+    whose key rows are written beside them."""
+    cursor.execute(
+        "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+        [TABLE, count],
+    )
+    return [pk for (pk,) in cursor.fetchall()]
+
+
+def keys_insert(cursor: Any, rows: Iterable[Mapping[str, Any]]) -> None:
+    """The key rows of new jobs (each row holds ``id`` and :data:`KEY_COLUMNS`), in one COPY.
+    A key a concurrent import wrote first fails on the unique key, as the ledger's insert
+    would have."""
+    columns = ", ".join(("job_id", *KEY_COLUMNS))
+    with cursor.cursor.copy(f"COPY {KEY_TABLE} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row([row["id"], *(row[name] for name in KEY_COLUMNS)])
+
+
+def keys_update_from(cursor: Any, changes: str) -> None:
+    """Bring the key rows of changed jobs in step with ``changes``, a table of the changed
+    ledger rows (``id`` and at least the key table's changing columns), in one ``UPDATE``."""
+    assignments = ", ".join(f"{name} = c.{name}" for name in _KEY_CHANGING)
+    cursor.execute(
+        f"UPDATE {KEY_TABLE} AS k SET {assignments} FROM {changes} AS c "  # noqa: S608
+        "WHERE k.job_id = c.id"
+    )

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounting.ledger.pipeline import ImportSummary, quarantine_retry
+from accounting.ledger.recovery import import_runs_recover
 from accounting.ledger.sources import (
     import_file,
     sacct_window_import,
@@ -24,6 +25,7 @@ from accounting.ledger_storage import partitions_ahead
 from accounting.locks import (
     ImportLockBusy,
     cluster_import_lock,
+    import_run_lock,
     named_lock,
     window_import_lock,
 )
@@ -62,9 +64,10 @@ def import_sacct_window(self: Task, cluster_id: int) -> dict[str, Any]:
     time_limit=3600,
 )
 def import_sacct_backfill_window(
-    self: Task, cluster_id: int, since: str, until: str
+    self: Task, cluster_id: int, since: str, until: str, attempts: int = 1
 ) -> dict[str, Any]:
-    """Import one window of a backfill (``accounting.ledger.sources.backfill_enqueue``).
+    """Import one window of a backfill (``accounting.ledger.sources.backfill_enqueue``), or
+    again the window of a run that stopped (``attempts`` > 1, from the recovery task).
 
     Windows of one cluster run at once on several workers, each under its own lock; the
     schedule's ``last_imported_until`` is left alone.
@@ -74,7 +77,7 @@ def import_sacct_backfill_window(
     try:
         with window_import_lock(cluster, start, end):
             run, summary = sacct_window_import(
-                cluster=cluster, since=start, until=end, advance=False
+                cluster=cluster, since=start, until=end, advance=False, attempts=attempts
             )
     except ImportLockBusy:
         return {"skipped": f"the window {since} .. {until} is being imported"}
@@ -94,16 +97,22 @@ def import_sacct_file(
 ) -> dict[str, Any]:
     """Import a sacct file already on disk (a staff upload, named relative to the uploads
     directory) into the run ``run_id``. A file that is not sacct output, or is not there,
-    fails its run with the reason, not the task."""
-    run = ImportRun.objects.select_related("cluster").get(pk=run_id)
-    run, summary = import_file(
-        run=run,
-        path=upload_path(path),
-        create_projects=create_projects,
-        columns=columns,
-        delimiter=delimiter,
-        progress=_progress(self, run.pk),
-    )
+    fails its run with the reason, not the task. Delivered again (its worker was killed) or
+    queued again by the recovery task, it resumes after the lines the run committed; a
+    delivery whose run is being imported or is finished stands down."""
+    try:
+        with import_run_lock(run_id):
+            run = ImportRun.objects.select_related("cluster").get(pk=run_id)
+            run, summary = import_file(
+                run=run,
+                path=upload_path(path),
+                create_projects=create_projects,
+                columns=columns,
+                delimiter=delimiter,
+                progress=_progress(self, run.pk),
+            )
+    except ImportLockBusy:
+        return {"import_run": run_id, "skipped": f"run {run_id} is being imported"}
     if summary is None:
         return {"import_run": run.pk, "error": run.error}
     return {"import_run": run.pk, **summary.as_dict()}
@@ -194,3 +203,25 @@ def uploads_expire_task() -> dict[str, Any]:
     except ImportLockBusy:
         return {"skipped": "uploads are being expired already"}
     return {"import_runs": [run.pk for run in runs]}
+
+
+# Stale runs one call looks at at most: bounded, like every periodic task.
+IMPORT_RUNS_RECOVERED_PER_RUN = 100
+
+
+@shared_task(name="accounting.tasks.import_runs_recover", soft_time_limit=240, time_limit=300)
+def import_runs_recover_task() -> dict[str, Any]:
+    """Beat, every five minutes: import runs without a sign of life for
+    ``PORTAL_IMPORT_STALE_MINUTES`` are queued again from their last committed batch, or failed
+    with the reason (``accounting.ledger.recovery``); idempotent, bounded, no overlap."""
+    try:
+        with named_lock("import runs recover"):
+            outcomes = import_runs_recover(
+                now=timezone.now(),
+                stale_after=timedelta(minutes=settings.IMPORT_STALE_MINUTES),
+                max_attempts=settings.IMPORT_MAX_ATTEMPTS,
+                limit=IMPORT_RUNS_RECOVERED_PER_RUN,
+            )
+    except ImportLockBusy:
+        return {"skipped": "stale import runs are being recovered already"}
+    return {"import_runs": {str(pk): outcome for pk, outcome in outcomes.items()}}

@@ -40,12 +40,12 @@ INSERT INTO accounting_job (
   cluster_id, job_id_raw, run, job_id, job_name, array_job_id, array_task_id, het_job_id,
   project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
   submit, start, "end", elapsed_seconds, nnodes, cpus, memory_mb, gpus, nodelist,
-  charge_state, service_units, pending_service_units, weight, dominant_resource, node_fractions,
+  charge_state, service_units, pending_service_units, weight, dominant_resource,
   energy_wh, source_hash, updated_at)
 SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
   p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal', 'COMPLETED', 'COMPLETED', '0:0',
   e - interval '1 hour', e - interval '1 hour', e, 3600, 1, 4, 7656, 0, 'nid1001',
-  'charged', 4, 0, 128, 'cores', '[]'::jsonb, 17.5, '', now()
+  'charged', 4, 0, 128, 'cores', 17.5, '', now()
 FROM generate_series(1, {jobs}) g
 CROSS JOIN LATERAL (SELECT timestamptz '2026-01-01' + (g % 525600) * interval '1 minute' AS e) t
 JOIN allocations_project p ON p.code = 'bench' || lpad((1 + g % {projects})::text, 4, '0')

@@ -166,7 +166,7 @@ def _load_jobs(url: str, env: dict[str, str], count: int, seed: int) -> None:
     known = {
         "cluster_id": cluster_id, "partition_id": partition_id, "project_id": project_id,
         "username": "bench", "state": "COMPLETED", "state_raw": "COMPLETED",
-        "charge_state": "charged", "node_fractions": "[]", "updated_at": now,
+        "charge_state": "charged", "updated_at": now,
     }  # fmt: skip
     fixed: dict[str, str] = {}
     for row in rows.splitlines():

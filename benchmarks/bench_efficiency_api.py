@@ -61,12 +61,12 @@ INSERT INTO accounting_job (
   project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
   submit, start, "end", elapsed_seconds, timelimit_minutes, nnodes, cpus, memory_mb, gpus,
   nodelist, charge_state, service_units, pending_service_units, weight, dominant_resource,
-  node_fractions, energy_wh, source_hash, updated_at, cpu_seconds_used, memory_peak_mb,
+  energy_wh, source_hash, updated_at, cpu_seconds_used, memory_peak_mb,
   right_sized_service_units)
 SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
   p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal', 'COMPLETED', 'COMPLETED', '0:0',
   e - interval '1 hour', e - interval '1 hour', e, 3600, 120, 1, 4, 7656, 0, 'nid1001',
-  'charged', 4, 0, 128, 'cores', '[]'::jsonb, 17.5, '', now(),
+  'charged', 4, 0, 128, 'cores', 17.5, '', now(),
   4 * 3600 * (g % 100) / 100.0, 7656 * (g % 97) / 97.0, greatest(ceil(4 * (g % 100) / 100.0), 1)
 FROM generate_series(1, {jobs}) g
 CROSS JOIN LATERAL (SELECT timestamptz '2026-01-01' + (g % 525600) * interval '1 minute' AS e) t

@@ -204,7 +204,7 @@ columns = ", ".join((
     "het_job_id", "project_id", "username", "partition_id", "qos", "state", "state_raw",
     "exit_code", "start", '"end"', "elapsed_seconds", "nnodes", "cpus", "memory_mb", "gpus",
     "nodelist", "charge_state", "service_units", "pending_service_units", "dominant_resource",
-    "node_fractions", "energy_wh", "source_hash", "updated_at",
+    "energy_wh", "source_hash", "updated_at",
 ))
 with connection.cursor() as cursor, cursor.cursor.copy(
     f"COPY accounting_job ({{columns}}) FROM STDIN"
@@ -216,7 +216,7 @@ with connection.cursor() as cursor, cursor.cursor.copy(
             cluster.pk, job.job_id, "", job.job_id, "bench", "", "", "", project.pk, "u",
             partition.pk, "normal", "COMPLETED", "COMPLETED", "0:0", job.start, job.end,
             job.end_seconds - job.start_seconds, 1, job.cores, job.memory_mb, job.gpus,
-            job.nodelist, "charged", 0, 0, "cores", "[]", 0, "", job.end,
+            job.nodelist, "charged", 0, 0, "cores", 0, "", job.end,
         ))
 with connection.cursor() as cursor:
     cursor.execute("ANALYZE accounting_job")

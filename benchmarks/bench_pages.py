@@ -39,7 +39,7 @@ INSERT INTO accounting_job (
   cluster_id, job_id_raw, run, job_id, job_name, array_job_id, array_task_id, het_job_id,
   project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
   submit, start, "end", elapsed_seconds, nnodes, cpus, memory_mb, gpus, nodelist,
-  charge_state, service_units, pending_service_units, weight, dominant_resource, node_fractions,
+  charge_state, service_units, pending_service_units, weight, dominant_resource,
   energy_wh, source_hash, updated_at)
 SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
   p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal',
@@ -49,8 +49,6 @@ SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
   7656 * (1 + g % 8) * (1 + (g % 7 = 0)::int * 3), 0, 'nid1001',
   'charged', s / 3600.0 * 4 * (1 + g % 8) * (1 + (g % 7 = 0)::int * 3), 0, 128,
   CASE WHEN g % 7 = 0 THEN 'memory' ELSE 'cores' END,
-  jsonb_build_array(jsonb_build_object('nodes', '1', 'cores', (4 * (1 + g % 8) / 128.0)::text,
-    'memory', (4 * (1 + g % 8) * (1 + (g % 7 = 0)::int * 3) / 128.0)::text, 'gpus', '0')),
   s / 3600.0 * 17.5 * (1 + g % 8), '', now()
 FROM generate_series(1, {jobs}) g
 CROSS JOIN LATERAL (

@@ -49,13 +49,13 @@ INSERT INTO accounting_job (
   cluster_id, job_id_raw, run, job_id, job_name, array_job_id, array_task_id, het_job_id,
   project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
   submit, start, "end", elapsed_seconds, nnodes, cpus, memory_mb, gpus, nodelist,
-  charge_state, service_units, pending_service_units, weight, dominant_resource, node_fractions,
+  charge_state, service_units, pending_service_units, weight, dominant_resource,
   energy_wh, source_hash, updated_at)
 SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
   p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal', 'COMPLETED', 'COMPLETED', '0:0',
   e - make_interval(secs => s), e - make_interval(secs => s), e, s, shape.nodes, shape.cpus,
   shape.memory_mb, shape.gpus, 'nid1001', 'charged', round(shape.cpus * s / 3600.0, 6), 0,
-  pv.derived_weight, 'cores', '[]'::jsonb, 0, '', now()
+  pv.derived_weight, 'cores', 0, '', now()
 FROM generate_series(1::bigint, {jobs}) g
 CROSS JOIN LATERAL (
   SELECT timestamptz '2026-01-01 00:00+00' + g * interval '31536 seconds' / ({jobs} / 1000.0)

@@ -333,6 +333,20 @@ class EndsAfterStart(serializers.Serializer):
         return attrs
 
 
+class RowField(serializers.Field):
+    """A read-only field worked out from several columns of its object: it renders the object
+    (``source="*"``) and, for :meth:`ApiModelSerializer.render_row`, a ``values()`` row that
+    holds its ``row_columns``. Both must give the same output."""
+
+    row_columns: tuple[str, ...] = ()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def from_row(self, row: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+
 class ApiModelSerializer(serializers.ModelSerializer):
     """Model serializers of the API: every datetime in UTC, and a quicker rendering.
 
@@ -384,7 +398,9 @@ class ApiModelSerializer(serializers.ModelSerializer):
             plan = []
             for field in self._readable_fields:
                 attrs = field.source_attrs
-                if isinstance(field, serializers.SlugRelatedField) and len(attrs) == 1:
+                if isinstance(field, RowField):
+                    plan.append((field.field_name, field, ""))
+                elif isinstance(field, serializers.SlugRelatedField) and len(attrs) == 1:
                     plan.append((field.field_name, None, f"{attrs[0]}__{field.slug_field}"))
                 elif len(attrs) == 1 and not isinstance(field, _GENERIC_FIELDS):
                     plan.append((field.field_name, field, attrs[0]))
@@ -395,11 +411,20 @@ class ApiModelSerializer(serializers.ModelSerializer):
 
     def row_columns(self) -> list[str]:
         """What to select with ``values()`` to render rows."""
-        return ["pk", *(column for _, _, column in self._row_plan())]
+        columns = ["pk"]
+        for _, field, column in self._row_plan():
+            if isinstance(field, RowField):
+                columns.extend(c for c in field.row_columns if c not in columns)
+            elif column not in columns:
+                columns.append(column)
+        return columns
 
     def render_row(self, row: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for name, field, column in self._row_plan():
+            if isinstance(field, RowField):
+                result[name] = field.from_row(row)
+                continue
             value = row[column]
             if field is None or value is None:
                 result[name] = value  # a related object's slug, or a missing value

@@ -390,9 +390,23 @@ SLURM_BIN_DIR = env_str("SLURM_BIN_DIR", "")
 # Test-only fault injection: the importing process kills itself (SIGKILL) right after its Nth
 # batch commits, so fault tests stop an import at a chosen point, never after a sleep. 0: off.
 IMPORT_FAULT_AFTER_BATCH = env_int("PORTAL_IMPORT_FAULT_AFTER_BATCH", 0, minimum=0)
+# With it, the process runs this shell command there instead (and goes on once it returns): a
+# test restarts the database or stops the broker at a chosen batch. Empty: the SIGKILL.
+IMPORT_FAULT_COMMAND = env_str("PORTAL_IMPORT_FAULT_COMMAND", "")
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 55 * 60, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 60 * 60, minimum=1)
 CELERY_TASK_ACKS_LATE = True  # a task killed with its worker is delivered again
+# Redis hands a task that was taken and never acknowledged (its worker was killed) to another
+# worker after the visibility timeout: it must be longer than any task may run (the longest
+# time limit of accounting.tasks is an hour), or a task still running would be delivered twice.
+# The recovery task (below) picks up a killed import long before; the redelivered message
+# then finds its run finished and stands down. A send gives up after a short connect timeout
+# and one retry (kit/queue.py), so an upload while Redis is down fails at once, not after 20 s.
+LONGEST_TASK_TIME_LIMIT = max(CELERY_TASK_TIME_LIMIT, 60 * 60)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": LONGEST_TASK_TIME_LIMIT + 10 * 60,
+    "socket_connect_timeout": env_int("PORTAL_BROKER_CONNECT_TIMEOUT_SECONDS", 2, minimum=1),
+}
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
@@ -421,7 +435,16 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Staff uploads, deleted PORTAL_UPLOAD_RETENTION_DAYS after their run finished.
     "uploads-expire": {"task": "accounting.tasks.uploads_expire", "schedule": 60 * 60},
+    # Import runs that stopped giving signs of life: queued again from their last batch, or
+    # failed with the reason (docs/importing.md, "Runs that finish themselves").
+    "import-runs-recover": {"task": "accounting.tasks.import_runs_recover", "schedule": 5 * 60},
 }
+# An import run without a committed batch (its heartbeat) for this long is stale: the recovery
+# task queues it again or fails it. Longer than any batch takes (seconds) and than sacct takes
+# to print its first 5,000 lines.
+IMPORT_STALE_MINUTES = env_int("PORTAL_IMPORT_STALE_MINUTES", 15, minimum=1)
+# How many times an import run is started in all (the first attempt and its recoveries).
+IMPORT_MAX_ATTEMPTS = env_int("PORTAL_IMPORT_MAX_ATTEMPTS", 3, minimum=1)
 # Days a staff upload (var/uploads/) is kept after its import finished; 0 keeps them forever.
 PORTAL_UPLOAD_RETENTION_DAYS = env_int("PORTAL_UPLOAD_RETENTION_DAYS", 30, minimum=0)
 

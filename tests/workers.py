@@ -34,10 +34,11 @@ def _answers(app: Any, name_prefix: str) -> bool:
 
 @contextmanager
 def start_celery_worker(
-    name: str = "test", *, env: dict[str, str] | None = None
+    name: str = "test", *, env: dict[str, str] | None = None, pool: str = "solo"
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A worker process (solo pool, the portal's queues) until the block ends; ``env`` adds
-    to its environment (a fault hook, say)."""
+    to its environment (a fault hook, say); ``pool="prefork"`` runs tasks in one child
+    process, as a deployment's worker does."""
     from portal.celery import app
 
     node = f"{name}-{os.getpid()}@"
@@ -50,7 +51,8 @@ def start_celery_worker(
         process = subprocess.Popen(
             [
                 sys.executable, "-m", "celery", "-A", "portal", "worker",
-                "--pool", "solo", "--queues", "portal,imports",
+                "--pool", pool, *(["--concurrency", "1"] if pool == "prefork" else []),
+                "--queues", "portal,imports",
                 "--hostname", f"{node}%h", "--without-gossip", "--without-mingle",
                 "--loglevel", "INFO",
             ],

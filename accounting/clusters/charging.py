@@ -970,6 +970,53 @@ def charge_rate(
     )
 
 
+def node_fractions_even(
+    spec: PartitionSpec,
+    *,
+    nodes: int,
+    cores: Decimal | int,
+    memory_mb: Decimal | int,
+    gpus: Decimal | int = 0,
+) -> tuple[NodeFractions, ...]:
+    """The fractions of each node a job held whose totals (sacct's ``AllocTRES``) are split
+    evenly over its ``nodes``: the figures :func:`charge` shows for that job, so the ledger
+    derives them from the job's shape instead of storing them.
+
+    Raises :class:`ChargeError` for a shape the partition cannot have given.
+    """
+    usage = split_evenly(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
+    return charge(spec, usage, elapsed_seconds=0).nodes
+
+
+def node_fractions_folded(fractions: Sequence[NodeFractions]) -> list[dict[str, str]]:
+    """Per-node fractions as text, identical consecutive nodes folded into one entry whose
+    ``nodes`` counts them (the job API's ``node_fractions`` and the job page's chart)."""
+    first = fractions[0] if fractions else None
+    if first is not None and not first.node_local and all(n == first for n in fractions):
+        # The usual case: sacct gives totals, split evenly, so every node holds the same.
+        return [
+            {
+                "nodes": str(len(fractions)),
+                "cores": str(first.cores),
+                "memory": str(first.memory),
+                "gpus": str(first.gpus),
+            }
+        ]
+    folded: list[dict[str, str]] = []
+    for node in fractions:
+        entry = {
+            "cores": str(node.cores),
+            "memory": str(node.memory),
+            "gpus": str(node.gpus),
+            **{name: str(value) for name, value in sorted(node.node_local.items())},
+        }
+        if folded and {k: v for k, v in folded[-1].items() if k != "nodes"} == entry:
+            folded[-1]["nodes"] = str(int(folded[-1]["nodes"]) + 1)
+        else:
+            folded.append({"nodes": "1", **entry})
+    return folded
+
+
 def service_units(
     spec: PartitionSpec,
     nodes: Sequence[NodeUsage],

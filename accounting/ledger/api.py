@@ -8,7 +8,7 @@ from typing import Any, cast
 import django_filters  # type: ignore[import-untyped]
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
@@ -249,13 +249,20 @@ class ImportRunViewSet(ApiViewSet):
 
     @extend_schema(
         request={"multipart/form-data": ImportUploadInputSerializer},
-        responses={202: ImportRunOutputSerializer},
+        responses={
+            202: ImportRunOutputSerializer,
+            503: OpenApiResponse(
+                description="the task queue did not answer: the run failed at once; the error"
+                " body's message says why, and import_run is the run's id"
+            ),
+        },
     )
     def create(self, request: Request) -> Response:
         """Upload a sacct --parsable2 or --json file; it is kept and imported by a worker (202).
         Follow the run with GET /api/v1/imports/{id}/. Content this cluster imported before
         answers 409 with the earlier run's id in ``import_run``, unless ``import_again`` is
-        set."""
+        set. When the task queue is down the run fails at once and the answer is 503 with the
+        reason and the run's id (the file is kept, and queued once the queue answers)."""
         data = ImportUploadInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
@@ -274,6 +281,11 @@ class ImportRunViewSet(ApiViewSet):
             body = error_body(str(already), {"import_again": [str(already)]})
             return Response(
                 {**body, "import_run": already.earlier.pk}, status=status.HTTP_409_CONFLICT
+            )
+        if run.task_unsent:
+            return Response(
+                {**error_body(run.error), "import_run": run.pk},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
             )
         return Response(ImportRunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

@@ -13,11 +13,11 @@ Two halves, each exact against the per-line code it stands in for:
   as before, and yields what it yields.
 - :class:`ShapePricer` turns a batch's fast lines into ledger rows: the import's lookups of
   project, partition, user and rate version (cached there), one
-  :func:`~accounting.clusters.charging.charge_rate` and one per-node fractions JSON per
-  distinct (rate version, AllocTRES, node count), checked once against ``charge()``, and per
-  row a half-even rounding of elapsed x rate in integers. A line whose account, partition,
-  version or charge needs a decision (unknown, quarantined, beyond a column) gets None: the
-  caller reads it with the per-line code.
+  :func:`~accounting.clusters.charging.charge_rate` per distinct (rate version, AllocTRES, node
+  count), checked once against ``charge()``, and per row a half-even rounding of elapsed x
+  rate in integers. A line whose account, partition, version or charge needs a decision
+  (unknown, quarantined, beyond a column) gets None: the caller reads it with the per-line
+  code.
 
 What the fast path makes is exactly what ``pipeline._row_for`` makes of the same line
 (``tests/accounting/test_columnar.py``).
@@ -486,16 +486,14 @@ class ShapePricer:
         self,
         lookups: Lookups,
         *,
-        fractions_json: Callable[[tuple[charging.NodeFractions, ...]], Any],
         time_problem: Callable[[Any], object | None],
         stages: Stages | None = None,
     ) -> None:
         self.lookups = lookups
-        self.fractions_json = fractions_json
         self.time_problem = time_problem
         self.stages = stages
         self.projects: dict[str, Any] = {}
-        self.rates: dict[tuple[Any, ...], tuple[charging.ChargeRate, Any] | None] = {}
+        self.rates: dict[tuple[Any, ...], charging.ChargeRate | None] = {}
 
     def forget(self) -> None:
         """Drop what was read inside a batch that rolled back."""
@@ -529,10 +527,9 @@ class ShapePricer:
             if version is None:
                 continue
             alloc = line.alloc
-            priced = self._rate(version, line.nnodes, alloc)
-            if priced is None:
+            rate = self._rate(version, line.nnodes, alloc)
+            if rate is None:
                 continue
-            rate, fractions = priced
             elapsed = line.elapsed_seconds
             su_quanta = _half_even(elapsed, rate.service_units_per_second)
             wh_quanta = _half_even(elapsed, rate.energy_wh_per_second)
@@ -578,8 +575,6 @@ class ShapePricer:
                 "reserved_service_units": None,
                 "weight": version.weight,
                 "dominant_resource": rate.dominant_resource,
-                # Goes with the lean ledger's node_fractions column: this one line.
-                "node_fractions": fractions,
                 "warnings": [],
                 "energy_wh": Decimal(wh_quanta).scaleb(-6),
                 "cost": None,
@@ -591,16 +586,14 @@ class ShapePricer:
             self.stages.add("price", started)
         return rows
 
-    def _rate(
-        self, version: Any, nodes: int, alloc: _Resources
-    ) -> tuple[charging.ChargeRate, Any] | None:
-        """The shape's rate and node fractions, once per (rate version, AllocTRES, nodes)."""
+    def _rate(self, version: Any, nodes: int, alloc: _Resources) -> charging.ChargeRate | None:
+        """The shape's rate, once per (rate version, AllocTRES, nodes)."""
         key = (version.pk, nodes, alloc.cpus, alloc.memory_mb, alloc.gpus)
         if key in self.rates:
             return self.rates[key]
         if len(self.rates) >= _CACHE_LIMIT:
             self.rates.clear()
-        priced: tuple[charging.ChargeRate, Any] | None
+        priced: charging.ChargeRate | None
         try:
             usage = charging.split_evenly(
                 nodes=nodes, cores=alloc.cpus, memory_mb=alloc.memory_mb, gpus=alloc.gpus
@@ -613,7 +606,7 @@ class ShapePricer:
             check = charging.charge(version.spec, usage, elapsed_seconds=_CHECK_SECONDS)
             if rate.at(_CHECK_SECONDS) != (check.service_units, check.energy_wh):
                 raise AssertionError(f"charge_rate disagrees with charge() for shape {key}")
-            priced = (rate, self.fractions_json(rate.nodes))
+            priced = rate
         self.rates[key] = priced
         return priced
 

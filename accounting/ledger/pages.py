@@ -35,6 +35,7 @@ from accounting.ledger.selectors import (
     JobFilters,
     import_runs_recent,
     job_get,
+    job_node_fractions,
     job_partitions,
     job_usernames,
     jobs_of_project,
@@ -272,7 +273,7 @@ def _job_efficiency(job: Job, version: PartitionVersion | None) -> JobEfficiency
 
 def _fraction_groups(job: Job) -> list[dict[str, Any]]:
     groups, first = [], 1
-    for entry in job.node_fractions or []:
+    for entry in job_node_fractions(job):
         count = int(entry.get("nodes", 1))
         label = f"node {first}" if count == 1 else f"nodes {first}\u2013{first + count - 1}"
         fractions = {name: Decimal(entry.get(name, "0")) for name in ("cores", "memory", "gpus")}
@@ -376,7 +377,10 @@ def import_list(request: HttpRequest) -> HttpResponse:
         except AlreadyImported as already:
             form.add_error("import_again", str(already))
         else:
-            messages.success(request, f"Import {run.pk} of {upload.name} started.")
+            if run.task_unsent:
+                messages.error(request, f"Import {run.pk} of {upload.name}: {run.error}.")
+            else:
+                messages.success(request, f"Import {run.pk} of {upload.name} started.")
             return redirect("accounting:import-detail", pk=run.pk)
     runs = list(import_runs_recent())
     open_records = quarantine_open()

@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -38,8 +39,18 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, OperationalError, connection, models, transaction
-from django.db.models import F
+from django.db import (
+    DatabaseError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    models,
+    transaction,
+)
+from django.db.models import F, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from accounting.clusters import charging, efficiency
@@ -48,6 +59,7 @@ from accounting.costs.services import CostOutOfRange, JobPricer
 from accounting.ledger import columnar
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
+from accounting.ledger.references import references_check
 from accounting.ledger.rollups import (
     Deltas,
     daily_apply,
@@ -73,6 +85,10 @@ from accounting.ledger.usage import USAGE_COLUMNS, held_of, usage_of, usage_valu
 from accounting.ledger_storage import (
     KEY_TABLE,
     is_partitioned,
+    job_ids_reserve,
+    key_table_kept_here,
+    keys_insert,
+    keys_update_from,
     ledger_write_lock,
     month_of,
     partitions_ensure,
@@ -276,34 +292,6 @@ class _Lookups:
         return self.users[username]
 
 
-def _fractions_json(fractions: tuple[charging.NodeFractions, ...]) -> list[dict[str, str]]:
-    """Per-node fractions, identical consecutive nodes folded into one entry with a count."""
-    first = fractions[0] if fractions else None
-    if first is not None and not first.node_local and all(n == first for n in fractions):
-        # The usual case: sacct gives totals, split evenly, so every node holds the same.
-        return [
-            {
-                "nodes": str(len(fractions)),
-                "cores": str(first.cores),
-                "memory": str(first.memory),
-                "gpus": str(first.gpus),
-            }
-        ]
-    folded: list[dict[str, str]] = []
-    for node in fractions:
-        entry = {
-            "cores": str(node.cores),
-            "memory": str(node.memory),
-            "gpus": str(node.gpus),
-            **{name: str(value) for name, value in sorted(node.node_local.items())},
-        }
-        if folded and {k: v for k, v in folded[-1].items() if k != "nodes"} == entry:
-            folded[-1]["nodes"] = str(int(folded[-1]["nodes"]) + 1)
-        else:
-            folded.append({"nodes": "1", **entry})
-    return folded
-
-
 def _quarantine_for(record: SacctRecord, reason: str, field_name: str = "") -> _Quarantine:
     return _Quarantine(
         line_number=record.line_number,
@@ -441,7 +429,6 @@ def _row_for(
         "reserved_service_units": None,
         "weight": version.weight if version else None,
         "dominant_resource": "",
-        "node_fractions": [],
         "warnings": list(record.warnings),
         "energy_wh": Decimal(0),
         "cost": None,
@@ -468,7 +455,6 @@ def _row_for(
     except (charging.ChargeError, charging.SpecError) as error:
         return _quarantine_for(record, f"cannot be charged: {error}", "AllocTRES")
     row["dominant_resource"] = charge.dominant_resource
-    row["node_fractions"] = _fractions_json(charge.nodes)
     row["energy_wh"] = charge.energy_wh
     booking = booking_for(
         finished=record.is_finished,
@@ -513,8 +499,7 @@ _COMPARED = (
     "state_raw", "exit_code", "submit", "start", "end", "elapsed_seconds", "timelimit_minutes",
     "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "billing", "consumed_energy_joules",
     "charge_state", "service_units", "pending_service_units", "reserved_service_units",
-    "weight", "dominant_resource",
-    "node_fractions", "warnings", "energy_wh", "cost", "cost_model_version_id",
+    "weight", "dominant_resource", "warnings", "energy_wh", "cost", "cost_model_version_id",
     *USAGE_COLUMNS, "right_sized_service_units",
 )  # fmt: skip
 
@@ -555,21 +540,30 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
         with connection.cursor() as cursor:
             cursor.executemany(sql, prepared)
         return
-    sql = f"COPY {Job._meta.db_table} ({columns}) FROM STDIN"
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.cursor.copy(sql) as copy,
-    ):
-        for row in rows:
-            row["node_fractions"] = json.dumps(row["node_fractions"])
-            row["warnings"] = json.dumps(row["warnings"])
-            copy.write_row([row[name] for name in attnames])
+    for row in rows:
+        row["warnings"] = json.dumps(row["warnings"])
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        if not is_partitioned():
+            with cursor.cursor.copy(f"COPY {Job._meta.db_table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row([row[name] for name in attnames])
+            return
+        # The key rows first, with ids taken from the ledger's sequence: a key a concurrent
+        # import wrote first fails here, before the ledger's COPY. The key table's triggers
+        # skip these statements (migration 0022).
+        for row, pk in zip(rows, job_ids_reserve(cursor, len(rows)), strict=True):
+            row["id"] = pk
+        with key_table_kept_here(cursor):
+            keys_insert(cursor, rows)
+            sql = f"COPY {Job._meta.db_table} (id, {columns}) FROM STDIN"
+            with cursor.cursor.copy(sql) as copy:
+                for row in rows:
+                    copy.write_row([row["id"], *(row[name] for name in attnames)])
 
 
 _UPDATED = [*_COMPARED, "source_hash", "import_run_id", "line_number", "charged_at"]
 _COLUMN_OF = {f.attname: f.column or f.attname for f in Job._meta.concrete_fields}
-_JSON_COLUMNS = {"node_fractions", "warnings"}
+_JSON_COLUMNS = {"warnings"}
 
 
 def _jobs_update(jobs: list[Job]) -> None:
@@ -600,10 +594,18 @@ def _jobs_update(jobs: list[Job]) -> None:
                         ),
                     ]
                 )
-        cursor.execute(
-            f"UPDATE {table} AS j SET {assignments} FROM job_changes AS c "  # noqa: S608
-            "WHERE j.id = c.id"
-        )
+        if not is_partitioned():
+            cursor.execute(
+                f"UPDATE {table} AS j SET {assignments} FROM job_changes AS c "  # noqa: S608
+                "WHERE j.id = c.id"
+            )
+            return
+        with key_table_kept_here(cursor):
+            cursor.execute(
+                f"UPDATE {table} AS j SET {assignments} FROM job_changes AS c "  # noqa: S608
+                "WHERE j.id = c.id"
+            )
+            keys_update_from(cursor, "job_changes")
 
 
 def _preparers() -> list[tuple[str, Callable[[Any], Any] | None]]:
@@ -703,6 +705,7 @@ def _batch_write(
             run=run, now=now, summary=summary, pricer=pricer,
         )  # fmt: skip
         quarantine.extend(changes.quarantine)
+        references_check([*changes.inserts, *changes.updates])
         if changes.inserts:
             _jobs_insert(changes.inserts)
         if changes.updates:
@@ -719,7 +722,8 @@ def _batch_write(
         )  # fmt: skip
 
         ImportRun.objects.filter(pk=run.pk).update(
-            **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)}
+            heartbeat_at=now,  # committed with the counters: the run's sign of life
+            **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
         )
     return summary
 
@@ -992,22 +996,68 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
 
     The retry runs in a new transaction, which sees the other import's committed rows as
     existing, so each job is booked once. Projects the failed attempt created went with its
-    rollback: the lookups forget them and read again.
+    rollback: the lookups forget them and read again. A batch whose connection was lost is
+    written again on a new one, once the server answers (``_RECONNECTS``).
     """
-    kwargs["lookups"].months_ready(batch.records.values())
-    for attempt in range(1, _RETRIES + 1):
+    lost: list[str] = []  # the connection errors met so far
+    races = 0
+    while True:
         try:
+            kwargs["lookups"].months_ready(batch.records.values())
             summary = _batch_write(batch, **kwargs)
             kwargs["lookups"].batch_committed()
+            if lost:
+                run_interrupted(
+                    kwargs["run"],
+                    f"the database connection broke ({lost[0]}); the batch was written on a"
+                    f" new connection after {len(lost)} attempt(s)",
+                )
             return summary
-        except (IntegrityError, OperationalError) as error:
-            if attempt == _RETRIES:
-                raise
+        except (IntegrityError, OperationalError, InterfaceError) as error:
             kwargs["lookups"].forget_created()
             if kwargs.get("pricer") is not None:
                 kwargs["pricer"].forget()
-            logger.info("batch retried after a concurrent write (attempt %d): %s", attempt, error)
-    raise AssertionError("unreachable")
+            if connection_lost(error):
+                # The server went away (a restart): wait for it, then write the batch again
+                # on a new connection; what it committed before is in the run's counters.
+                if len(lost) == _RECONNECTS:
+                    raise
+                lost.append(str(error).strip().splitlines()[0] if str(error).strip() else "")
+                time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (len(lost) - 1))
+                continue
+            races += 1
+            if races == _RETRIES or isinstance(error, InterfaceError):
+                raise
+            logger.info("batch retried after a concurrent write (attempt %d): %s", races, error)
+
+
+# A lost connection is tried again after 0.5, 1, 2, 4, 8 and 16 s (31.5 s in all: a restart);
+# a database away longer fails the run with the reason.
+_RECONNECTS = 6
+_RECONNECT_WAIT_SECONDS = 0.5
+
+
+def connection_lost(error: Error) -> bool:
+    """Whether ``error`` says the connection to PostgreSQL is gone (the server restarted,
+    terminated it or could not be reached: SQLSTATE class 08 or 57P, or no answer at all),
+    not that the database refused the work (a deadlock, a unique key). The connection is then
+    closed, so the next query opens a new one; inside a caller's transaction nothing can be
+    done about it (False)."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return False
+    sqlstate = getattr(error.__cause__, "sqlstate", None)
+    if sqlstate is not None and not sqlstate.startswith(("08", "57P")):
+        return False
+    connection.close()
+    return True
+
+
+def run_interrupted(run: ImportRun, note: str) -> None:
+    """Add a dated line to what interrupted ``run`` (its page and API show them)."""
+    line = f"{timezone.now():%Y-%m-%d %H:%M:%S} UTC: {note}"[:2000]
+    ImportRun.objects.filter(pk=run.pk).update(
+        interruptions=Concat("interruptions", Value(line + "\n"), output_field=models.TextField())
+    )
 
 
 def _fault_point(batches_written: int) -> None:
@@ -1015,6 +1065,12 @@ def _fault_point(batches_written: int) -> None:
     after its Nth batch committed, as a worker killed by the kernel would (docs/importing.md)."""
     after = settings.IMPORT_FAULT_AFTER_BATCH
     if after and batches_written == after:
+        if settings.IMPORT_FAULT_COMMAND:
+            # A fault made by a test at this point (restart the database, stop the broker):
+            # the import goes on once the command returns.
+            logger.warning("PORTAL_IMPORT_FAULT_AFTER_BATCH=%d: running the fault command", after)
+            subprocess.run(settings.IMPORT_FAULT_COMMAND, shell=True, check=True)  # noqa: S602
+            return
         logger.warning("PORTAL_IMPORT_FAULT_AFTER_BATCH=%d: killing this process", after)
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -1036,6 +1092,7 @@ def jobs_import(
     header: str | None = None,
     first_line_number: int = 1,
     finish_run: bool = True,
+    resume_after: int = 0,
     columnar_pricing: bool = True,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
@@ -1048,6 +1105,9 @@ def jobs_import(
     is ``header`` (``accounting.ledger.sources.file_import_parallel``); with ``finish_run``
     false the run is left running for the caller to finish. ``columnar_pricing`` false reads
     every line with the per-line code (the fast path's tests compare the two).
+    ``resume_after`` skips that many data lines (items of JSON): those an interrupted attempt
+    at ``run`` already committed and counted, so a redelivered or requeued import counts each
+    line once.
     Raises ``ImportFatal`` (after recording the run as failed) when the input has no usable
     header. Quarantined lines are not errors: they are counted and kept.
     """
@@ -1077,7 +1137,6 @@ def jobs_import(
     if columnar_pricing:
         pricer = columnar.ShapePricer(
             lookups,
-            fractions_json=_fractions_json,
             time_problem=lambda line: _time_problem(line, horizon=lookups.horizon),
             stages=stages,
         )
@@ -1089,6 +1148,7 @@ def jobs_import(
             # but the batch in flight.
             chunk_lines=min(batch_size, columnar.CHUNK_LINES),
         )
+    to_skip = resume_after
 
     def flush() -> None:
         nonlocal batch, batches_written
@@ -1132,6 +1192,9 @@ def jobs_import(
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
                 ImportRun.objects.filter(pk=run.pk).update(header=tap.header)
+            if to_skip:
+                to_skip -= 1  # committed by an earlier attempt at this run
+                continue
             if batch.lines >= batch_size and not isinstance(item, SacctStep):
                 # A full batch is written before the next job, never between a job and the
                 # steps that follow it (their usage is the job's).
@@ -1178,7 +1241,8 @@ def jobs_import(
         raise
     stages.log(run.pk)
     if finish_run:
-        run_succeeded(run, charged=total.charged)
+        # A resumed run also tells of the charges its earlier attempts committed.
+        run_succeeded(run, charged=total.charged + (run.charged if resume_after else 0))
     run.refresh_from_db()
     return run, total
 
@@ -1194,9 +1258,18 @@ def run_succeeded(run: ImportRun, *, charged: int) -> None:
 
 
 def _run_failed(run: ImportRun, message: str) -> None:
-    ImportRun.objects.filter(pk=run.pk).update(
-        status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message[:10000]
-    )
+    """Mark ``run`` failed. After a database error the connection may be broken: the run is
+    then marked on a new one (a restarted server), else the recovery task finds it later."""
+    for attempt in range(1, 4):
+        try:
+            ImportRun.objects.filter(pk=run.pk).update(
+                status=ImportRun.Status.FAILED, finished_at=timezone.now(), error=message[:10000]
+            )
+            return
+        except DatabaseError as error:
+            if attempt == 3 or not connection_lost(error):
+                raise
+            time.sleep(_RECONNECT_WAIT_SECONDS * 2 ** (attempt - 1))
 
 
 # --- sacct on this host ----------------------------------------------------------------------

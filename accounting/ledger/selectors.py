@@ -27,6 +27,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
+from accounting.clusters import charging
+from accounting.clusters.hardware import HARDWARE_NAMES
 from accounting.ledger_storage import KEY_TABLE, is_partitioned
 from accounting.models import (
     Cluster,
@@ -34,6 +36,7 @@ from accounting.models import (
     ImportRun,
     Job,
     Partition,
+    PartitionVersion,
     QuarantinedRecord,
     UsageDaily,
 )
@@ -281,6 +284,66 @@ def job_get(*, pk: int, projects: QuerySet[Project]) -> Job | None:
         .filter(pk=pk, project__in=projects)
         .first()
     )
+
+
+def job_node_fractions(job: Job) -> list[dict[str, str]]:
+    """The fractions of each node the job held, folded (``charging.node_fractions_folded``):
+    derived from the job's shape and the rate version it was charged with, as the import
+    computed them when it priced the job (docs/importing.md, "The lean ledger")."""
+    version = job.partition_version
+    if version is None:
+        return []
+    if version.partition_id == job.partition_id:
+        version.partition = job.partition  # the spec's name: no query per job of a list
+    return _node_fractions(
+        version, nnodes=job.nnodes, cpus=job.cpus, memory_mb=job.memory_mb, gpus=job.gpus,
+        ran=bool(job.nodelist) and job.start is not None,
+    )  # fmt: skip
+
+
+# What ``job_node_fractions_of_row`` reads of a job and its rate version with ``values()``.
+JOB_FRACTION_COLUMNS = (
+    "nnodes", "cpus", "memory_mb", "gpus", "nodelist", "start", "partition_version_id",
+    "partition__name", "partition_version__node_local",
+    *(f"partition_version__{name}" for name in HARDWARE_NAMES),
+)  # fmt: skip
+
+
+def job_node_fractions_of_row(row: Mapping[str, Any]) -> list[dict[str, str]]:
+    """:func:`job_node_fractions` of a job read with ``values(*JOB_FRACTION_COLUMNS)`` (a page
+    of the jobs API), without a model object or a query per job."""
+    if row["partition_version_id"] is None:
+        return []
+    version = PartitionVersion(
+        partition=Partition(name=row["partition__name"]),
+        node_local=row["partition_version__node_local"],
+        **{name: row[f"partition_version__{name}"] for name in HARDWARE_NAMES},
+    )
+    return _node_fractions(
+        version, nnodes=row["nnodes"], cpus=row["cpus"], memory_mb=row["memory_mb"],
+        gpus=row["gpus"], ran=bool(row["nodelist"]) and row["start"] is not None,
+    )  # fmt: skip
+
+
+def _node_fractions(
+    version: PartitionVersion,
+    *,
+    nnodes: int,
+    cpus: int,
+    memory_mb: Decimal,
+    gpus: int,
+    ran: bool,
+) -> list[dict[str, str]]:
+    # A job that never ran held no node (the import stores no fractions for it).
+    if nnodes == 0 or not ran:
+        return []
+    try:
+        fractions = charging.node_fractions_even(
+            version.spec, nodes=nnodes, cores=cpus, memory_mb=memory_mb, gpus=gpus
+        )
+    except (charging.ChargeError, charging.SpecError):
+        return []  # a shape the import would have quarantined (a row written by hand)
+    return charging.node_fractions_folded(fractions)
 
 
 @dataclass(frozen=True)

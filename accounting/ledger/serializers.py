@@ -20,6 +20,11 @@ from accounting.costs.costmodels import job_cost_as_dict
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger.forms import SacctUploadForm
 from accounting.ledger.pipeline import BUCKETS
+from accounting.ledger.selectors import (
+    JOB_FRACTION_COLUMNS,
+    job_node_fractions,
+    job_node_fractions_of_row,
+)
 from accounting.ledger.usage import held_of, usage_of
 from accounting.models import (
     Cluster,
@@ -28,7 +33,7 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.utilisation.overhead import job_fair_share_get
-from kit.api import ApiModelSerializer, QuerySerializer, UtcDateTimeField, slug_of
+from kit.api import ApiModelSerializer, QuerySerializer, RowField, UtcDateTimeField, slug_of
 
 _FRACTION = {"type": "string", "description": "a decimal fraction of the node"}
 
@@ -50,8 +55,16 @@ _FRACTION = {"type": "string", "description": "a decimal fraction of the node"}
         },
     }
 )  # fmt: skip
-class NodeFractionsField(serializers.JSONField):
-    """The ledger's per-node fractions, as stored."""
+class NodeFractionsField(RowField):
+    """The job's per-node fractions, derived from its shape (``job_node_fractions``)."""
+
+    row_columns = JOB_FRACTION_COLUMNS
+
+    def to_representation(self, value: Job) -> list[dict[str, str]]:
+        return job_node_fractions(value)
+
+    def from_row(self, row: dict[str, Any]) -> list[dict[str, str]]:
+        return job_node_fractions_of_row(row)
 
 
 class JobOutputSerializer(ApiModelSerializer):
@@ -62,7 +75,7 @@ class JobOutputSerializer(ApiModelSerializer):
     partition_version = slug_of(
         "number", allow_null=True, help_text="the number of the rate version the charge used"
     )
-    node_fractions = NodeFractionsField(read_only=True)
+    node_fractions = NodeFractionsField()
     warnings = serializers.ListField(
         child=serializers.CharField(),
         read_only=True,
@@ -321,6 +334,9 @@ class ImportRunOutputSerializer(ApiModelSerializer):
             "lines",
             *BUCKETS,  # the import's own list: a new bucket is in the API at once
             "error",
+            "heartbeat_at",
+            "attempts",
+            "interruptions",
         ]
 
 

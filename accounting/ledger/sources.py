@@ -33,6 +33,7 @@ from accounting.ledger.pipeline import (
     ImportFatal,
     ImportSummary,
     jobs_import,
+    run_interrupted,
     run_succeeded,
 )
 from accounting.ledger.range_process import range_import
@@ -44,7 +45,7 @@ from accounting.ledger.sacct import (
     parse_sacct,
 )
 from accounting.ledger.sacct_json import detect_format
-from accounting.locks import cluster_row_lock
+from accounting.locks import cluster_row_lock, import_run_lock
 from accounting.models import (
     Cluster,
     ImportRun,
@@ -246,12 +247,14 @@ def sacct_window_import(
     until: datetime | None = None,
     since: datetime | None = None,
     advance: bool = True,
+    attempts: int = 1,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import the next window of ``cluster``: from the previous window's end less the overlap
     (or ``since``) to ``until`` (now). Overlaps are harmless: known jobs are left alone.
 
     ``advance`` moves the cluster's ``last_imported_until`` to ``until``; a backfill window
-    (below) leaves it where the schedule put it.
+    (below) leaves it where the schedule put it. ``attempts`` counts the window's earlier
+    runs that stopped (``accounting.ledger.recovery``): the recovery gives up at the limit.
     """
     until = until or timezone.now()
     if since is None:
@@ -264,8 +267,12 @@ def sacct_window_import(
         source=f"{kind} {since.isoformat()} .. {until.isoformat()}",
         window_start=since,
         window_end=until,
+        attempts=attempts,
     )
-    with window_source(cluster=cluster, since=since, until=until) as source:
+    with (
+        import_run_lock(run.pk),
+        window_source(cluster=cluster, since=since, until=until) as source,
+    ):
         result = jobs_import(cluster=cluster, **source, source=run.source, run=run, tz=UTC)
     if advance:
         Cluster.objects.filter(pk=cluster.pk).update(last_imported_until=until)
@@ -385,16 +392,39 @@ def import_upload_start(
         kept.unlink(missing_ok=True)
         raise
     path = kept.rename(upload_dir / f"import-{run.pk}{_suffix(name)}")
-    task_enqueue(
-        name="accounting.tasks.import_sacct_file",
-        args=(run.pk, path.name),
-        kwargs={
-            "create_projects": create_projects,
-            "columns": columns or None,
-            "delimiter": delimiter or None,
-        },
-    )
+    options = {
+        "path": path.name,
+        "create_projects": create_projects,
+        "columns": columns or None,
+        "delimiter": delimiter or None,
+    }
+    ImportRun.objects.filter(pk=run.pk).update(task_options=options)
+    upload_task_send(run, options)
+    run.refresh_from_db()
     return run
+
+
+def upload_task_send(run: ImportRun, options: dict[str, Any]) -> None:
+    """Queue the import of an uploaded file (``options``: the kept file's name and the upload's
+    choices). When the broker does not take the task, the run fails at once saying so, and is
+    marked to be queued again by the recovery task once the broker answers."""
+    path, rest = options["path"], {k: v for k, v in options.items() if k != "path"}
+
+    def unsent(error: Exception) -> None:
+        ImportRun.objects.filter(pk=run.pk).update(
+            status=ImportRun.Status.FAILED,
+            finished_at=timezone.now(),
+            task_unsent=True,
+            error=(
+                f"the import could not be queued: {error}. The file is kept; the import is"
+                " queued again automatically once the task queue answers"
+            ),
+        )
+
+    task_enqueue(
+        name="accounting.tasks.import_sacct_file", args=(run.pk, path), kwargs=rest,
+        on_unsent=unsent,
+    )  # fmt: skip
 
 
 @transaction.atomic
@@ -600,6 +630,10 @@ def import_file(
 
     A file that is not there fails the run too, saying where it was looked for: a worker that
     does not share the web's uploads directory must not leave the run running forever."""
+    if run.status != ImportRun.Status.RUNNING:
+        # A redelivered task whose run was finished meanwhile (by an earlier delivery, or
+        # failed by the recovery task): nothing to do.
+        return run, None
     if not path.is_file():
         message = (
             f"the uploaded file {path.name} is not in {path.parent} on the importing worker"
@@ -611,6 +645,12 @@ def import_file(
         )
         run.refresh_from_db()
         return run, None
+    # A redelivered or requeued task resumes after the lines the run has committed (its
+    # counters are written in each batch's transaction), so each line is counted once.
+    committed = ImportRun.objects.filter(pk=run.pk).values_list("lines", flat=True).get()
+    ImportRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    if committed:
+        run_interrupted(run, f"resumed after the {committed} lines already committed")
     try:
         with path.open("rb") as stream:
             return sacct_stream_import(
@@ -622,6 +662,7 @@ def import_file(
                 columns=columns,
                 delimiter=delimiter,
                 progress=progress,
+                resume_after=committed,
             )
     except ImportFatal:
         run.refresh_from_db()

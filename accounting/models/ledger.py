@@ -52,6 +52,24 @@ class ImportRun(models.Model):
         blank=True,
         help_text="when the uploaded file was deleted, PORTAL_UPLOAD_RETENTION_DAYS after the run",
     )
+    # Runs that finish themselves (docs/importing.md, "Runs that finish themselves").
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="last sign of life: each committed batch, and the task when it starts",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=1, help_text="times the import was started (the recovery task's included)"
+    )
+    task_options = models.JSONField(
+        default=dict, blank=True, help_text="the import task's arguments, to queue it again"
+    )
+    task_unsent = models.BooleanField(
+        default=False, help_text="failed because its task could not be sent (broker down)"
+    )
+    interruptions = models.TextField(
+        blank=True, help_text="what interrupted the run and how it went on, one line each"
+    )
 
     class Meta:
         ordering = ["-started_at"]
@@ -73,9 +91,12 @@ class Job(models.Model):
         REFUNDED = "refunded", "not charged by policy"
 
     # Foreign keys whose lookups the composite indexes below already serve carry no index of
-    # their own: every index costs time on each of millions of inserts.
+    # their own: every index costs time on each of millions of inserts. None is a database
+    # constraint either (migration 0022, docs/importing.md "The lean ledger"): the import checks
+    # a batch's references set-wise (accounting/ledger/references.py), and the ORM still
+    # follows them (select_related, the admin, on_delete).
     cluster = models.ForeignKey(
-        Cluster, on_delete=models.PROTECT, related_name="jobs", db_index=False
+        Cluster, on_delete=models.PROTECT, related_name="jobs", db_index=False, db_constraint=False
     )
     job_id_raw = models.CharField(max_length=64)
     run = models.CharField(max_length=40, blank=True, default="")
@@ -86,7 +107,11 @@ class Job(models.Model):
     het_job_id = models.CharField(max_length=64, blank=True)
     het_offset = models.PositiveSmallIntegerField(null=True, blank=True)
     project = models.ForeignKey(
-        "projects.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
+        "projects.Project",
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        db_index=False,
+        db_constraint=False,
     )
     username = models.CharField(max_length=64, help_text="Slurm user, even without a portal login")
     user = models.ForeignKey(
@@ -96,8 +121,15 @@ class Job(models.Model):
         on_delete=models.SET_NULL,
         related_name="jobs",
         db_index=False,
+        db_constraint=False,
     )
-    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="jobs")
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        db_index=False,
+        db_constraint=False,
+    )
     partition_version = models.ForeignKey(
         PartitionVersion,
         null=True,
@@ -105,6 +137,7 @@ class Job(models.Model):
         on_delete=models.PROTECT,
         related_name="jobs",
         db_index=False,
+        db_constraint=False,
     )
     qos = models.CharField(max_length=64, blank=True)
     state = models.CharField(max_length=32)
@@ -146,7 +179,6 @@ class Job(models.Model):
     )
     weight = models.DecimalField(null=True, blank=True, max_digits=20, decimal_places=6)
     dominant_resource = models.CharField(max_length=32, blank=True)
-    node_fractions = models.JSONField(default=list, blank=True)
     warnings = models.JSONField(
         default=list,
         # A database default too: rows written in SQL (COPY, fills) without it get [].
@@ -170,7 +202,13 @@ class Job(models.Model):
     # Money (PeCoH cost model in force at the job's end); null when the cluster has none.
     cost = models.DecimalField(null=True, blank=True, max_digits=24, decimal_places=6)
     cost_model_version = models.ForeignKey(
-        "CostModelVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "CostModelVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
     )
     charged_at = models.DateTimeField(null=True, blank=True)
     import_run = models.ForeignKey(
@@ -180,6 +218,7 @@ class Job(models.Model):
         on_delete=models.SET_NULL,
         related_name="jobs",
         db_index=False,
+        db_constraint=False,
     )
     line_number = models.PositiveIntegerField(null=True, blank=True)
     source_hash = models.CharField(
@@ -205,14 +244,12 @@ class Job(models.Model):
                 condition=Q(cost__isnull=True) | Q(cost__gte=0), name="job_cost_not_negative"
             ),
         ]
+        # Only what the pages read (docs/importing.md, "The lean ledger"): a project's jobs by
+        # end (its job list, its page of a month), a cluster's jobs by end (utilisation, true
+        # overhead, money and exports of a window). The balance reads the key table.
         indexes = [
             models.Index(fields=["project", "end"], name="job_project_end"),
             models.Index(fields=["cluster", "end"], name="job_cluster_end"),
-            models.Index(fields=["username", "end"], name="job_username_end"),
-            # Running jobs only: the pending charges a balance shows.
-            models.Index(
-                fields=["cluster"], name="job_pending", condition=Q(charge_state="pending")
-            ),
         ]
 
     def __str__(self) -> str:

@@ -17,6 +17,8 @@ from accounting.clusters.charging import (
     WholeNodeModel,
     charge,
     energy_weight,
+    node_fractions_even,
+    node_fractions_folded,
     split_evenly,
 )
 
@@ -504,3 +506,28 @@ def test_fractional_cores_from_a_split_are_charged_pro_rata():
     result = charge(SETONIX_WORK, nodes, elapsed_seconds=HOUR)
     assert [node.cores for node in result.nodes] == [Decimal("0.00390625")] * 2
     assert result.service_units == 1
+
+
+def test_a_jobs_node_fractions_follow_from_its_shape_as_its_charge_shows_them():
+    # The ledger keeps no copy of them (migration 0022): the pages derive them from the shape.
+    usage = split_evenly(nodes=2, cores=96, memory_mb=Decimal("122500.000"), gpus=4)
+    shown = charge(SETONIX_GPU, usage, elapsed_seconds=HOUR).nodes
+    derived = node_fractions_even(
+        SETONIX_GPU, nodes=2, cores=96, memory_mb=Decimal("122500.000"), gpus=4
+    )
+    assert derived == shown
+    # 48 of 64 cores, 61,250 MiB = ceil(16.0) = 16 core-equivalents of 64, 2 of 8 GPUs
+    assert node_fractions_folded(derived) == [
+        {"nodes": "2", "cores": "0.75", "memory": "0.25", "gpus": "0.25"}
+    ]
+
+
+def test_nodes_that_hold_different_shares_are_folded_only_where_consecutive_nodes_agree():
+    small, large = NodeUsage(cores=32, memory_mb=1000), NodeUsage(cores=64, memory_mb=1000)
+    fractions = charge(SETONIX_GPU, (small, small, large), elapsed_seconds=HOUR).nodes
+    assert node_fractions_folded(fractions) == [
+        {"nodes": "2", "cores": "0.5", "memory": "0.015625", "gpus": "0"},
+        {"nodes": "1", "cores": "1", "memory": "0.015625", "gpus": "0"},
+    ]
+    with pytest.raises(ChargeError):
+        node_fractions_even(SETONIX_GPU, nodes=1, cores=65, memory_mb=0)

@@ -55,7 +55,7 @@ def test_approving_a_plan_hands_it_to_the_task_that_applies_it(
     sent = []
     # What is sent, not sent: the task itself runs on the real Slurm in tests/slurm.
     monkeypatch.setattr(
-        tasks.slurm_sync_apply_task, "apply_async", lambda args, kwargs: sent.append(args)
+        tasks.slurm_sync_apply_task, "apply_async", lambda args, kwargs, **_: sent.append(args)
     )
 
     with django_capture_on_commit_callbacks(execute=True):

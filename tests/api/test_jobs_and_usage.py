@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
+from accounting.clusters import charging
 from accounting.models import Job, UsageDaily
 from tests.factories import UserFactory, api_token
 
@@ -75,8 +76,19 @@ def test_every_job_carries_its_charge_breakdown(world):
     assert job["dominant_resource"] == stored.dominant_resource
     assert job["weight"] == "128.000000"
     assert job["partition_version"] == 1
-    assert job["node_fractions"] == stored.node_fractions
+    # Derived from the job's shape (the ledger keeps no copy): what the import's charge showed.
+    charged = charging.charge(
+        stored.partition_version.spec,
+        charging.split_evenly(
+            nodes=stored.nnodes, cores=stored.cpus, memory_mb=stored.memory_mb, gpus=stored.gpus
+        ),
+        elapsed_seconds=stored.elapsed_seconds,
+    )
+    assert job["node_fractions"] == charging.node_fractions_folded(charged.nodes)
     assert set(job["node_fractions"][0]) >= {"nodes", "cores", "memory", "gpus"}
+    first = job["node_fractions"][0]
+    assert first["nodes"] == str(stored.nnodes)
+    assert Decimal(first["cores"]) == Decimal(stored.cpus) / stored.nnodes / 128
     assert job["charge_state"] == "charged"
     assert job["weight_explanation"].startswith("CPU partition: w = C = 128 cores")
 
