@@ -914,6 +914,62 @@ def charge(
     return _model(model).charge(spec, nodes, elapsed_seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class ChargeRate:
+    """What a job of one shape costs per second: exact rationals, so that
+    :meth:`at` gives ``charge(...)`` to the last place for any elapsed time.
+
+    ``service_units_per_second`` and ``energy_wh_per_second`` are ``(numerator, denominator)``
+    pairs of ints; the rest is ``charge``'s breakdown, which does not depend on the time.
+    """
+
+    model: str
+    service_units_per_second: tuple[int, int]
+    energy_wh_per_second: tuple[int, int]
+    weight: Decimal
+    nodes: tuple[NodeFractions, ...]
+    dominant_resource: str
+
+    def at(self, elapsed_seconds: int) -> tuple[Decimal, Decimal]:
+        """(service units, energy in Wh) of ``elapsed_seconds``, rounded half-even to
+        :data:`SU_QUANTUM` once, as :func:`charge` rounds them."""
+        _check_elapsed(elapsed_seconds)
+        su_numerator, su_denominator = self.service_units_per_second
+        wh_numerator, wh_denominator = self.energy_wh_per_second
+        return (
+            _round_to_quantum(su_numerator * elapsed_seconds, su_denominator),
+            _round_to_quantum(wh_numerator * elapsed_seconds, wh_denominator),
+        )
+
+
+def charge_rate(
+    spec: PartitionSpec, nodes: Sequence[NodeUsage], *, model: str | ChargingModel = "energy"
+) -> ChargeRate:
+    """The exact "SU per second" and "Wh per second" of a job holding ``nodes`` of ``spec``.
+
+    Every model's charge is a ratio of ints proportional to the elapsed seconds (eq 1: SU =
+    w * t * sum max(f)), so its value at one second is the rate; ``rate.at(t)`` equals
+    ``charge(spec, nodes, elapsed_seconds=t)`` for every t (the columnar import prices each
+    distinct shape once with this and multiplies per row). Raises as :func:`charge` does.
+    """
+    engine = _model(model)
+    partition = _partition(spec)
+    fractions, share_units, dominant_resource = _measure(partition, nodes)
+    share_numerator, share_denominator = share_units
+    tdp_numerator, tdp_denominator = partition.tdp_watts
+    return ChargeRate(
+        model=engine.name,
+        service_units_per_second=engine._service_units_ratio(partition, nodes, share_units, 1),
+        energy_wh_per_second=(
+            tdp_numerator * share_numerator,
+            tdp_denominator * SECONDS_PER_HOUR * partition.share_scale * share_denominator,
+        ),
+        weight=engine._weight_value(partition),
+        nodes=fractions,
+        dominant_resource=dominant_resource,
+    )
+
+
 def node_fractions_even(
     spec: PartitionSpec,
     *,

@@ -23,6 +23,7 @@ finished job booked in this run), ``pending`` (not finished; shown as a pending 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -55,6 +56,7 @@ from django.utils import timezone
 from accounting.clusters import charging, efficiency
 from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer
+from accounting.ledger import columnar
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, account_check, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
 from accounting.ledger.references import references_check
@@ -74,6 +76,7 @@ from accounting.ledger.sacct import (
     SacctRecord,
     SacctStep,
     columns_header,
+    line_item,
     parse_sacct,
     size_held_or_requested,
 )
@@ -172,7 +175,7 @@ class _Quarantine:
 class _Batch:
     """What one transaction writes."""
 
-    records: dict[tuple[str, str], SacctRecord] = field(default_factory=dict)
+    records: dict[tuple[str, str], SacctRecord | columnar.FastLine] = field(default_factory=dict)
     # What the steps read so far used, per job (JobIDRaw): merged into their job's row.
     usage: dict[str, JobUsage] = field(default_factory=dict)
     quarantine: list[_Quarantine] = field(default_factory=list)
@@ -180,6 +183,10 @@ class _Batch:
     steps: int = 0
     blank: int = 0
     other_clusters: int = 0
+    # Every line, in order, of each run read more than once in the batch (_repeats_resolve).
+    repeated: dict[tuple[str, str], list[SacctRecord | columnar.FastLine]] = field(
+        default_factory=dict
+    )
 
     def __len__(self) -> int:
         return self.lines
@@ -220,7 +227,7 @@ class _Lookups:
         # Months whose ledger partition this import has made sure of.
         self.months: set[date] = set()
 
-    def months_ready(self, records: Iterable[SacctRecord]) -> None:
+    def months_ready(self, records: Iterable[SacctRecord | columnar.FastLine]) -> None:
         """Make sure the ledger has a partition for the month each record ended in, before
         the batch's transaction (the DDL must not wait inside it). An End past the horizon
         is quarantined (``_time_problem``): it needs no partition."""
@@ -688,7 +695,7 @@ def _known_rows(cluster: Cluster, raw_ids: list[str]) -> Iterable[tuple[str, str
 
 def _new_row(
     values: dict[str, Any], *, cluster: Cluster, key: tuple[str, str], run: ImportRun,
-    record: SacctRecord, now: datetime,
+    record: SacctRecord | columnar.FastLine, now: datetime,
 ) -> dict[str, Any]:  # fmt: skip
     return {
         **values,
@@ -703,7 +710,13 @@ def _new_row(
 
 
 def _batch_write(
-    batch: _Batch, *, run: ImportRun, lookups: _Lookups, header: str, resolve_quarantine: bool
+    batch: _Batch,
+    *,
+    run: ImportRun,
+    lookups: _Lookups,
+    header: str,
+    resolve_quarantine: bool,
+    pricer: columnar.ShapePricer | None = None,
 ) -> ImportSummary:
     """Write one batch in one transaction -- jobs, roll-ups, quarantined lines and the run's
     counters together -- and return its counts."""
@@ -727,10 +740,12 @@ def _batch_write(
         # The cost model versions this batch prices with stay the newest until it commits.
         cluster_row_lock(cluster, exclusive=False)
         lookups.pricer_refresh()
+        if batch.repeated:
+            quarantine.extend(_repeats_resolve(batch, lookups, pricer, summary))
         known, old_jobs, fingerprints = _stored_rows(batch, cluster=cluster, header=header)
         changes = _changes_for(
             batch, known=known, old_jobs=old_jobs, fingerprints=fingerprints, lookups=lookups,
-            run=run, now=now, summary=summary,
+            run=run, now=now, summary=summary, pricer=pricer,
         )  # fmt: skip
         quarantine.extend(changes.quarantine)
         references_check([*changes.inserts, *changes.updates])
@@ -754,6 +769,48 @@ def _batch_write(
             **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
         )
     return summary
+
+
+def _repeats_resolve(
+    batch: _Batch, lookups: _Lookups, pricer: columnar.ShapePricer | None, summary: ImportSummary
+) -> list[_Quarantine]:
+    """Choose, for each run read more than once in the batch, the line that books it, and
+    return the quarantined ones among the others.
+
+    The last line that can be booked wins (as when each line was a batch of its own), except
+    that an older dump of a job that a booked line finished does not take it back to pending.
+    The other lines count as "imported" (superseded) or "quarantined", one bucket each; when
+    no line of the run can be booked, the last stays, to be quarantined with its reason.
+    """
+    quarantine: list[_Quarantine] = []
+    for key, lines in batch.repeated.items():
+        verdicts: list[tuple[SacctRecord | columnar.FastLine, Any]] = []
+        for line in lines:
+            values: Any = None
+            if (
+                pricer is not None
+                and isinstance(line, columnar.FastLine)
+                and line.job_id_raw not in batch.usage
+            ):
+                values = pricer.rows([line]).get(key)
+            if values is None:
+                parsed = line.parsed() if isinstance(line, columnar.FastLine) else line
+                values = _row_for(parsed, lookups, batch.usage.get(parsed.job_id_raw))
+            verdicts.append((line, values))
+        rows = [verdict for verdict in verdicts if isinstance(verdict[1], dict)]
+        winner = rows[-1] if rows else verdicts[-1]
+        booked = [verdict for verdict in rows if is_booked(verdict[1])]
+        if booked and not is_booked(winner[1]):
+            winner = booked[-1]
+        for verdict in verdicts:
+            if verdict is winner:
+                continue
+            if isinstance(verdict[1], _Quarantine):
+                quarantine.append(verdict[1])
+            else:
+                summary.add_one("imported")
+        batch.records[key] = winner[0]  # the same choice again if the batch is retried
+    return quarantine
 
 
 def _stored_rows(
@@ -817,14 +874,28 @@ def _changes_for(
     run: ImportRun,
     now: datetime,
     summary: ImportSummary,
+    pricer: columnar.ShapePricer | None = None,
 ) -> _Changes:
     """Compare each record of the batch with its stored row and say what to write.
 
     A job whose sacct line is exactly the one already booked is left alone without being
-    charged again; only new and changed lines go through the engine.
+    charged again; only new and changed lines go through the engine: the columnar reader's
+    lines priced per shape (``columnar.ShapePricer``), the rest, and any it leaves, by
+    ``_row_for``.
     """
     changes = _Changes()
     cluster = lookups.cluster
+    fast_rows = (
+        pricer.rows(
+            record
+            for key, record in batch.records.items()
+            if isinstance(record, columnar.FastLine)
+            and record.job_id_raw not in batch.usage
+            and (key not in known or known[key][1] != fingerprints[key])
+        )
+        if pricer is not None
+        else {}
+    )
     for key, record in batch.records.items():
         stored = known.get(key)
         locked = old_jobs.get(key)
@@ -836,7 +907,14 @@ def _changes_for(
             changes.stored_lines.append(record.raw)
             changes.stored_ids.append(record.job_id_raw)
             continue
-        values = _row_for(record, lookups, batch.usage.get(record.job_id_raw))
+        values: dict[str, Any] | _Quarantine | _NothingToCharge | None = None
+        if isinstance(record, columnar.FastLine):
+            values = fast_rows.get(key)
+        if values is None:
+            # The per-line code decides, for this line only.
+            parsed = record.parsed() if isinstance(record, columnar.FastLine) else record
+            record = parsed
+            values = _row_for(parsed, lookups, batch.usage.get(record.job_id_raw))
         if isinstance(values, _Quarantine):
             changes.quarantine.append(values)
             continue
@@ -983,6 +1061,8 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
             return summary
         except (IntegrityError, OperationalError, InterfaceError) as error:
             kwargs["lookups"].forget_created()
+            if kwargs.get("pricer") is not None:
+                kwargs["pricer"].forget()
             if connection_lost(error):
                 # The server went away (a restart): wait for it, then write the batch again
                 # on a new connection; what it committed before is in the run's counters.
@@ -1059,6 +1139,7 @@ def jobs_import(
     first_line_number: int = 1,
     finish_run: bool = True,
     resume_after: int = 0,
+    columnar_pricing: bool = True,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
     for ``cluster``; return the run and its summary.
@@ -1068,9 +1149,11 @@ def jobs_import(
     one sacct was given (``--delimiter``; by default read from the header, ``|`` with
     ``columns``). ``header`` and ``first_line_number`` read a range of a file whose header line
     is ``header`` (``accounting.ledger.sources.file_import_parallel``); with ``finish_run``
-    false the run is left running for the caller to finish. ``resume_after`` skips that many
-    data lines (items of JSON): those an interrupted attempt at ``run`` already committed and
-    counted, so a redelivered or requeued import counts each line once.
+    false the run is left running for the caller to finish. ``columnar_pricing`` false reads
+    every line with the per-line code (the fast path's tests compare the two).
+    ``resume_after`` skips that many data lines (items of JSON): those an interrupted attempt
+    at ``run`` already committed and counted, so a redelivered or requeued import counts each
+    line once.
     Raises ``ImportFatal`` (after recording the run as failed) when the input has no usable
     header. Quarantined lines are not errors: they are counted and kept.
     """
@@ -1094,11 +1177,29 @@ def jobs_import(
     total = ImportSummary()
     batch = _Batch()
     batches_written = 0
+    stages = columnar.Stages()
+    pricer = None
+    reader = None
+    if columnar_pricing:
+        pricer = columnar.ShapePricer(
+            lookups,
+            time_problem=lambda line: _time_problem(line, horizon=lookups.horizon),
+            stages=stages,
+        )
+        reader = functools.partial(
+            columnar.read_lines,
+            step_item=line_item,
+            stages=stages,
+            # Read no further ahead than a batch: an import stopped midway has written all
+            # but the batch in flight.
+            chunk_lines=min(batch_size, columnar.CHUNK_LINES),
+        )
     to_skip = resume_after
 
     def flush() -> None:
         nonlocal batch, batches_written
         if batch.lines:
+            started, priced = time.perf_counter(), stages.seconds["price"]
             total.add(
                 _batch_write_with_retry(
                     batch,
@@ -1106,8 +1207,11 @@ def jobs_import(
                     lookups=lookups,
                     header=tap.header or "",
                     resolve_quarantine=resolve,
+                    pricer=pricer,
                 )
             )
+            stages.add("write", started)
+            stages.seconds["write"] -= stages.seconds["price"] - priced
             batches_written += 1
             _fault_point(batches_written)
             if progress is not None:
@@ -1127,6 +1231,7 @@ def jobs_import(
                 delimiter=delimiter,
                 header=header,
                 first_line_number=first_line_number,
+                reader=reader,
             )
         )
         for item in items:
@@ -1165,12 +1270,13 @@ def jobs_import(
                 batch.other_clusters += 1
             else:
                 key = (item.job_id_raw, item.run_key)
-                if key in batch.records:
-                    # The same run twice in one input (overlapping dumps concatenated): the
-                    # batch so far is written first, so the later line is read as an update.
-                    batch.lines -= 1
-                    flush()
-                    batch.lines += 1
+                earlier = batch.records.get(key)
+                if earlier is not None:
+                    # The same run twice in one batch (overlapping dumps concatenated, or a
+                    # hostile file of one job id): resolved in memory when the batch is
+                    # written (_repeats_resolve), not by writing the batch at each repeat.
+                    batch.repeated.setdefault(key, [earlier]).append(item)
+                    del batch.records[key]  # the run's place in the batch is its last line's
                 batch.records[key] = item
         flush()
     except SacctHeaderError as error:
@@ -1179,6 +1285,7 @@ def jobs_import(
     except BaseException as error:
         _run_failed(run, f"{type(error).__name__}: {error}")
         raise
+    stages.log(run.pk)
     if finish_run:
         # A resumed run also tells of the charges its earlier attempts committed.
         run_succeeded(run, charged=total.charged + (run.charged if resume_after else 0))

@@ -36,7 +36,7 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from operator import itemgetter
 from types import MappingProxyType
-from typing import IO, Literal, NamedTuple, TypeVar, overload
+from typing import IO, Any, Literal, NamedTuple, TypeVar, overload
 
 import hostlist
 
@@ -1273,6 +1273,11 @@ def _split_job_id(
     return kind, step, array_job_id, array_task_id, array_pending, het_job_id, het_offset
 
 
+# Reads the data lines of a dump for parse_sacct(steps=False): (parser, lines, header's line
+# number) -> items; the default is _parse_lines_counting_steps.
+LinesReader = Callable[["_LineParser", Iterator[str], int], Iterator[Any]]
+
+
 @overload
 def parse_sacct(
     lines: Iterable[str],
@@ -1284,6 +1289,7 @@ def parse_sacct(
     delimiter: str | None = None,
     header: str | None = None,
     first_line_number: int = 1,
+    reader: None = None,
 ) -> Iterator[SacctRecord | SacctLineError]: ...
 
 
@@ -1298,7 +1304,8 @@ def parse_sacct(
     delimiter: str | None = None,
     header: str | None = None,
     first_line_number: int = 1,
-) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
+    reader: LinesReader | None = None,
+) -> Iterator[Any]: ...
 
 
 def parse_sacct(
@@ -1311,7 +1318,8 @@ def parse_sacct(
     delimiter: str | None = None,
     header: str | None = None,
     first_line_number: int = 1,
-) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    reader: LinesReader | None = None,
+) -> Iterator[Any]:
     """Parse ``sacct --parsable2`` output lazily, one line at a time.
 
     ``lines`` may be an open text file or any iterable of strings, one line per item
@@ -1334,6 +1342,11 @@ def parse_sacct(
     ``header`` reads lines that are a part of a dump whose header line it is (a range of a
     file, read by one of several processes): every line is data, and the first is line
     ``first_line_number`` of the file.
+
+    ``reader`` (with ``steps=False``) reads the data lines in place of the line-by-line loop,
+    given the parser, the lines and the header's line number: the columnar reader
+    (``accounting.ledger.columnar.read_lines``) yields the same items and its own for lines
+    it vouches for.
     """
     _check_time_zone(tz)
     iterator = iter(lines)
@@ -1343,14 +1356,16 @@ def parse_sacct(
     if header is not None:
         parser = _LineParser(_Layout(header, delimiter), tz, cluster)
         if not steps:
-            return _parse_lines_counting_steps(parser, iterator, first_line_number - 1)
+            read = reader or _parse_lines_counting_steps
+            return read(parser, iterator, first_line_number - 1)
         return _parse_lines(parser, iterator, first_line_number - 1)
     for line_number, line in enumerate(iterator, start=1):
         header = line.rstrip("\r\n")
         if header.strip():
             parser = _LineParser(_Layout(header, delimiter), tz, cluster)
             if not steps:
-                return _parse_lines_counting_steps(parser, iterator, line_number)
+                read = reader or _parse_lines_counting_steps
+                return read(parser, iterator, line_number)
             return _parse_lines(parser, iterator, line_number)
     raise SacctHeaderError(
         f"empty input: no sacct header line (it needs {', '.join(REQUIRED_FIELDS)})",
@@ -1403,25 +1418,28 @@ class SacctStep(NamedTuple):
 def _parse_lines_counting_steps(
     parser: _LineParser, lines: Iterator[str], header_line_number: int
 ) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
-    parse = parser.parse
+    for line_number, line in enumerate(lines, start=header_line_number + 1):
+        yield line_item(parser, line_number, line)
+
+
+def line_item(
+    parser: _LineParser, line_number: int, line: str
+) -> SacctRecord | SacctLineError | SacctStep:
+    """What ``parse_sacct(steps=False)`` yields for one line: a bare step, or the line read."""
     layout = parser.layout
     position = layout.positions["JobIDRaw"]
-    separators = layout.field_count - 1
     delimiter = layout.delimiter
-    for line_number, line in enumerate(lines, start=header_line_number + 1):
-        # Only a line with the header's shape is taken for a step; anything else is parsed
-        # in full, so a broken step line still becomes a SacctLineError with its reason.
-        # A line shorter than the JobIDRaw column (blank, truncated, junk) has no JobIDRaw to
-        # look at: it is parsed in full and becomes a SacctLineError, never an IndexError.
-        fields = line.split(delimiter, position + 1)
-        if (
-            len(fields) > position
-            and "." in fields[position]
-            and line.count(delimiter) == separators
-        ):
-            if layout.has_usage:
-                yield parser.step(line_number, line, fields[position])
-            else:
-                yield SacctStep(line_number)
-        else:
-            yield parse(line_number, line)
+    # Only a line with the header's shape is taken for a step; anything else is parsed
+    # in full, so a broken step line still becomes a SacctLineError with its reason.
+    # A line shorter than the JobIDRaw column (blank, truncated, junk) has no JobIDRaw to
+    # look at: it is parsed in full and becomes a SacctLineError, never an IndexError.
+    fields = line.split(delimiter, position + 1)
+    if (
+        len(fields) > position
+        and "." in fields[position]
+        and line.count(delimiter) == layout.field_count - 1
+    ):
+        if layout.has_usage:
+            return parser.step(line_number, line, fields[position])
+        return SacctStep(line_number)
+    return parser.parse(line_number, line)

@@ -1,0 +1,216 @@
+"""The columnar fast path books exactly what the per-line path books: every column of every
+ledger row (the line's fingerprint included), every roll-up and every bucket, on the real
+sample files, on generated files salted with awkward values (hypothesis), in a zone with DST,
+and with a repeated job id resolved in memory (docs/importing.md, "Columnar pricing")."""
+
+from __future__ import annotations
+
+import io
+import re
+from decimal import Decimal
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accounting.clusters.services import cluster_apply
+from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger import columnar
+from accounting.ledger.pipeline import jobs_import
+from accounting.ledger.sacct import line_item, parse_sacct
+from accounting.models import Cluster, Job, QuarantinedRecord, UsageDaily, UsageShapeDaily
+from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
+ACCOUNTS = ("pawsey0001", "pawsey0002", "pawsey0003", "pawsey0004")
+REAL_FILES = [
+    *sorted((ROOT / "examples" / "sacct").glob("sacct_*.psv")),
+    # The shared real output beside the checkout (the same Slurm 22.05 cluster), where present.
+    *sorted((ROOT.parent / "shared" / "data" / "sacct").glob("sacct_*.psv")),
+    ROOT / "tests" / "data" / "efficiency" / "sacct_usage.psv",
+]
+# Columns that say when and by which run a row was written, not what it holds.
+_WHEN = {"id", "import_run", "updated_at", "charged_at"}
+_FIELDS = [f.attname for f in Job._meta.concrete_fields if f.name not in _WHEN]
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def testbed():
+    cluster_apply(definition=cluster_definition_load(SPEC))
+    for code in ACCOUNTS[:3]:  # pawsey0004 stays unknown: its lines are quarantined
+        Project.objects.create(code=code, title=f"Project {code}")
+    return Cluster.objects.get(name="slurm-testbed")
+
+
+def _state():
+    jobs = sorted(Job.objects.values_list(*_FIELDS), key=repr)
+    daily = sorted(
+        UsageDaily.objects.values_list(
+            "project_id", "partition_id", "username", "day", "service_units", "core_hours",
+            "gpu_hours", "energy_wh", "jobs",
+        ),
+        key=repr,
+    )  # fmt: skip
+    shapes = sorted(UsageShapeDaily.objects.values_list(), key=lambda row: repr(row[1:]))
+    quarantined = sorted(
+        (raw, re.sub(r"this import \([^)]*\)", "this import", reason), field_name)
+        for raw, reason, field_name in QuarantinedRecord.objects.values_list(
+            "raw", "reason", "field"
+        )
+    )
+    return jobs, daily, [row[1:] for row in shapes], quarantined
+
+
+def _clear():
+    Job.objects.all().delete()
+    UsageDaily.objects.all().delete()
+    UsageShapeDaily.objects.all().delete()
+    QuarantinedRecord.objects.all().delete()
+
+
+def _both_ways(cluster, text: str, **kwargs):
+    """Import ``text`` per line, then (on an empty ledger) by columns; return both."""
+    _, by_line = jobs_import(
+        cluster=cluster, lines=io.StringIO(text), source="t", columnar_pricing=False, **kwargs
+    )
+    per_line = _state()
+    _clear()
+    _, by_columns = jobs_import(cluster=cluster, lines=io.StringIO(text), source="t", **kwargs)
+    return (by_line, per_line), (by_columns, _state())
+
+
+def _fast_lines(cluster, text: str) -> int:
+    reader = lambda parser, lines, at: columnar.read_lines(parser, lines, at, step_item=line_item)  # noqa: E731
+    items = parse_sacct(
+        io.StringIO(text), tz=cluster.zoneinfo, cluster=cluster.slurm_name, steps=False,
+        reader=reader,
+    )  # fmt: skip
+    return sum(isinstance(item, columnar.FastLine) for item in items)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_files_book_the_same_rows_by_columns_as_line_by_line(testbed, path):
+    text = path.read_text()
+    per_line, by_columns = _both_ways(testbed, text)
+    assert by_columns == per_line
+    if "usage" not in path.name:
+        assert _fast_lines(testbed, text) > 0  # the fast path was taken
+
+
+def test_a_generated_month_books_the_same_rows_and_most_lines_take_the_fast_path(testbed):
+    Project.objects.create(code="pawsey0004", title="p4")
+    text = "".join(sacct_lines(lines=2000, seed=7, allocations=True))
+    per_line, by_columns = _both_ways(testbed, text)
+    assert by_columns == per_line
+    assert per_line[0].charged > 1500
+    assert _fast_lines(testbed, text) > 0.9 * 2000
+
+
+# Values that the per-line code reads in its own way: each must leave the fast path or give
+# the same row.
+AWKWARD = {
+    "JobID": ["1_[2-5]", "7+1", "x", "12.batch", "5_3"],
+    "State": ["RUNNING", "REQUEUED", "CANCELLED by 0", "CANCELLED by x", "PENDING", "BOGUS"],
+    "Submit": ["Unknown", "2026-13-01T00:00:00", "2026-03-29T02:30:00", "0001-01-01T00:00:00"],
+    "Start": [
+        "Unknown",
+        "None",
+        "2026-10-25T02:30:00",
+        "2026-03-29T02:30:00",
+        "2026-02-30T01:00:00",
+    ],
+    "End": ["Unknown", "2999-01-01T00:00:00", "2026-10-25T02:30:00", "2025-01-01T00:00:00"],
+    "ElapsedRaw": ["", "x", "99999999999999999999", "0", "31708800"],
+    "NNodes": ["0", "2K", "", "x", "3"],
+    "NCPUS": ["", "x", "0", "100000"],
+    "NodeList": ["None assigned", "nid[1001-1002]", "nid[", "(null)"],
+    "AllocTRES": ["", "cpu=999,mem=1M,node=1", "cpu=1,mem=1G,node=1", "cpu=x", "billing=1e400"],
+    "ReqMem": ["", "3000Mc", "1000Mn", "2147486648Mn", "x"],
+    "TimelimitRaw": ["", "UNLIMITED", "Partition_Limit", "x", "99999999999999999999"],
+    "ExitCode": ["", "0:0", "x", "1:2:3"],
+    "QOS": ["", "q" * 65],
+    "JobName": ["", "n" * 257, "x|y"],
+    "ConsumedEnergyRaw": ["", "x", "123", "99999999999999999999"],
+    "Partition": ["", "nope", "gpu"],
+    "Account": ["", "pawsey0004", "nobody"],
+    "User": ["", "u" * 65],
+}
+HEADER = next(sacct_lines(lines=0, allocations=True)).rstrip("\n").split("|")
+
+
+@st.composite
+def salted_files(draw):
+    lines = list(sacct_lines(lines=40, seed=draw(st.integers(0, 10**6)), allocations=True))
+    header, rows = lines[0], [line.rstrip("\n").split("|") for line in lines[1:]]
+    for _ in range(draw(st.integers(0, 25))):
+        row = draw(st.sampled_from(rows))
+        column = draw(st.sampled_from(sorted(AWKWARD)))
+        row[HEADER.index(column)] = draw(st.sampled_from(AWKWARD[column]))
+    if draw(st.booleans()):  # a repeated job id, finished or not
+        rows.append(list(draw(st.sampled_from(rows))))
+        rows[-1][HEADER.index("State")] = draw(st.sampled_from(["COMPLETED", "RUNNING"]))
+    extra = draw(st.sampled_from(["", "\n", "junk|line\n", "|" * 25 + "\n"]))
+    return header + "".join("|".join(row) + "\n" for row in rows) + extra
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=salted_files(), zone=st.sampled_from(["UTC", "Europe/Berlin", "Australia/Perth"]))
+def test_salted_files_book_the_same_rows_by_columns_as_line_by_line(testbed, text, zone):
+    testbed.timezone = zone
+    testbed.save(update_fields=["timezone"])
+    _clear()
+    per_line, by_columns = _both_ways(testbed, text)
+    assert by_columns == per_line
+
+
+def test_a_dst_gap_and_fold_leave_the_fast_path_or_agree(testbed):
+    testbed.timezone = "Europe/Berlin"
+    testbed.save(update_fields=["timezone"])
+    assert testbed.zoneinfo == ZoneInfo("Europe/Berlin")
+    lines = list(sacct_lines(lines=3, seed=1, allocations=True))
+    rows = [line.split("|") for line in lines[1:]]
+    at = {name: HEADER.index(name) for name in ("Submit", "Start", "End")}
+    rows[0][at["Start"]], rows[0][at["End"]] = "2026-03-29T02:30:00", "2026-03-29T03:30:00"
+    rows[1][at["Start"]], rows[1][at["End"]] = "2026-10-25T02:30:00", "2026-10-25T02:45:00"
+    for row in rows[:2]:
+        row[at["Submit"]] = "2026-03-01T00:00:00"
+    text = lines[0] + "".join("|".join(row) for row in rows)
+    per_line, by_columns = _both_ways(testbed, text)
+    assert by_columns == per_line
+
+
+def test_one_job_id_repeated_resolves_in_memory_and_the_last_line_wins(testbed):
+    lines = list(sacct_lines(lines=1, seed=3, allocations=True))
+    header, line = lines[0], lines[1].rstrip("\n").split("|")
+    elapsed_at = HEADER.index("ElapsedRaw")
+    copies = []
+    for seconds in range(1, 2001):
+        line[elapsed_at] = str(seconds)
+        copies.append("|".join(line) + "\n")
+    run, summary = jobs_import(cluster=testbed, lines=[header, *copies], source="t")
+    # One batch: the 1,999 superseded lines count as imported, the last one is booked.
+    assert (summary.lines, summary.charged, summary.imported) == (2000, 1, 1999)
+    job = Job.objects.get()
+    assert (job.elapsed_seconds, job.line_number) == (2000, 2001)
+    assert UsageDaily.objects.get().jobs == 1
+    assert run.lines == 2000
+
+
+def test_an_older_running_line_after_the_finished_one_does_not_unbook_it(testbed):
+    lines = list(sacct_lines(lines=1, seed=3, allocations=True))
+    header, finished = lines[0], lines[1]
+    running = finished.split("|")
+    running[HEADER.index("State")], running[HEADER.index("End")] = "RUNNING", "Unknown"
+    _, summary = jobs_import(
+        cluster=testbed, lines=[header, finished, "|".join(running)], source="t"
+    )
+    assert (summary.charged, summary.imported, summary.pending) == (1, 1, 0)
+    assert Job.objects.get().service_units > Decimal(0)
