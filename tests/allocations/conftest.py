@@ -45,7 +45,7 @@ def centre(db):
     return centre_build()
 
 
-def centre_build() -> Centre:
+def centre_build():
     """The centre, built in the caller's transaction (the ``centre`` fixture's, or a module's:
     tests/api/conftest.py ``shared_world``)."""
     cluster = example_cluster("slurm-testbed")
