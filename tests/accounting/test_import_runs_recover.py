@@ -21,11 +21,12 @@ from accounting.ledger import pipeline
 from accounting.ledger.pipeline import BATCH_SIZE, jobs_import
 from accounting.ledger.recovery import import_runs_recover
 from accounting.locks import import_run_lock
-from accounting.models import Cluster, ImportRun, Job, UsageDaily
+from accounting.models import Cluster, ImportRun, Job
 from accounting.tasks import import_runs_recover_task, import_sacct_file
 from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
 from tests import workers
+from tests.accounting.test_import_faults import _ledger, _reset_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"
@@ -49,23 +50,6 @@ def uploads(settings, tmp_path):
     settings.VAR_DIR = tmp_path
     (tmp_path / "uploads").mkdir()
     return tmp_path / "uploads"
-
-
-def _ledger():
-    jobs = sorted(
-        Job.objects.values_list("job_id_raw", "run", "charge_state", "service_units", "energy_wh")
-    )
-    rollups = sorted(
-        UsageDaily.objects.values_list(
-            "project__code", "partition__name", "username", "day", "service_units", "jobs"
-        )
-    )
-    return jobs, rollups
-
-
-def _reset_ledger():
-    Job.objects.all().delete()
-    UsageDaily.objects.all().delete()
 
 
 def _recover(**overrides):
