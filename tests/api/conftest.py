@@ -120,18 +120,13 @@ def _module_world(django_db_setup, django_db_blocker) -> Iterator[World]:
     module ends; each test runs in a savepoint inside it (pytest-django's ``db``), so every
     test meets the same rows. Every role's tokens are made here: a token made inside a test
     would be rolled back with it."""
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-        try:
-            world = world_build(centre_build())
-            for role in ROLES[1:]:
-                for scope in ("read", "write"):
-                    world.token(role, scope)
-            yield world
-        finally:
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
+    with django_db_blocker.unblock(), transaction.atomic():
+        world = world_build(centre_build())
+        for role in ROLES[1:]:
+            for scope in ("read", "write"):
+                world.token(role, scope)
+        yield world
+        transaction.set_rollback(True)
 
 
 @pytest.fixture
