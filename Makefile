@@ -87,8 +87,13 @@ demo: install
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops); mails link to $(PORTAL_URL)"
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
+# Two test processes (pytest-xdist): one waits on a browser, a daemon or a subprocess while the
+# other runs; each has its own test database and Celery broker database (tests/conftest.py).
+# TEST_PROCESSES=0 runs the suite in one process.
+TEST_PROCESSES ?= 2
 test: install-dev
-	@eval "$$($(PY) scripts/test_services.py)" && $(PY) -m pytest $(PYTEST_ARGS)
+	@eval "$$($(PY) scripts/test_services.py)" && $(PY) -m pytest \
+		$(if $(filter-out 0,$(TEST_PROCESSES)),-n $(TEST_PROCESSES) --dist loadgroup) $(PYTEST_ARGS)
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -56,9 +56,35 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [db_line, celery_line]
 
 
+def xdist_index() -> int:
+    """This process's number among ``make test``'s parallel test processes (pytest-xdist's
+    ``gw0``, ``gw1``, ...), 0 when the suite runs in one process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") else 0
+
+
+def _own_broker_database(url: str, index: int) -> str:
+    """The broker URL of test process ``index``: the same Redis, database number ``index``
+    below the given one (CI's 15 for ``gw0``, 14 for ``gw1``), so each process's Celery
+    worker takes only its own process's tasks (each reads its own test database)."""
+    parsed = urlparse(url)
+    database = int(parsed.path.strip("/") or 0)
+    return parsed._replace(path=f"/{(database - index) % 16}").geturl()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Hashing test passwords with PBKDF2 costs a third of a second per user; MD5 is enough here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    broker, index = _real_broker(), xdist_index()
+    if broker is not None and index:
+        own = _own_broker_database(broker, index)
+        # Settings were read before this file; the worker processes the tests start read
+        # the environment.
+        os.environ["CELERY_BROKER_URL"] = own
+        settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = own
+        from portal.celery import app
+
+        app.conf.broker_url = app.conf.result_backend = own
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -79,6 +105,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit(
             "CI=true and the real services are missing: " + "; ".join(problems), returncode=3
         )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``make test``'s parallel run (pytest-xdist, ``--dist loadgroup``) the tests of the
+    one Slurm testbed (fixed ports, one slurmdbd database) all run in the same process."""
+    for item in items:
+        if "slurm_testbed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("slurm-testbed"))
 
 
 @pytest.fixture(scope="session")

@@ -45,7 +45,8 @@ def start_celery_worker(
     env = {
         **os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1", **(env or {})
     }  # fmt: skip
-    log = ROOT / "var" / f"test-worker-{name}.log"
+    test_process = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1 under make test
+    log = ROOT / "var" / f"test-worker-{name}{'-' + test_process if test_process else ''}.log"
     log.parent.mkdir(exist_ok=True)
     with log.open("w") as log_file:
         process = subprocess.Popen(
