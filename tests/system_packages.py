@@ -4,11 +4,28 @@ not skip (tests/conftest.py IN_CI)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+
+# One install at a time across the test processes of ``make test`` (pytest-xdist): two `npm ci`
+# in one directory, or two apt runs, would trip over each other.
+_INSTALL_LOCK = Path(tempfile.gettempdir()) / "portal-tests-install.lock"
+
+
+@contextmanager
+def _one_install_at_a_time() -> Iterator[None]:
+    with _INSTALL_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def apt_missing_reason(binary: Path, package: str) -> str | None:
@@ -19,9 +36,16 @@ def apt_missing_reason(binary: Path, package: str) -> str | None:
 def apt_install_missing(packages: Mapping[Path, str]) -> str | None:
     """Install, in one apt run, the package of each file in ``packages`` that is missing;
     None once every file is there, else why not."""
+    if all(path.exists() for path in packages):
+        return None
+    with _one_install_at_a_time():
+        return _apt_install(packages)
+
+
+def _apt_install(packages: Mapping[Path, str]) -> str | None:
     absent = sorted(str(path) for path in packages if not path.exists())
     if not absent:
-        return None
+        return None  # another test process installed them meanwhile
     missing = sorted({package for path, package in packages.items() if not path.exists()})
     what = f"{', '.join(absent)} missing (Debian: {' '.join(missing)})"
     if os.geteuid() != 0:
@@ -43,9 +67,16 @@ def npm_missing_reason(wanted: Path, root: Path) -> str | None:
     there, else why not."""
     if wanted.exists():
         return None
+    with _one_install_at_a_time():
+        return _npm_ci(wanted, root)
+
+
+def _npm_ci(wanted: Path, root: Path) -> str | None:
+    if wanted.exists():
+        return None  # another test process installed them meanwhile
     npm = shutil.which("npm")
     if npm is None:
-        reason = apt_missing_reason(Path("/usr/bin/npm"), "npm")
+        reason = _apt_install({Path("/usr/bin/npm"): "npm"})  # under the lock already
         if reason is not None:
             return reason
         npm = "/usr/bin/npm"

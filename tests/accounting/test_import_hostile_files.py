@@ -2,15 +2,17 @@
 real entry point (``sacct_stream_import``: what ``import_sacct FILE`` and uploads run) on
 PostgreSQL with the COPY path. Whatever the file holds: no exception, every line in exactly
 one bucket, every quarantined line kept with its reason, and the ledger's balance identity
-(per project, the jobs' service units equal their daily roll-ups)."""
+(per project, the jobs' service units equal their daily roll-ups), and no utilisation above
+100 % that is not flagged as over-committed."""
 
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.db.models import Sum
+from django.db.models import Max, Min, Sum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +21,7 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import BUCKETS
 from accounting.ledger.sources import sacct_stream_import
 from accounting.models import Cluster, Job, QuarantinedRecord, UsageDaily
+from accounting.utilisation.selectors import utilisation_series_get
 from benchmarks.sacct_generator import USERS, sacct_lines
 from projects.models import Project
 
@@ -129,3 +132,30 @@ def test_a_salted_file_never_crashes_and_every_line_lands_in_one_bucket(cluster,
     assert {code: total for code, total in jobs.items() if total} == {
         code: total for code, total in rollups.items() if total
     }
+    _utilisation_at_most_full_unless_flagged(cluster)
+
+
+def _utilisation_at_most_full_unless_flagged(cluster: Cluster) -> None:
+    """What a user checks on the utilisation page: over the booked jobs' months, no figure
+    above 100 % unless its window is flagged as over-committed (a file can claim jobs that
+    overlap on a node; the page must say so, never plot it silently)."""
+    span = Job.objects.filter(cluster=cluster, start__isnull=False, end__isnull=False).aggregate(
+        first=Min("start"), last=Max("end")
+    )
+    if span["first"] is None:
+        return
+    zone = cluster.zoneinfo
+    first = span["first"].astimezone(zone).replace(minute=0, second=0, microsecond=0)
+    last = span["last"].astimezone(zone).replace(minute=0, second=0, microsecond=0)
+    windows = utilisation_series_get(
+        cluster=cluster, start=first, end=last + timedelta(hours=1), step="month"
+    )
+    read = 0
+    for window in windows:
+        for figures in (window.total, *window.partitions.values()):
+            if figures.overcommitted:
+                continue
+            for percent in (figures.q_percent, figures.core_percent, figures.gpu_percent):
+                assert percent is None or percent <= 100, (window.start, percent)
+                read += percent is not None
+    assert read, "no utilisation figure to check"
