@@ -88,12 +88,13 @@ demo: install
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Two test processes (pytest-xdist): one waits on a browser, a daemon or a subprocess while the
-# other runs; each has its own test database and Celery broker database (tests/conftest.py).
+# other runs; each has its own test database and Celery broker database, and takes a test module
+# at a time (tests/conftest.py, pytest_xdist_make_scheduler).
 # TEST_PROCESSES=0 runs the suite in one process.
 TEST_PROCESSES ?= 2
 test: install-dev
 	@eval "$$($(PY) scripts/test_services.py)" && $(PY) -m pytest \
-		$(if $(filter-out 0,$(TEST_PROCESSES)),-n $(TEST_PROCESSES) --dist loadgroup) $(PYTEST_ARGS)
+		$(if $(filter-out 0,$(TEST_PROCESSES)),-n $(TEST_PROCESSES)) $(PYTEST_ARGS)
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -84,7 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = own
         from portal.celery import app
 
-        app.conf.broker_url = app.conf.result_backend = own
+        app.conf.update(broker_url=own, result_backend=own)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -107,12 +107,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``make test``'s parallel run (pytest-xdist, ``--dist loadgroup``) the tests of the
-    one Slurm testbed (fixed ports, one slurmdbd database) all run in the same process."""
-    for item in items:
-        if "slurm_testbed" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("slurm-testbed"))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """How ``make test``'s parallel run (pytest-xdist) shares the tests between its processes:
+    a test module at a time, so that a module's fixtures (a shared world, a browser) are built
+    once, and all of tests/slurm in one process, as they share the one Slurm testbed (fixed
+    ports, one run directory, one slurmdbd database). pytest-xdist's own ``--dist loadgroup``
+    cannot group under pytest 9 (it renames ``item._nodeid``, which pytest 9 no longer reads)."""
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "tests/slurm" if module.startswith("tests/slurm/") else module
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
