@@ -67,6 +67,7 @@ from accounting.ledger.rollups import (
     hourly_apply,
     is_booked,
     rollup_add,
+    rollups_add_new,
     shapes_apply,
 )
 from accounting.ledger.sacct import (
@@ -885,6 +886,7 @@ def _changes_for(
     """
     changes = _Changes()
     cluster = lookups.cluster
+    new_rows: list[dict[str, Any]] = []  # their roll-up deltas are added in columns
     fast_rows = (
         pricer.rows(
             record
@@ -931,7 +933,7 @@ def _changes_for(
             changes.inserts.append(
                 _new_row(values, cluster=cluster, key=key, run=run, record=record, now=now)
             )
-            rollup_add(changes.deltas, values, lookups.zone, +1)
+            new_rows.append(values)
             summary.add_one(_bucket_new(values))
             continue
         old = {name: getattr(job, name) for name in _COMPARED}
@@ -956,6 +958,7 @@ def _changes_for(
             if is_booked(new) and job.charged_at is None:
                 job.charged_at = now
             changes.updates.append(job)
+    rollups_add_new(changes.deltas, new_rows, lookups.zone)
     return changes
 
 
