@@ -27,6 +27,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from kit.pg_copy import copy_text
+
 TABLE = "accounting_job"
 KEY_TABLE = "accounting_job_key"
 OPEN_PARTITION = "accounting_job_open"
@@ -249,7 +251,12 @@ def keys_insert(cursor: Any, rows: Iterable[Mapping[str, Any]]) -> None:
     A key a concurrent import wrote first fails on the unique key, as the ledger's insert
     would have."""
     columns = ", ".join(("job_id", *KEY_COLUMNS))
+    rows = list(rows)
+    payload = copy_text([[row[name] for row in rows] for name in ("id", *KEY_COLUMNS)])
     with cursor.cursor.copy(f"COPY {KEY_TABLE} ({columns}) FROM STDIN") as copy:
+        if payload is not None:
+            copy.write(payload)
+            return
         for row in rows:
             copy.write_row([row["id"], *(row[name] for name in KEY_COLUMNS)])
 
