@@ -333,6 +333,16 @@ EARLIEST = datetime(1970, 1, 2, tzinfo=UTC)
 
 def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] | None:
     """Why the line's times cannot be right, naming the column, or None."""
+    submit, start, end = record.submit, record.start, record.end
+    if (
+        submit is not None
+        and start is not None
+        and end is not None
+        and EARLIEST <= submit <= horizon
+        and EARLIEST <= start <= end <= horizon
+        and end - start <= MAX_HELD
+    ):
+        return None  # the common case, decided in one expression (what the checks below pass)
     for name, moment in (("Submit", record.submit), ("Start", record.start), ("End", record.end)):
         if moment is None:
             continue
