@@ -27,7 +27,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from kit.pg_copy import copy_text
+from kit.pg_copy import rows_copy
 
 TABLE = "accounting_job"
 KEY_TABLE = "accounting_job_key"
@@ -251,14 +251,8 @@ def keys_insert(cursor: Any, rows: Iterable[Mapping[str, Any]]) -> None:
     A key a concurrent import wrote first fails on the unique key, as the ledger's insert
     would have."""
     columns = ", ".join(("job_id", *KEY_COLUMNS))
-    rows = list(rows)
-    payload = copy_text([[row[name] for row in rows] for name in ("id", *KEY_COLUMNS)])
     with cursor.cursor.copy(f"COPY {KEY_TABLE} ({columns}) FROM STDIN") as copy:
-        if payload is not None:
-            copy.write(payload)
-            return
-        for row in rows:
-            copy.write_row([row["id"], *(row[name] for name in KEY_COLUMNS)])
+        rows_copy(copy, list(rows), ("id", *KEY_COLUMNS))
 
 
 def keys_update_from(cursor: Any, changes: str) -> None:

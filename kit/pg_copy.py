@@ -12,7 +12,7 @@ the rows with ``write_row`` as before. Either way the database reads the same va
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -39,22 +39,29 @@ def _strings(column: Sequence[Any]) -> list[str] | None:
 def _format(column: Sequence[Any]) -> list[str] | None:
     """The column's values as COPY text, or None for a type not formatted here."""
     types = set(map(type, column))
-    nullable = _NONE in types
-    types.discard(_NONE)
-    if not types:
-        return [_NULL] * len(column)
-    if len(types) > 1:
-        return None
-    (kind,) = types
-    if nullable:
+    if _NONE in types:
         present = [value for value in column if value is not None]
+        if not present:
+            return [_NULL] * len(column)
         formatted = _format(present)
         if formatted is None:
             return None
         texts = iter(formatted)
         return [_NULL if value is None else next(texts) for value in column]
-    if kind is str:
+    if not column:
+        return []
+    first = column[0]
+    if len(column) > 1 and all(value is first for value in column):
+        # One object in every row (the import's time, its run): formatted once.
+        once = _format([first])
+        return None if once is None else once * len(column)
+    if all(issubclass(kind, str) for kind in types):
+        # Text, and str enums (StrEnum, Django's TextChoices): psycopg dumps those as str too,
+        # their characters being their value.
         return _strings(column)
+    if len(types) > 1:
+        return None
+    (kind,) = types
     if kind is int:
         return list(map(str, column))
     if kind is Decimal:
@@ -63,9 +70,9 @@ def _format(column: Sequence[Any]) -> list[str] | None:
         return list(map(str, column)) if all(map(Decimal.is_finite, column)) else None
     if kind is datetime:
         # An aware time as ISO text with its offset: the same instant for timestamptz.
-        if any(value.utcoffset() is None for value in column):
+        if None in map(datetime.utcoffset, column):
             return None
-        return [value.isoformat() for value in column]
+        return list(map(datetime.isoformat, column))
     return None
 
 
@@ -86,3 +93,21 @@ def copy_text(columns: Sequence[Sequence[Any]]) -> bytes | None:
         return ("\n".join(lines) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         return None
+
+
+# Rows per piece of text: the server reads one piece while the next is built (the whole
+# batch built first and sent at once left it idle meanwhile, and cost more than write_row).
+_PIECE_ROWS = 500
+
+
+def rows_copy(copy: Any, rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+    """Write ``rows`` (their values of ``names``, in order) into psycopg's ``copy``: as text
+    built by :func:`copy_text` a piece at a time, or by ``write_row`` for a piece it leaves."""
+    for first in range(0, len(rows), _PIECE_ROWS):
+        piece = rows[first : first + _PIECE_ROWS]
+        payload = copy_text([[row[name] for row in piece] for name in names])
+        if payload is not None:
+            copy.write(payload)
+            continue
+        for row in piece:
+            copy.write_row([row[name] for name in names])

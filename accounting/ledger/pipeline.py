@@ -110,7 +110,7 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.signals import charges_booked
-from kit.pg_copy import copy_text
+from kit.pg_copy import rows_copy
 from projects.accounts import project_code_of
 from projects.models import Project
 from projects.selectors import account_suffixes, project_for_account
@@ -601,7 +601,7 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
     with connection.wrap_database_errors, connection.cursor() as cursor:
         if not is_partitioned():
             with cursor.cursor.copy(f"COPY {Job._meta.db_table} ({columns}) FROM STDIN") as copy:
-                _rows_copy(copy, rows, attnames)
+                rows_copy(copy, rows, attnames)
             return
         # The key rows first, with ids taken from the ledger's sequence: a key a concurrent
         # import wrote first fails here, before the ledger's COPY. The key table's triggers
@@ -612,18 +612,7 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
             keys_insert(cursor, rows)
             sql = f"COPY {Job._meta.db_table} (id, {columns}) FROM STDIN"
             with cursor.cursor.copy(sql) as copy:
-                _rows_copy(copy, rows, ["id", *attnames])
-
-
-def _rows_copy(copy: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
-    """Write ``rows`` (their values of ``names``, in order) into a COPY: the text built a
-    column at a time (``kit.pg_copy``), or row by row where a column holds a type it leaves."""
-    payload = copy_text([[row[name] for row in rows] for name in names])
-    if payload is not None:
-        copy.write(payload)
-        return
-    for row in rows:
-        copy.write_row([row[name] for name in names])
+                rows_copy(copy, rows, ["id", *attnames])
 
 
 _UPDATED = [*_COMPARED, "source_hash", "import_run_id", "line_number", "charged_at"]

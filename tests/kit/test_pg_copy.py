@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
+from django.db.models import TextChoices
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +29,18 @@ COLUMNS = {
     "billing": "numeric(20, 6)",
     "end": "timestamptz",
     "warnings": "jsonb",
+    "charge_state": "varchar(16)",
 }
+
+
+class Outcome(StrEnum):
+    CHARGED = "charged"
+
+
+class Choice(TextChoices):
+    REFUNDED = "refunded", "not charged by policy"
+
+
 ZONES = [UTC, ZoneInfo("Europe/Berlin"), ZoneInfo("Asia/Kolkata"), ZoneInfo("America/St_Johns")]
 
 texts = st.text(
@@ -54,10 +67,11 @@ def rows(draw: st.DrawFn) -> tuple[Any, ...]:
         draw(st.none() | st.integers(0, 32767)),
         draw(st.integers(0, 2**62)),
         draw(decimals),
-        draw(st.integers(0, 10**12).map(lambda quanta: Decimal(quanta).scaleb(exponent))),
+        draw(st.integers(0, 10**11).map(lambda quanta: Decimal(quanta).scaleb(exponent))),
         draw(st.none() | decimals),
         draw(st.none() | times),
         draw(st.sampled_from(["[]", '["ReqMem per CPU"]', '["a\\tb \\\\ \\"q\\""]'])),
+        draw(st.sampled_from([Outcome.CHARGED, Choice.REFUNDED, "pending"])),
     )
 
 
