@@ -320,6 +320,18 @@ def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     _upsert_adding(UsageDaily._meta.db_table, columns, types, key=4, rows=rows)
 
 
+def _array_param(column: tuple[Any, ...]) -> Any:
+    """A column of an upsert as the text of a PostgreSQL array when its values are whole
+    numbers, finite decimals or dates, which spell themselves in it (the driver then quotes one
+    string instead of adapting each value); otherwise the list, for the driver to adapt."""
+    kinds = set(map(type, column))
+    if len(kinds) == 1 and (
+        kinds <= {int, date} or (kinds == {Decimal} and all(map(Decimal.is_finite, column)))
+    ):
+        return "{" + ",".join(map(str, column)) + "}"
+    return list(column)
+
+
 def _upsert_adding(
     table: str,
     columns: tuple[str, ...],
@@ -334,7 +346,8 @@ def _upsert_adding(
     On PostgreSQL the rows travel as one array per column (``unnest``): the statement's text is
     the same for every batch, so the driver parses it once (its cache is keyed on the text)
     instead of splitting a statement that grows with the batch, which was a third of the
-    roll-ups' time. Elsewhere one ``executemany`` of the single-row statement.
+    roll-ups' time; a column of numbers or dates goes as the text of its array
+    (:func:`_array_param`). Elsewhere one ``executemany`` of the single-row statement.
     """
     names = ", ".join(columns)
     add = ", ".join(f"{name} = {table}.{name} + EXCLUDED.{name}" for name in columns[key:])
@@ -344,7 +357,7 @@ def _upsert_adding(
             arrays = ", ".join(f"%s::{kind}[]" for kind in types)
             cursor.execute(
                 f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}",  # noqa: S608
-                [list(column) for column in zip(*rows, strict=True)],
+                [_array_param(column) for column in zip(*rows, strict=True)],
             )
             return
         placeholders = ", ".join(["%s"] * len(columns))

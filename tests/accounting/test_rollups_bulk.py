@@ -5,15 +5,17 @@ hours, days and months, zero-core, measured and running jobs and sizes the colum
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.ledger.rollups import Deltas, rollup_add, rollups_add_new
+from accounting.ledger.rollups import Deltas, _array_param, rollup_add, rollups_add_new
 from accounting.models import Job
 
 ZONES = ["UTC", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/St_Johns"]
@@ -137,3 +139,33 @@ def test_local_mean_time_hours_are_split_row_by_row() -> None:
     expected = _row_by_row([row], zone)
     assert any(hour.minute for _, hour in expected.hourly)  # not on UTC hours
     _assert_equal(expected, _in_columns([row], zone))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kind", "column"),
+    [
+        ("bigint", (0, -1, 2**62, 7)),
+        ("numeric", (Decimal("1E+1"), Decimal("-0.000001"), Decimal("-0"), Decimal("12.500000"))),
+        ("date", (date(1970, 1, 2), date(2026, 2, 28), date(9999, 12, 31))),
+    ],
+)
+def test_an_upsert_column_sent_as_array_text_reads_as_its_values(kind, column) -> None:
+    """The roll-ups' upserts send a column of numbers or dates as the text of its array: the
+    database reads the same values as from the list the driver adapts."""
+    if connection.vendor != "postgresql":
+        pytest.skip("arrays are PostgreSQL's")
+    param = _array_param(column)
+    assert isinstance(param, str)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT %s::{kind}[] = %s::{kind}[], %s::{kind}[]::text", [param, list(column), param]
+        )
+        same, text = cursor.fetchone()
+    assert same
+    assert text.count(",") == len(column) - 1
+
+
+def test_an_upsert_column_of_text_or_mixed_values_is_left_to_the_driver() -> None:
+    for column in (("alice", "bob"), (1, None), (1, True), (Decimal("NaN"),), (1, Decimal(1))):
+        assert isinstance(_array_param(column), list)
