@@ -566,7 +566,9 @@ def _hours_bulk(
     hour_start = pl.col("hour") * 3600
     seconds = pl.min_horizontal("end", hour_start + 3600) - pl.max_horizontal("start", hour_start)
     sums = hours.group_by("partition_id", "hour").agg(
-        (pl.col("cpus") * seconds).sum(), (pl.col("gpus") * seconds).sum()
+        # 128 bits: a sum over any number of jobs stays exact, as Python's ints are.
+        (pl.col("cpus").cast(pl.Int128) * seconds).sum(),
+        (pl.col("gpus").cast(pl.Int128) * seconds).sum(),
     )
     for partition_id, hour, core_seconds, gpu_seconds in sums.iter_rows():
         current = deltas.hourly.setdefault((partition_id, from_epoch_seconds(hour * 3600)), [0, 0])
