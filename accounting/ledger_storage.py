@@ -27,6 +27,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from kit.pg_copy import rows_copy
+
 TABLE = "accounting_job"
 KEY_TABLE = "accounting_job_key"
 OPEN_PARTITION = "accounting_job_open"
@@ -250,8 +252,7 @@ def keys_insert(cursor: Any, rows: Iterable[Mapping[str, Any]]) -> None:
     would have."""
     columns = ", ".join(("job_id", *KEY_COLUMNS))
     with cursor.cursor.copy(f"COPY {KEY_TABLE} ({columns}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row([row["id"], *(row[name] for name in KEY_COLUMNS)])
+        rows_copy(copy, list(rows), ("id", *KEY_COLUMNS))
 
 
 def keys_update_from(cursor: Any, changes: str) -> None:

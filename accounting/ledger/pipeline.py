@@ -67,6 +67,7 @@ from accounting.ledger.rollups import (
     hourly_apply,
     is_booked,
     rollup_add,
+    rollups_add_new,
     shapes_apply,
 )
 from accounting.ledger.sacct import (
@@ -109,6 +110,7 @@ from accounting.models import (
     QuarantinedRecord,
 )
 from accounting.signals import charges_booked
+from kit.pg_copy import rows_copy
 from projects.accounts import project_code_of
 from projects.models import Project
 from projects.selectors import account_suffixes, project_for_account
@@ -331,6 +333,16 @@ EARLIEST = datetime(1970, 1, 2, tzinfo=UTC)
 
 def _time_problem(record: SacctRecord, *, horizon: datetime) -> tuple[str, str] | None:
     """Why the line's times cannot be right, naming the column, or None."""
+    submit, start, end = record.submit, record.start, record.end
+    if (
+        submit is not None
+        and start is not None
+        and end is not None
+        and EARLIEST <= submit <= horizon
+        and EARLIEST <= start <= end <= horizon
+        and end - start <= MAX_HELD
+    ):
+        return None  # the common case, decided in one expression (what the checks below pass)
     for name, moment in (("Submit", record.submit), ("Start", record.start), ("End", record.end)):
         if moment is None:
             continue
@@ -584,12 +596,12 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
             cursor.executemany(sql, prepared)
         return
     for row in rows:
-        row["warnings"] = json.dumps(row["warnings"])
+        warnings = row["warnings"]
+        row["warnings"] = "[]" if warnings == [] else json.dumps(warnings)
     with connection.wrap_database_errors, connection.cursor() as cursor:
         if not is_partitioned():
             with cursor.cursor.copy(f"COPY {Job._meta.db_table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row([row[name] for name in attnames])
+                rows_copy(copy, rows, attnames)
             return
         # The key rows first, with ids taken from the ledger's sequence: a key a concurrent
         # import wrote first fails here, before the ledger's COPY. The key table's triggers
@@ -600,8 +612,7 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
             keys_insert(cursor, rows)
             sql = f"COPY {Job._meta.db_table} (id, {columns}) FROM STDIN"
             with cursor.cursor.copy(sql) as copy:
-                for row in rows:
-                    copy.write_row([row["id"], *(row[name] for name in attnames)])
+                rows_copy(copy, rows, ["id", *attnames])
 
 
 _UPDATED = [*_COMPARED, "source_hash", "import_run_id", "line_number", "charged_at"]
@@ -885,6 +896,7 @@ def _changes_for(
     """
     changes = _Changes()
     cluster = lookups.cluster
+    new_rows: list[dict[str, Any]] = []  # their roll-up deltas are added in columns
     fast_rows = (
         pricer.rows(
             record
@@ -931,7 +943,7 @@ def _changes_for(
             changes.inserts.append(
                 _new_row(values, cluster=cluster, key=key, run=run, record=record, now=now)
             )
-            rollup_add(changes.deltas, values, lookups.zone, +1)
+            new_rows.append(values)
             summary.add_one(_bucket_new(values))
             continue
         old = {name: getattr(job, name) for name in _COMPARED}
@@ -956,6 +968,7 @@ def _changes_for(
             if is_booked(new) and job.charged_at is None:
                 job.charged_at = now
             changes.updates.append(job)
+    rollups_add_new(changes.deltas, new_rows, lookups.zone)
     return changes
 
 

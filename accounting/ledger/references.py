@@ -46,8 +46,12 @@ def _referenced() -> tuple[tuple[str, str, type[models.Model]], ...]:
     )
 
 
-def _value(row: Mapping[str, Any] | Job, name: str) -> Any:
-    return row.get(name) if isinstance(row, Mapping) else getattr(row, name)
+def _distinct(mappings: list[Mapping[str, Any]], jobs: list[Job], name: str) -> set[Any]:
+    """The distinct values of one column over the batch's rows."""
+    values = {row.get(name) for row in mappings}
+    values.update(getattr(job, name) for job in jobs)
+    values.discard(None)
+    return values
 
 
 def references_check(rows: Iterable[Mapping[str, Any] | Job]) -> None:
@@ -58,9 +62,11 @@ def references_check(rows: Iterable[Mapping[str, Any] | Job]) -> None:
     rows = list(rows)
     if not rows:
         return
+    mappings = [row for row in rows if isinstance(row, Mapping)]
+    jobs = [row for row in rows if not isinstance(row, Mapping)]
     missing: list[str] = []
     for column, label, model in _referenced():
-        wanted = {_value(row, column) for row in rows} - {None}
+        wanted = _distinct(mappings, jobs, column)
         if not wanted:
             continue
         table = connection.ops.quote_name(model._meta.db_table)

@@ -8,10 +8,11 @@ applies them in one sorted upsert per table, inside the batch's transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+import polars as pl
 from django.db import connection
 
 from accounting.carbon import footprint
@@ -28,6 +29,7 @@ from accounting.models import (
     UsageShapeMonthly,
     UtilisationHourly,
 )
+from accounting.utilisation.peak import epoch_seconds, from_epoch_seconds
 from accounting.utilisation.quality import AllocatedJob, hourly_contributions
 
 _HOURS = Decimal(3600)
@@ -39,8 +41,7 @@ def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...]
     """What a finished job adds to its day's roll-up: key and the amounts of ``_DAILY_SUMS``
     (SU, core-h, GPU-h, Wh, cost, jobs, then measured Wh, the estimate of the measured job and
     whether it was measured)."""
-    end = values["end"]
-    day = end.astimezone(zone).date()
+    day = _day_of(values["end"], zone)
     hours = Decimal(values["elapsed_seconds"]) / _HOURS
     key = (values["project_id"], values["partition_id"], values["username"], day)
     measured = footprint.measured_energy_wh(values["consumed_energy_joules"])
@@ -55,6 +56,11 @@ def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...]
         values["energy_wh"] if measured is not None else _ZERO,
         1 if measured is not None else 0,
     ]
+
+
+def _day_of(end: datetime, zone: tzinfo) -> date:
+    """The day a job's usage counts on: the cluster's local day it ended."""
+    return end.astimezone(zone).date()
 
 
 def is_booked(values: dict[str, Any]) -> bool:
@@ -102,6 +108,11 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
             _efficiency_add(deltas, values, key, sign)
         if values["charge_state"] == Job.ChargeState.CHARGED:
             _shape_add(deltas, values, key[3], sign)
+    _hours_add(deltas, values, zone, sign)
+
+
+def _hours_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) -> None:
+    """A job's core- and GPU-seconds per clock hour it held its allocation."""
     held_until = _held_until(values)
     if held_until is None:
         return
@@ -121,10 +132,9 @@ def _shape_add(deltas: Deltas, values: dict[str, Any], day: Any, sign: int) -> N
     # Memory as the ledger's column keeps it (3 places, rounded half up as PostgreSQL rounds):
     # sacct's "1500K" is 1.46484375 MB, and the row read back for a changed line holds 1.465;
     # unrounded, the two would be two keys of one row, which one upsert may not touch twice.
-    memory_mb = Decimal(values["memory_mb"]).quantize(_MB_QUANTUM, ROUND_HALF_UP)
     key = (
         values["project_id"], day, values["partition_id"], values["nnodes"], values["cpus"],
-        values["gpus"], memory_mb,
+        values["gpus"], _shape_memory(values["memory_mb"]),
     )  # fmt: skip
     sums = deltas.shapes.get(key)
     if sums is None:
@@ -132,6 +142,12 @@ def _shape_add(deltas: Deltas, values: dict[str, Any], day: Any, sign: int) -> N
     sums[0] += sign
     sums[1] += sign * values["elapsed_seconds"]
     sums[2] += sign * values["service_units"]
+
+
+def _shape_memory(memory_mb: Any) -> Decimal:
+    """A shape's memory as the ledger's column keeps it (3 places, rounded half up as
+    PostgreSQL rounds)."""
+    return Decimal(memory_mb).quantize(_MB_QUANTUM, ROUND_HALF_UP)
 
 
 def _efficiency_add(
@@ -304,6 +320,18 @@ def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     _upsert_adding(UsageDaily._meta.db_table, columns, types, key=4, rows=rows)
 
 
+def _array_param(column: tuple[Any, ...]) -> Any:
+    """A column of an upsert as the text of a PostgreSQL array when its values are whole
+    numbers, finite decimals or dates, which spell themselves in it (the driver then quotes one
+    string instead of adapting each value); otherwise the list, for the driver to adapt."""
+    kinds = set(map(type, column))
+    if len(kinds) == 1 and (
+        kinds <= {int, date} or (kinds == {Decimal} and all(map(Decimal.is_finite, column)))
+    ):
+        return "{" + ",".join(map(str, column)) + "}"
+    return list(column)
+
+
 def _upsert_adding(
     table: str,
     columns: tuple[str, ...],
@@ -318,7 +346,8 @@ def _upsert_adding(
     On PostgreSQL the rows travel as one array per column (``unnest``): the statement's text is
     the same for every batch, so the driver parses it once (its cache is keyed on the text)
     instead of splitting a statement that grows with the batch, which was a third of the
-    roll-ups' time. Elsewhere one ``executemany`` of the single-row statement.
+    roll-ups' time; a column of numbers or dates goes as the text of its array
+    (:func:`_array_param`). Elsewhere one ``executemany`` of the single-row statement.
     """
     names = ", ".join(columns)
     add = ", ".join(f"{name} = {table}.{name} + EXCLUDED.{name}" for name in columns[key:])
@@ -328,7 +357,7 @@ def _upsert_adding(
             arrays = ", ".join(f"%s::{kind}[]" for kind in types)
             cursor.execute(
                 f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}",  # noqa: S608
-                [list(column) for column in zip(*rows, strict=True)],
+                [_array_param(column) for column in zip(*rows, strict=True)],
             )
             return
         placeholders = ", ".join(["%s"] * len(columns))
@@ -336,3 +365,219 @@ def _upsert_adding(
             f"INSERT INTO {table} ({names}) VALUES ({placeholders}) {conflict}",  # noqa: S608
             rows,
         )
+
+
+# --------------------------------------------------------------------------------------------
+# The same deltas for a batch's new rows at once
+
+# Sizes past these go to the per-row path: within them every product below fits polars'
+# 128-bit integers and the per-row Decimal maths (28 digits) is exact before it is rounded.
+_BULK_COUNT_LIMIT = 2**31
+_BULK_SECONDS_LIMIT = 2**40
+_MILLION = 10**6
+
+
+def rollups_add_new(deltas: Deltas, rows: list[dict[str, Any]], zone: tzinfo) -> None:
+    """``rollup_add(deltas, values, zone, +1)`` for each of ``rows``, the arithmetic per row
+    done in columns (polars, in whole millionths) and the rules that are not plain arithmetic
+    once per distinct value: the local day of each end, the measured energy of each
+    ConsumedEnergyRaw, the shape's memory of each size.
+
+    ``rollup_add`` itself takes the rows the columns do not cover: pending and running jobs,
+    jobs with an efficiency or a cost, sizes past the bounds above. The hours of a job go to
+    the per-row split when the zone's offset is not a whole number of hours at the job's
+    start or at an hour boundary it spans (its local hours are then not UTC hours).
+    ``tests/accounting/test_rollups_bulk.py`` keeps the two forms equal.
+    """
+    columns: dict[str, list[Any]] = {name: [] for name in _BULK_SCHEMA}
+    measured_of: dict[int | None, int | None] = {}
+    memory_codes: dict[Any, int] = {}
+    days: dict[datetime, Any] = {}
+    bulk: list[dict[str, Any]] = []
+    for values in rows:
+        su = _millionths(values["service_units"]) if _bulk_ready(values) else None
+        wh = _millionths(values["energy_wh"]) if su is not None else None
+        if su is None or wh is None:
+            rollup_add(deltas, values, zone, +1)
+            continue
+        joules = values["consumed_energy_joules"]
+        if joules not in measured_of:
+            measured = footprint.measured_energy_wh(joules)
+            measured_of[joules] = None if measured is None else _millionths(measured)
+        end = values["end"]
+        day = days.get(end)
+        if day is None:
+            day = days[end] = _day_of(end, zone)
+        bulk.append(values)
+        columns["project_id"].append(values["project_id"])
+        columns["partition_id"].append(values["partition_id"])
+        columns["username"].append(values["username"])
+        columns["day"].append(day)
+        columns["su"].append(su)
+        columns["wh"].append(wh)
+        columns["measured"].append(measured_of[joules])
+        columns["cpus"].append(values["cpus"])
+        columns["gpus"].append(values["gpus"])
+        columns["elapsed"].append(values["elapsed_seconds"])
+        columns["charged"].append(values["charge_state"] == Job.ChargeState.CHARGED)
+        columns["nnodes"].append(values["nnodes"])
+        columns["memory"].append(memory_codes.setdefault(values["memory_mb"], len(memory_codes)))
+        columns["start"].append(epoch_seconds(values["start"]))
+        columns["end"].append(epoch_seconds(end))
+    if not bulk:
+        return
+    frame = pl.DataFrame(columns, schema=_BULK_SCHEMA)
+    _daily_bulk(deltas, frame)
+    memories = {code: _shape_memory(memory) for memory, code in memory_codes.items()}
+    _shapes_bulk(deltas, frame, memories)
+    _hours_bulk(deltas, frame, rows=bulk, zone=zone)
+
+
+_BULK_SCHEMA: dict[str, Any] = {
+    "project_id": pl.Int64, "partition_id": pl.Int64, "username": pl.String, "day": pl.Date,
+    "su": pl.Int128, "wh": pl.Int128, "measured": pl.Int128, "cpus": pl.Int64,
+    "gpus": pl.Int64, "elapsed": pl.Int64, "charged": pl.Boolean, "nnodes": pl.Int64,
+    "memory": pl.Int64, "start": pl.Int64, "end": pl.Int64,
+}  # fmt: skip
+
+
+def _bulk_ready(values: dict[str, Any]) -> bool:
+    """Whether a new row's deltas are plain sums: a booked job that ran, with no cost and no
+    efficiency, of a size whose products stay exact."""
+    start, end = values["start"], values["end"]
+    return (
+        start is not None
+        and end is not None
+        and start <= end
+        and values["charge_state"] != Job.ChargeState.PENDING
+        and values["cost"] is None
+        and values["right_sized_service_units"] is None
+        and 0 <= values["cpus"] < _BULK_COUNT_LIMIT
+        and 0 <= values["gpus"] < _BULK_COUNT_LIMIT
+        and 0 <= values["elapsed_seconds"] < _BULK_SECONDS_LIMIT
+    )
+
+
+def _millionths(amount: Any) -> int | None:
+    """A Decimal of at most 6 places as a whole number of millionths (None otherwise)."""
+    if not isinstance(amount, Decimal) or not amount.is_finite():
+        return None
+    scaled = amount.scaleb(6)
+    whole = int(scaled)
+    return whole if whole == scaled else None
+
+
+def _hours_quanta(count: pl.Expr) -> pl.Expr:
+    """``count * elapsed / 3600`` hours in millionths, rounded half-even: ``_contribution``'s
+    ``(cpus * hours).quantize(SU_QUANTUM)``."""
+    numerator = count.cast(pl.Int128) * pl.col("elapsed") * _MILLION
+    quanta = numerator // 3600
+    twice = (numerator - quanta * 3600) * 2
+    up = (twice > 3600) | ((twice == 3600) & (quanta % 2 == 1))
+    return quanta + up.cast(pl.Int128)
+
+
+def _daily_bulk(deltas: Deltas, frame: pl.DataFrame) -> None:
+    measured = pl.col("measured").is_not_null()
+    sums = frame.group_by("project_id", "partition_id", "username", "day").agg(
+        pl.col("su").sum(),
+        _hours_quanta(pl.col("cpus")).sum().alias("core"),
+        _hours_quanta(pl.col("gpus")).sum().alias("gpu"),
+        pl.col("wh").sum(),
+        pl.len().alias("jobs"),
+        pl.col("measured").fill_null(0).sum(),
+        pl.when(measured).then(pl.col("wh")).otherwise(0).sum().alias("estimate"),
+        measured.sum().alias("measured_jobs"),
+    )
+    for project_id, partition_id, username, day, *amounts in sums.iter_rows():
+        su, core, gpu, wh, jobs, measured_wh, estimate, measured_jobs = amounts
+        current = deltas.daily.setdefault(
+            (project_id, partition_id, username, day),
+            [_ZERO if kind == "numeric" else 0 for kind in _DAILY_TYPES],
+        )
+        added = (
+            _decimal(su), _decimal(core), _decimal(gpu), _decimal(wh), _ZERO, jobs,
+            _decimal(measured_wh), _decimal(estimate), measured_jobs,
+        )  # fmt: skip
+        for index, amount in enumerate(added):
+            current[index] += amount
+
+
+def _decimal(millionths: int) -> Decimal:
+    return Decimal(millionths).scaleb(-6)
+
+
+def _shapes_bulk(deltas: Deltas, frame: pl.DataFrame, memories: dict[int, Decimal]) -> None:
+    sums = (
+        frame.filter(pl.col("charged"))
+        .group_by("project_id", "day", "partition_id", "nnodes", "cpus", "gpus", "memory")
+        .agg(pl.len(), pl.col("elapsed").cast(pl.Int128).sum(), pl.col("su").sum())
+    )
+    for *shape, memory, jobs, elapsed, su in sums.iter_rows():
+        key = (*shape, memories[memory])
+        current = deltas.shapes.get(key)
+        if current is None:
+            current = deltas.shapes[key] = [0, 0, _ZERO]
+        current[0] += jobs
+        current[1] += elapsed
+        current[2] += _decimal(su)
+
+
+def _hours_bulk(
+    deltas: Deltas, frame: pl.DataFrame, *, rows: list[dict[str, Any]], zone: tzinfo
+) -> None:
+    """The hours of the rows in ``frame`` that held cores or GPUs, split by UTC hours; a row
+    whose local hours are not UTC hours is split by :func:`_hours_add`."""
+    held = frame.with_row_index("row").filter(
+        ((pl.col("cpus") > 0) | (pl.col("gpus") > 0)) & (pl.col("start") < pl.col("end"))
+    )
+    if held.is_empty():
+        return
+    hours = held.select(
+        "row", "partition_id", "cpus", "gpus", "start", "end",
+        pl.int_ranges(
+            pl.col("start") // 3600, (pl.col("end") - 1) // 3600 + 1
+        ).alias("hour"),
+    ).explode("hour")  # fmt: skip
+    # Where the per-row split looks at the zone: each job's start and every hour boundary
+    # from the hour it starts in to the first one at or after its end.
+    instants = pl.concat(
+        [
+            hours.select((pl.col("hour") * 3600).alias("at")),
+            held.select((((pl.col("end") - 1) // 3600 + 1) * 3600).alias("at")),
+            held.select(pl.col("start").alias("at")),
+        ]
+    ).unique()
+    off_hours = [seconds for (seconds,) in instants.iter_rows() if not _on_utc_hours(seconds, zone)]
+    if off_hours:
+        off = pl.Series(off_hours, dtype=pl.Int64).implode()
+        local = (
+            hours.filter(
+                (pl.col("hour") * 3600).is_in(off)
+                | ((pl.col("hour") + 1) * 3600).is_in(off)
+                | pl.col("start").is_in(off)
+            )
+            .get_column("row")
+            .unique()
+        )
+        for row in local.to_list():
+            _hours_add(deltas, rows[row], zone, +1)
+        hours = hours.filter(~pl.col("row").is_in(local.implode()))
+    hour_start = pl.col("hour") * 3600
+    seconds = pl.min_horizontal("end", hour_start + 3600) - pl.max_horizontal("start", hour_start)
+    sums = hours.group_by("partition_id", "hour").agg(
+        # 128 bits: a sum over any number of jobs stays exact, as Python's ints are.
+        (pl.col("cpus").cast(pl.Int128) * seconds).sum(),
+        (pl.col("gpus").cast(pl.Int128) * seconds).sum(),
+    )
+    for partition_id, hour, core_seconds, gpu_seconds in sums.iter_rows():
+        current = deltas.hourly.setdefault((partition_id, from_epoch_seconds(hour * 3600)), [0, 0])
+        current[0] += core_seconds
+        current[1] += gpu_seconds
+
+
+def _on_utc_hours(seconds: int, zone: tzinfo) -> bool:
+    """Whether the zone's local time at ``seconds`` is as far past its hour as UTC is (its
+    offset is a whole number of hours there)."""
+    local = datetime.fromtimestamp(seconds, zone)
+    return local.minute * 60 + local.second == seconds % 3600

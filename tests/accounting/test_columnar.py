@@ -12,6 +12,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from accounting.ledger.pipeline import jobs_import
 from accounting.ledger.sacct import line_item, parse_sacct
 from accounting.models import Cluster, Job, QuarantinedRecord, UsageDaily, UsageShapeDaily
 from benchmarks.sacct_generator import sacct_lines
+from kit import pg_copy
+from kit.pg_copy import copy_text as pg_copy_text
 from projects.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,3 +217,26 @@ def test_an_older_running_line_after_the_finished_one_does_not_unbook_it(testbed
     )
     assert (summary.charged, summary.imported, summary.pending) == (1, 1, 0)
     assert Job.objects.get().service_units > Decimal(0)
+
+
+def test_every_new_row_is_copied_as_text_built_by_columns(testbed, monkeypatch):
+    """The ledger's and the key table's COPY text is built a column at a time for the rows of
+    both paths (kit.pg_copy); none falls back to psycopg's row-by-row formatting."""
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
+    fallbacks: list[int] = []
+
+    def copy_text(columns):
+        payload = pg_copy_text(columns)
+        if payload is None:
+            fallbacks.append(len(columns))
+        return payload
+
+    monkeypatch.setattr(pg_copy, "copy_text", copy_text)
+    text = "".join(sacct_lines(lines=500, seed=11, allocations=True))
+    for path in REAL_FILES:
+        _both_ways(testbed, path.read_text())
+        _clear()
+    _both_ways(testbed, text)
+    assert Job.objects.exists()
+    assert fallbacks == []
