@@ -56,6 +56,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [db_line, celery_line]
 
 
+def needs_real_services(what: str, *, broker: bool = False) -> None:
+    """For a test whose other processes read its database (``--workers``, a second importer, a
+    Celery worker): skip it when ``make test`` fell back to SQLite (an in-memory database no
+    other process sees) or, with ``broker``, to eager Celery. In CI it fails instead, though
+    the session stops at once there without PostgreSQL and Redis."""
+    from django.db import connection
+
+    missing = [] if connection.vendor == "postgresql" else ["PostgreSQL"]
+    if broker and _real_broker() is None:
+        missing.append("a real Celery broker")
+    if not missing:
+        return
+    reason = f"{what} needs {' and '.join(missing)} (SQLite or eager Celery fallback in use)"
+    if IN_CI:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 def xdist_index() -> int:
     """This process's number among ``make test``'s parallel test processes (pytest-xdist's
     ``gw0``, ``gw1``, ...), 0 when the suite runs in one process."""

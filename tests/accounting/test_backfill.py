@@ -4,7 +4,6 @@ what one import of the whole range charges."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from datetime import UTC, datetime, timedelta
 from io import StringIO
@@ -22,6 +21,7 @@ from accounting.ledger.sources import backfill_windows
 from accounting.models import Cluster, ImportRun, Job, UsageDaily, UtilisationHourly
 from accounting.tasks import import_sacct_backfill_window
 from projects.models import Project
+from tests.conftest import needs_real_services
 from tests.workers import start_celery_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,8 +164,7 @@ def test_a_backfill_range_must_be_a_range(testbed: Cluster) -> None:
 def test_a_parallel_backfill_on_two_workers_gives_the_ledger_of_a_serial_one(
     testbed: Cluster,
 ) -> None:
-    if not os.environ.get("CELERY_BROKER_URL"):
-        pytest.fail("the parallel backfill needs the real broker (CELERY_BROKER_URL)")
+    needs_real_services("the parallel backfill", broker=True)
     call_command(
         "import_backfill", "--cluster", "slurm-testbed", "--since", SINCE.isoformat(),
         "--until", UNTIL.isoformat(), "--window-hours", str(1 / 60), "--serial", stdout=StringIO(),

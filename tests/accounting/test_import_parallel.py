@@ -19,6 +19,7 @@ from accounting.ledger.sources import _file_ranges
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord, UsageDaily
 from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
+from tests.conftest import needs_real_services
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
@@ -96,6 +97,7 @@ def test_a_range_never_starts_with_a_step_so_a_job_keeps_its_steps_usage(tmp_pat
 
 
 def test_two_processes_book_what_one_books(testbed: Cluster, dump: Path) -> None:
+    needs_real_services("an import by two processes")
     single = _import(dump)
     expected = _ledger()
     assert single["quarantined"] > 0
@@ -111,6 +113,7 @@ def test_two_processes_book_what_one_books(testbed: Cluster, dump: Path) -> None
 def test_a_process_killed_mid_import_fails_the_run_and_a_rerun_completes_it(
     testbed: Cluster, dump: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    needs_real_services("an import by two processes")
     _import(dump)
     expected = _ledger()
     _forget()

@@ -30,6 +30,7 @@ from accounting.models import (
 )
 from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
+from tests.conftest import needs_real_services
 from tests.factories import PartitionFactory, PartitionVersionFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,6 +164,7 @@ def test_quarantined_lines_charged_on_retry_are_added_to_the_shape_rollups(testb
 
 @pytest.mark.django_db(transaction=True)
 def test_the_shape_rollups_are_the_charged_jobs_after_an_import_in_two_processes(testbed, tmp_path):
+    needs_real_services("an import by two processes")
     dump = write_sacct_file(tmp_path / "sacct.psv", lines=12_000, seed=5, allocations=True)
 
     call_command(
