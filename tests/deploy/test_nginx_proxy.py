@@ -29,7 +29,7 @@ import pytest
 from accounting.ledger.forms import MAX_UPLOAD_BYTES
 from deploy.nginx import TEMPLATE, gunicorn_socket, native_values, nginx_command, write_config
 from tests import workers
-from tests.conftest import IN_CI
+from tests.conftest import IN_CI, needs_real_services
 from tests.system_packages import apt_missing_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,6 +120,7 @@ def web_tier(db) -> Iterator[WebTier]:
     """gunicorn (deploy/gunicorn.conf.py, WORKERS sync workers, the test database) on a unix
     socket and nginx (the template rendered as ``make run-nginx`` renders it) on a free
     loopback port, in a directory nginx's unprivileged workers may enter."""
+    needs_real_services("gunicorn reading the test database")
     _nginx_or_reason()
     var_dir = Path(tempfile.mkdtemp(prefix="portal-web-tier-"))
     var_dir.chmod(0o755)  # nginx's workers (www-data when the test runs as root) come in

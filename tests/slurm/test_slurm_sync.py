@@ -33,6 +33,7 @@ from allocations.slurm.sync import (
 from allocations.tasks import slurm_sync_check_task
 from projects.models import Project, ResourcePool
 from projects.services import membership_remove
+from tests.conftest import needs_real_services
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -732,6 +733,7 @@ def test_an_import_by_several_processes_sets_the_limits_it_moved(
 ):
     """``import_sacct --workers 2`` ends its run as one process does: the charged balance
     reaches Slurm's GrpTRESMins on a pool that allows it without review."""
+    needs_real_services("an import by two processes")
     centre = _centre(su="1000", members=1)
     ((project, people),) = centre.projects
     _apply(slurm_sync_plan(cluster=centre.cluster).plan)
