@@ -214,6 +214,12 @@ class NodeUsage:
     node_local: Mapping[str, Decimal] = _EMPTY
 
 
+MAX_JOB_NODES = 1_000_000
+"""More nodes than any job can hold: the largest machines have about 10^5. A count above it (a
+crafted sacct line, a typed-in quote) is refused here, before a tuple of that many nodes is
+built (two billion of them exhausted the memory of the process)."""
+
+
 def split_evenly(
     *,
     nodes: int,
@@ -228,6 +234,10 @@ def split_evenly(
     """
     if nodes.__class__ is not int or nodes < 1:
         raise ChargeError(f"a job must hold at least one node, got nodes={nodes!r}")
+    if nodes > MAX_JOB_NODES:
+        raise ChargeError(
+            f"a job of {nodes:,} nodes is more than any cluster has (at most {MAX_JOB_NODES:,})"
+        )
     if nodes == 1:
         return (
             NodeUsage(cores, memory_mb, gpus, _FrozenMap(node_local) if node_local else _EMPTY),

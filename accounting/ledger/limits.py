@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection, models
+from django.db import models
+from django.db.backends.base.operations import BaseDatabaseOperations
 
 from accounting.models import Job
 from projects.models import Project
@@ -87,7 +88,10 @@ def _bounds(attname: str) -> tuple[str, Any]:
         digits, places = column.max_digits or 0, column.decimal_places or 0
         return "decimal", Decimal(10) ** (digits - places)
     if isinstance(column, models.IntegerField):
-        low, high = connection.ops.integer_field_range(column.get_internal_type())
+        # The portable ranges (PostgreSQL's and MySQL's), not the backend's: SQLite stores any
+        # 64-bit value, so the demo would book what a PostgreSQL ledger refuses, and a job of
+        # 99,999,999,999 nodes went on to the charging engine.
+        low, high = BaseDatabaseOperations.integer_field_ranges[column.get_internal_type()]
         return "int", (low, high)
     raise TypeError(f"no limit is known for {attname}")
 

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from accounting.clusters.charging import (
+    MAX_JOB_NODES,
     MODELS,
     SU_QUANTUM,
     ChargeError,
@@ -531,3 +532,11 @@ def test_nodes_that_hold_different_shares_are_folded_only_where_consecutive_node
     ]
     with pytest.raises(ChargeError):
         node_fractions_even(SETONIX_GPU, nodes=1, cores=65, memory_mb=0)
+
+
+def test_a_job_of_more_nodes_than_any_cluster_has_is_refused_before_it_is_split():
+    """Two billion nodes (a crafted sacct line, a typed-in quote) once built a tuple of two
+    billion node usages and died of MemoryError; the count is refused at once."""
+    with pytest.raises(ChargeError, match="2,000,000,000 nodes is more than any cluster"):
+        split_evenly(nodes=2_000_000_000, cores=64, memory_mb=1000)
+    assert len(split_evenly(nodes=MAX_JOB_NODES, cores=64, memory_mb=1)) == MAX_JOB_NODES

@@ -136,6 +136,8 @@ def test_a_bad_optional_value_is_a_warning_on_the_job_and_never_costs_its_charge
         ({"User": "u" * 65}, "User", "65 characters long"),
         ({"ElapsedRaw": "99999999999999999999"}, "ElapsedRaw", "out of range"),
         ({"NNodes": "99999999999"}, "NNodes", "out of range"),
+        # Within the column, beyond any cluster: refused by the engine, not split in memory.
+        ({"NNodes": "2000000000"}, "AllocTRES", "more than any cluster has"),
         ({"End": "2999-01-01T00:00:00"}, "End", "more than a day after this import"),
         ({"Start": "2025-01-01T00:00:00"}, "End", "over a year"),
         ({"AllocTRES": "cpu=64,mem=99999999999999999999M,node=1"}, "AllocTRES", "beyond"),
