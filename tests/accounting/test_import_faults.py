@@ -27,7 +27,7 @@ from accounting.tasks import import_sacct_file
 from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
 from tests import workers
-from tests.conftest import IN_CI
+from tests.conftest import IN_CI, needs_real_services
 from tests.factories import UserFactory
 from tests.postgres_server import postgres_missing_reason, postgres_server
 from tests.redis_server import redis_server
@@ -42,8 +42,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def _needs_postgresql():
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrency and kill tests need PostgreSQL (SQLite fallback in use)")
+    needs_real_services("a concurrency or kill test")
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from benchmarks.sacct_generator import write_sacct_file
 from projects.models import Project
 from tests import workers
 from tests.accounting.test_import_faults import _ledger, _reset_ledger
+from tests.conftest import needs_real_services
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct"
@@ -200,8 +201,7 @@ def test_a_run_with_a_recent_heartbeat_or_a_live_task_is_left_alone(testbed):
 def test_marking_a_run_failed_survives_a_broken_connection(testbed):
     """The database dropped the importer's connection (a restart does): marking the run failed
     opens a new one instead of failing too."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (SQLite fallback in use)")
+    needs_real_services("a broken connection's recovery")
     run = ImportRun.objects.create(cluster=testbed, source="/data/c.psv")
     connection.ensure_connection()
     victim = connection.connection.info.backend_pid

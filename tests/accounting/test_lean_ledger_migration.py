@@ -27,6 +27,7 @@ from accounting.ledger_storage import KEY_TABLE, OPEN_PARTITION
 from accounting.models import Job, PartitionVersion
 from benchmarks.sacct_generator import sacct_lines
 from projects.models import Project
+from tests.conftest import needs_real_services
 from tests.factories import example_cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,8 +37,7 @@ BEFORE: list[tuple[str, str | None]] = [("accounting", "0021_usage_shape_monthly
 
 @pytest.fixture(autouse=True)
 def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("the ledger is partitioned on PostgreSQL only (SQLite fallback in use)")
+    needs_real_services("the partitioned ledger")
 
 
 def _migrate(targets: list[tuple[str, str | None]]) -> None:

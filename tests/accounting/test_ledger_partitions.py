@@ -33,6 +33,7 @@ from accounting.tasks import ledger_partitions_ahead
 from allocations.models import ProfilingCoefficient
 from benchmarks.sacct_generator import sacct_lines
 from projects.models import Project
+from tests.conftest import needs_real_services
 from tests.factories import example_cluster
 
 pytestmark = pytest.mark.django_db
@@ -40,8 +41,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("the ledger is partitioned on PostgreSQL only (SQLite fallback in use)")
+    needs_real_services("the partitioned ledger")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django_celery_beat.models import PeriodicTask
 
 from accounting.clusters.services import cluster_apply, cluster_import_schedule_sync
@@ -17,6 +17,7 @@ from accounting.locks import ImportLockBusy, cluster_import_lock
 from accounting.models import Cluster, ImportRun
 from accounting.tasks import import_sacct_window
 from projects.models import Project
+from tests.conftest import needs_real_services
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct" / "sacct_allocations.psv"
@@ -76,8 +77,7 @@ def test_each_window_starts_an_overlap_before_the_previous_one_ended(testbed):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_second_import_of_the_same_cluster_stands_down_while_the_first_holds_the_lock(testbed):
-    if connection.vendor != "postgresql":
-        pytest.skip("the import lock is a PostgreSQL advisory lock (SQLite fallback in use)")
+    needs_real_services("the import lock (a PostgreSQL advisory lock)")
     held, release = threading.Event(), threading.Event()
 
     def first_import():
