@@ -111,6 +111,7 @@ from accounting.models import (
 )
 from accounting.signals import charges_booked
 from kit.pg_copy import rows_copy
+from kit.read_ahead import read_ahead
 from projects.accounts import project_code_of
 from projects.models import Project
 from projects.selectors import account_suffixes, project_for_account
@@ -1247,7 +1248,9 @@ def jobs_import(
                 reader=reader,
             )
         )
-        for item in items:
+        # The next lines are read and parsed while a batch is written (the process mostly
+        # waits on the server then); a batch is still written only once read whole.
+        for item in read_ahead(items, name=f"import-run-{run.pk}"):
             if run.header == "" and tap.header is not None:
                 run.header = tap.header
                 ImportRun.objects.filter(pk=run.pk).update(header=_storable("header", tap.header))
