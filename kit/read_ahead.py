@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Final, TypeVar
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ class _Failed:
 
 def read_ahead(
     items: Iterator[T], *, chunk: int = 1000, depth: int = 2, name: str = "read-ahead"
-) -> Iterator[T]:
+) -> Generator[T, None, None]:
     """Yield what ``items`` yields, in order, computed ahead by a daemon thread.
 
     ``items`` must not use the caller's thread-bound state (a Django database connection is

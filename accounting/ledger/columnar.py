@@ -10,7 +10,9 @@ Two halves, each exact against the per-line code it stands in for:
   distinct value with the parser's own functions (``accounting.ledger.sacct``). A line that
   passes becomes a :class:`FastLine`; every other line (misshapen, a step, never ran, still
   running, requeued, an odd time, a DST gap, a warning, usage columns) is read by the parser,
-  as before, and yields what it yields.
+  as before, and yields what it yields. :func:`read_entries` does the same for the lines
+  ``sacct --json``'s jobs convert to (``accounting.ledger.sacct_json``), between the steps and
+  errors the JSON reader yields as they are.
 - :class:`ShapePricer` turns a batch's fast lines into ledger rows: the import's lookups of
   project, partition, user and rate version (cached there), one
   :func:`~accounting.clusters.charging.charge_rate` per distinct (rate version, AllocTRES, node
@@ -52,9 +54,11 @@ from accounting.ledger.sacct import (
     SacctStep,
     _expand_nodes,
     _FieldError,
+    _is_encodable,
     _LineParser,
     _Resources,
 )
+from accounting.ledger.sacct_json import PendingLine
 from accounting.ledger.usage import USAGE_COLUMNS
 
 logger = logging.getLogger(__name__)
@@ -63,6 +67,8 @@ CHUNK_LINES = 5000
 # Distinct-value caches are dropped past this size: memory stays bounded on hostile input.
 _CACHE_LIMIT = 50_000
 _TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"
+_UTC_SUFFIX = "+00:00"
+_UTC_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00$"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Years before this are left to the parser (Python's datetime starts at year 1).
 _FIRST_SECOND = int((datetime(1000, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
@@ -190,6 +196,39 @@ def read_lines(
         yield from items
 
 
+def read_entries(
+    parser: _LineParser,
+    entries: Iterator[Any],
+    *,
+    stages: Stages | None = None,
+    chunk_lines: int = CHUNK_LINES,
+) -> Iterator[Item]:
+    """What ``parse_sacct_json(steps=False)`` yields, in order, with a :class:`FastLine` for
+    each converted line the columns vouch for; ``entries`` are the JSON reader's (a
+    ``PendingLine`` for each line to read, steps and errors as they are)."""
+    reader = _ChunkReader(parser)
+    parse = parser.parse
+    while True:
+        chunk = list(itertools.islice(entries, chunk_lines))
+        if not chunk:
+            return
+        started = time.perf_counter()
+        lines = [(entry.line_number, entry.text) for entry in chunk if type(entry) is PendingLine]
+        fast = reader.fast_lines(lines) if reader.usable and lines else {}
+        items: list[Item] = []
+        for entry in chunk:
+            if type(entry) is PendingLine:
+                item = fast.get(entry.line_number)
+                items.append(item if item is not None else parse(entry.line_number, entry.text))
+            else:
+                items.append(entry)
+        if stages is not None:
+            stages.add("parse", started)
+            stages.fast += len(fast)
+            stages.residue += len(lines) - len(fast)
+        yield from items
+
+
 def _zone_name(tz: tzinfo) -> str | None:
     if tz is UTC:
         return "UTC"
@@ -220,6 +259,8 @@ class _ChunkReader:
     def fast_lines(self, chunk: list[tuple[int, str]]) -> dict[int, FastLine]:
         parser, layout = self.parser, self.parser.layout
         positions, delimiter, count = layout.positions, layout.delimiter, layout.field_count
+        # A lone surrogate (a JSON "\ud800") is no text polars holds: the parser reads it.
+        chunk = [(number, line) for number, line in chunk if line.isascii() or _is_encodable(line)]
         frame = pl.DataFrame(
             {
                 "line_number": [number for number, _ in chunk],
@@ -269,14 +310,20 @@ class _ChunkReader:
         moments = []
         for name in ("Submit", "Start", "End"):
             text = column(name)
-            checks.append(text.str.contains(_TIME_PATTERN))
-            moment = (
-                text.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
-                .dt.replace_time_zone(self.zone, ambiguous="earliest", non_existent="null")
+            # Local time as sacct prints it, or UTC with its offset (the lines sacct --json's
+            # jobs convert to).
+            in_utc = text.str.ends_with(_UTC_SUFFIX)
+            checks.append(text.str.contains(_TIME_PATTERN) | text.str.contains(_UTC_TIME_PATTERN))
+            naive = text.str.slice(0, 19).str.strptime(
+                pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False
+            )
+            local = (
+                naive.dt.replace_time_zone(self.zone, ambiguous="earliest", non_existent="null")
                 .dt.convert_time_zone("UTC")
                 .dt.epoch("s")
             )
-            moments.append(moment.alias(name))
+            moment = pl.when(in_utc).then(naive.dt.replace_time_zone("UTC").dt.epoch("s"))
+            moments.append(moment.otherwise(local).alias(name))
         table = fields.select(
             "line_number",
             "raw",

@@ -1193,12 +1193,17 @@ def jobs_import(
     batches_written = 0
     stages = columnar.Stages()
     pricer = None
-    reader = None
+    reader = json_reader = None
     if columnar_pricing:
         pricer = columnar.ShapePricer(
             lookups,
             time_problem=lambda line: _time_problem(line, horizon=lookups.horizon),
             stages=stages,
+        )
+        json_reader = functools.partial(
+            columnar.read_entries,
+            stages=stages,
+            chunk_lines=min(batch_size, columnar.CHUNK_LINES),
         )
         reader = functools.partial(
             columnar.read_lines,
@@ -1233,10 +1238,17 @@ def jobs_import(
         batch = _Batch()
 
     try:
-        items = (
-            parse_sacct_json(json_stream, tz=tz or lookups.zone, cluster=slurm_name, steps=False)
-            if json_stream is not None
-            else parse_sacct(
+        items: Iterable[Any]
+        if json_stream is not None:
+            items = parse_sacct_json(
+                json_stream,
+                tz=tz or lookups.zone,
+                cluster=slurm_name,
+                steps=False,
+                reader=json_reader,
+            )
+        else:
+            items = parse_sacct(
                 tap,
                 tz=tz or lookups.zone,
                 cluster=slurm_name,
@@ -1247,7 +1259,6 @@ def jobs_import(
                 first_line_number=first_line_number,
                 reader=reader,
             )
-        )
         # The next lines are read and parsed while a batch is written (the process mostly
         # waits on the server then); a batch is still written only once read whole.
         for item in read_ahead(items, name=f"import-run-{run.pk}"):

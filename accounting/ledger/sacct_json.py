@@ -53,10 +53,10 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
-from typing import IO, Any, Literal, overload
+from typing import IO, Any, Literal, NamedTuple, overload
 
 from accounting.clusters.efficiency import MEMORY_SUMMED, JobUsage
 from accounting.ledger.sacct import (
@@ -75,6 +75,8 @@ __all__ = [
     "JSON_COLUMNS",
     "JSON_HEADER",
     "MAX_RAW_LENGTH",
+    "EntriesReader",
+    "PendingLine",
     "detect_format",
     "job_lines",
     "parse_sacct_json",
@@ -809,7 +811,8 @@ def parse_sacct_json(
     cluster: str | None = None,
     steps: Literal[False],
     user_ids: Mapping[str, int] | None = None,
-) -> Iterator[SacctRecord | SacctLineError | SacctStep]: ...
+    reader: EntriesReader | None = None,
+) -> Iterator[Any]: ...
 
 
 def parse_sacct_json(
@@ -819,7 +822,8 @@ def parse_sacct_json(
     cluster: str | None = None,
     steps: bool = True,
     user_ids: Mapping[str, int] | None = None,
-) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
+    reader: EntriesReader | None = None,
+) -> Iterator[Any]:
     """Parse ``sacct --json`` output lazily, one job object at a time.
 
     ``stream`` is a binary (best) or text file object. Yields what :func:`parse_sacct`
@@ -828,36 +832,60 @@ def parse_sacct_json(
     :class:`SacctStep` for each step of a convertible job. ``cluster`` is used when the JSON
     has none. ``user_ids`` maps user names to uids for ``CANCELLED by <uid>``.
 
+    ``reader`` (with ``steps=False``) reads the lines the jobs convert to in place of the
+    line-by-line parse, given the parser and the entries in order (a :class:`PendingLine` for
+    each line, the steps and the errors as they are): the columnar reader
+    (``accounting.ledger.columnar.read_entries``) yields the same items and its own for lines
+    it vouches for.
+
     Reads up to the first job at once, so :class:`SacctHeaderError` is raised by this call
     when the input is not JSON or has no ``jobs`` array.
     """
     _check_time_zone(tz)
     parser = _LineParser(_Layout(JSON_HEADER), tz, cluster)
     converter = _JobConverter(user_ids or {})
-    reader = _JobsReader(stream)
-    jobs = reader.jobs()
+    jobs_reader = _JobsReader(stream)
+    jobs = jobs_reader.jobs()
     try:
         first = next(jobs)
     except StopIteration:
-        if not reader.jobs_seen:
+        if not jobs_reader.jobs_seen:
             raise SacctHeaderError('not sacct --json output: no "jobs" array') from None
         return iter(())
     except _JsonSyntaxError as exc:
-        if not reader.jobs_seen:
+        if not jobs_reader.jobs_seen:
             raise SacctHeaderError(f"not sacct --json output: {exc}") from None
         return iter((SacctLineError(2, "", _shorten(f"{INVALID_JSON_REASON} ({exc})"), None),))
-    converter.start_from_elapsed = reader.plugin == "dbv0.0.37"
-    return _parse_jobs(parser, converter, first, jobs, steps)
+    converter.start_from_elapsed = jobs_reader.plugin == "dbv0.0.37"
+    entries = _entries(converter, first, jobs, steps)
+    if reader is not None and not steps:
+        return reader(parser, entries)
+    return _parse_entries(parser, entries)
 
 
-def _parse_jobs(
-    parser: _LineParser,
+class PendingLine(NamedTuple):
+    """A line a job converts to, not read yet."""
+
+    line_number: int
+    text: str
+
+
+EntriesReader = Callable[[_LineParser, Iterator[Any]], Iterator[Any]]
+
+
+def _parse_entries(parser: _LineParser, entries: Iterator[Any]) -> Iterator[Any]:
+    parse = parser.parse
+    for entry in entries:
+        yield parse(entry.line_number, entry.text) if type(entry) is PendingLine else entry
+
+
+def _entries(
     converter: _JobConverter,
     first: object,
     jobs: Iterator[object],
     with_steps: bool,
-) -> Iterator[SacctRecord | SacctLineError | SacctStep]:
-    parse = parser.parse
+) -> Iterator[PendingLine | SacctLineError | SacctStep]:
+    """The lines the jobs convert to (to be read), with the errors and the bare steps."""
     lines_of = converter.lines
     line_number = 1
     position = 0
@@ -873,7 +901,7 @@ def _parse_jobs(
         else:
             for line in lines:
                 line_number += 1
-                yield parse(line_number, line)
+                yield PendingLine(line_number, line)
             if not with_steps:
                 job_id_raw, usages = step_usages(job, step_count)
                 for usage in usages:
