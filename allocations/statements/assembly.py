@@ -28,6 +28,7 @@ from kit.errors import ApplicationError
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
+QUANTUM = Decimal("0.000001")  # the ledger's six places of SU
 _KWH = Decimal(1000)
 _MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
 FIRST_YEAR = 1970  # Slurm's clock starts at the epoch
@@ -347,8 +348,9 @@ def _money(jobs: tuple[StatementJob, ...]) -> tuple[MoneyLine, ...]:
             cost_model=model,
             currency=currency,
             jobs=len(group),
-            node_hours=sum((job.node_hours for job in group), ZERO),
-            energy_kwh=sum((job.energy_wh for job in group), ZERO) / _KWH,
+            # node-seconds and Wh are summed exactly, then shown to the ledger's six places
+            node_hours=sum((job.node_hours for job in group), ZERO).quantize(QUANTUM),
+            energy_kwh=(sum((job.energy_wh for job in group), ZERO) / _KWH).quantize(QUANTUM),
             cost=sum((job.cost or ZERO for job in group), ZERO),
         )
         for (model, currency), group in sorted(groups.items(), key=lambda item: item[0])

@@ -34,67 +34,72 @@ def _utc(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def _append(sheet: Worksheet, row: list[Any], formats: dict[int, str] | None = None) -> None:
-    sheet.append(row)
-    for column, number_format in (formats or {}).items():
-        sheet.cell(row=sheet.max_row, column=column).number_format = number_format
+class _Rows:
+    """Appends rows to a sheet, each cell with its number format. Counts its rows itself:
+    openpyxl's ``max_row`` walks every cell, which made a sheet of n rows cost n²."""
 
+    def __init__(self, sheet: Worksheet) -> None:
+        self.sheet = sheet
+        self.row = 0
 
-def _heading(sheet: Worksheet, row: list[str]) -> None:
-    sheet.append(row)
-    for cell in sheet[sheet.max_row]:
-        cell.font = _BOLD
+    def add(self, values: list[Any], formats: dict[int, str] | None = None) -> None:
+        self.row += 1
+        for column, value in enumerate(values, start=1):
+            if value is None:
+                continue
+            cell = self.sheet.cell(row=self.row, column=column, value=value)
+            if formats and column in formats:
+                cell.number_format = formats[column]
+
+    def heading(self, values: list[str]) -> None:
+        self.add(values)
+        for column in range(1, len(values) + 1):
+            self.sheet.cell(row=self.row, column=column).font = _BOLD
 
 
 def _summary(sheet: Worksheet, statement: Statement) -> None:
     figures = statement.figures
-    sheet.append([figures.centre_name])
-    sheet["A1"].font = _BOLD
-    sheet.append([figures.centre_address.replace("\n", ", ")])
-    sheet.append([statement.title])
-    _append(sheet, ["Month", figures.month], {2: "yyyy-mm"})
-    _append(sheet, ["Issued", figures.issued_on], {2: _DAY})
-    sheet.append(["Status", statement.status])
-    sheet.append([])
-    _heading(sheet, ["Project", "Pool", "Date", "Kind", "Description", "Jobs", "SU"])
+    rows = _Rows(sheet)
+    rows.heading([figures.centre_name])
+    rows.add([figures.centre_address.replace("\n", ", ")])
+    rows.add([statement.title])
+    rows.add(["Month", figures.month], {2: "yyyy-mm"})
+    rows.add(["Issued", figures.issued_on], {2: _DAY})
+    rows.add(["Status", statement.status])
+    rows.add([])
+    rows.heading(["Project", "Pool", "Date", "Kind", "Description", "Jobs", "SU"])
     amounts = {3: _DAY, 6: _COUNT, 7: _AMOUNT}
     for project in statement.projects:
         code = project.figures.code
         for pool in project.pools:
-            _append(
-                sheet,
+            rows.add(
                 [code, pool.pool, figures.month, "opening", "opening balance", None,
                  pool.opening_su],
                 amounts,
             )  # fmt: skip
             for line in pool.lines:
-                _append(
-                    sheet,
+                rows.add(
                     [code, pool.pool, line.day, line.kind.value, line.description, line.jobs,
                      line.amount_su],
                     amounts,
                 )  # fmt: skip
-            _append(
-                sheet,
+            rows.add(
                 [code, pool.pool, statement.month_last_day, "closing", "closing balance", None,
                  pool.closing_su],
                 amounts,
             )  # fmt: skip
-    sheet.append([])
-    _heading(
-        sheet, ["Project", "Cost model", "Jobs", "Node-hours", "Energy kWh", "Cost", "Currency"]
-    )
+    rows.add([])
+    rows.heading(["Project", "Cost model", "Jobs", "Node-hours", "Energy kWh", "Cost", "Currency"])
     for project in statement.projects:
         for money in project.money:
-            _append(
-                sheet,
+            rows.add(
                 [project.figures.code, money.cost_model or "not priced (no cost model)",
                  money.jobs, money.node_hours, money.energy_kwh,
                  money.cost if money.currency else None, money.currency],
                 {3: _COUNT, 4: _AMOUNT, 5: _AMOUNT, 6: _AMOUNT},
             )  # fmt: skip
-    sheet.append([])
-    _heading(sheet, ["Total", "Amount", "Unit"])
+    rows.add([])
+    rows.heading(["Total", "Amount", "Unit"])
     totals: list[tuple[str, Decimal | int, str]] = [
         ("Opening balance", statement.opening_su, "SU"),
         ("Adjustments", statement.adjustments_su, "SU"),
@@ -104,18 +109,18 @@ def _summary(sheet: Worksheet, statement: Statement) -> None:
     ]
     totals += [("Cost", cost, currency) for currency, cost in statement.cost_by_currency().items()]
     for label, amount, unit in totals:
-        _append(sheet, [label, amount, unit], {2: _COUNT if unit == "jobs" else _AMOUNT})
+        rows.add([label, amount, unit], {2: _COUNT if unit == "jobs" else _AMOUNT})
     sheet.column_dimensions["A"].width = 18
     sheet.column_dimensions["E"].width = 60
 
 
 def _jobs(sheet: Worksheet, statement: Statement) -> None:
-    _heading(sheet, list(JOB_COLUMNS))
+    rows = _Rows(sheet)
+    rows.heading(list(JOB_COLUMNS))
     formats = {8: _TIME, 9: _TIME, 10: _COUNT, 11: _AMOUNT, 12: _AMOUNT, 13: _AMOUNT, 14: _AMOUNT}
     for project in statement.projects:
         for job in project.jobs:
-            _append(
-                sheet,
+            rows.add(
                 [job.job_id, project.figures.code, job.cluster, job.partition, job.username,
                  job.state, job.charge_state, _utc(job.start), _utc(job.end), job.nodes,
                  job.node_hours, job.service_units, job.energy_wh / 1000, job.cost,
