@@ -48,6 +48,8 @@ class _Rows:
             if value is None:
                 continue
             cell = self.sheet.cell(row=self.row, column=column, value=value)
+            if isinstance(value, str) and value.startswith("="):
+                cell.data_type = "s"  # text, never a formula (a Slurm user, a reason)
             if formats and column in formats:
                 cell.number_format = formats[column]
 

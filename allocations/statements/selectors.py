@@ -150,12 +150,12 @@ def _pools_of(
 def _provisional(month: date, ledgers: list[MonthLedger], zones: list[tzinfo]) -> bool:
     """A month is provisional until it has ended on every cluster concerned and each of their
     imports has run since (a job that ended in the month may not be in the ledger yet)."""
-    ends = _midnight(add_months(month, 1), ZoneInfo("UTC")).replace(tzinfo=None)
+    next_month = add_months(month, 1)
     now = timezone.now()
-    if any(now < ends.replace(tzinfo=zone) for zone in zones):
+    if any(now < _midnight(next_month, zone) for zone in zones):
         return True
     return any(
-        finished is None or finished < ends.replace(tzinfo=zone)
+        finished is None or finished < _midnight(next_month, zone)
         for ledger in ledgers
         for zone, finished in ledger.last_import.values()
     )

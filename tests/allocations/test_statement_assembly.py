@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
+from openpyxl import load_workbook
 
 from allocations.statements.assembly import (
     Line,
@@ -20,6 +22,7 @@ from allocations.statements.assembly import (
     statement_assemble,
     statement_filename,
 )
+from allocations.statements.render_xlsx import statement_xlsx
 
 OCTOBER = date(2026, 10, 1)
 
@@ -76,6 +79,22 @@ def test_money_is_grouped_per_cost_model_and_summed_per_currency():
     assert (unpriced.cost_model, unpriced.jobs) == ("", 1)
     assert statement.cost_by_currency() == {"Euro": Decimal("3.75")}
     assert statement.jobs_count == 3
+
+
+def test_text_that_looks_like_a_formula_stays_text_in_the_xlsx():
+    end = datetime(2026, 10, 3, tzinfo=UTC)
+    job = StatementJob(
+        "1", "c", "work", '=HYPERLINK("http://x","y")', "COMPLETED", "charged", end, end, 60, 1,
+        Decimal(1), Decimal(5), Decimal("0.5"), "c v1 a", "Euro",
+    )  # fmt: skip
+    book = load_workbook(
+        io.BytesIO(statement_xlsx(statement_assemble(_figures(_pool(Decimal(60)), (job,)))))
+    )
+    user = book["Jobs"]["E2"]
+    assert user.data_type == "s"
+    assert user.value == '=HYPERLINK("http://x","y")'
+    assert book["Jobs"]["H2"].is_date
+    assert book["Jobs"]["L2"].data_type == "n"
 
 
 def test_the_page_offers_this_month_and_the_five_before():
