@@ -22,8 +22,8 @@ from rest_framework.test import APIClient
 
 from accounting.costs.services import cost_model_version_create
 from accounting.ledger.pipeline import jobs_import
-from accounting.models import Job
-from allocations.grants.selectors import balance_get
+from accounting.models import ImportRun, Job
+from allocations.grants.selectors import balance_for_period, balance_get
 from allocations.grants.services import (
     adjustment_refund,
     adjustment_top_up,
@@ -42,7 +42,7 @@ from allocations.statements.render_csv import statement_csv
 from allocations.statements.render_pdf import money_text, statement_pdf, su_text
 from allocations.statements.render_xlsx import statement_xlsx
 from allocations.statements.selectors import finance_statement_get, statement_get
-from projects.models import Project
+from projects.models import Project, ResourcePool
 from tests.allocations.conftest import ROOT, SAMPLE
 from tests.factories import MembershipFactory, UserFactory
 
@@ -52,16 +52,19 @@ OCTOBER = date(2026, 10, 1)
 HEADER = (SAMPLE / "sacct_all_duplicates.psv").read_text().splitlines()[0]
 
 
-def _line(job_id: int, account: str, end: str, *, seconds: int, cpus: int, joules: int = 0) -> str:
-    """A finished job of ``cpus`` cores on nid1001 ending at ``end`` (UTC, the cluster's zone)."""
+def _line(
+    job_id: int, account: str, end: str, *, seconds: int, cpus: int, joules: int = 0,
+    partition: str = "work", node: str = "nid1001",
+) -> str:  # fmt: skip
+    """A finished job of ``cpus`` cores on ``node`` ending at ``end`` (UTC, the cluster's zone)."""
     ends = datetime.fromisoformat(end)
     start = datetime.fromtimestamp(ends.timestamp() - seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     hours, rest = divmod(seconds, 3600)
     tres = f"billing={cpus},cpu={cpus},mem=1914M,node=1"
     return (
-        f"{job_id}|{job_id}|job{job_id}|alice|{account}|work|normal|COMPLETED|0:0|{start}|{start}|"
-        f"{end}|{hours:02d}:{rest // 60:02d}:{rest % 60:02d}|{seconds}|1|{cpus}|nid1001|{tres}|"
-        f"{tres}|1914M|{joules}|600"
+        f"{job_id}|{job_id}|job{job_id}|alice|{account}|{partition}|normal|COMPLETED|0:0|{start}|"
+        f"{start}|{end}|{hours:02d}:{rest // 60:02d}:{rest % 60:02d}|{seconds}|1|{cpus}|{node}|"
+        f"{tres}|{tres}|1914M|{joules}|600"
     )
 
 
@@ -216,6 +219,37 @@ def test_budget_periods_that_end_and_begin_in_the_month_are_lines_of_their_own(l
     assert pool.closing_su == Decimal(100) - Job.objects.get(job_id="9009").service_units
 
 
+def test_unused_su_carried_into_the_next_period_cancel_out_within_the_month(ledger):
+    """On a pool that carries over, a budget period ending mid-month hands its unused SU to the
+    next: the two lines cancel, and the closing balance is the one balance's."""
+    gpu = ledger.centre.gpu
+    ResourcePool.objects.filter(pk=gpu.pk).update(carry_over=True)
+    allocation_grant(
+        project=ledger.p2, pool=gpu, amount=Decimal(800), period_start=date(2026, 7, 15),
+        period_end=date(2027, 7, 15), actor=ledger.centre.staff,
+    )  # fmt: skip
+    jobs_import(
+        cluster=ledger.centre.cluster,
+        lines=[HEADER, _line(9100, "pawsey0002-gpu", "2026-09-10T08:00:00", seconds=3600,
+                             cpus=8, partition="gpu", node="nid2001"),
+               _line(9101, "pawsey0002-gpu", "2026-10-20T08:00:00", seconds=1800, cpus=8,
+                     partition="gpu", node="nid2001")],
+        source="gpu",
+    )  # fmt: skip
+    statement = statement_get(project=ledger.p2, month=OCTOBER)
+    (pool,) = [pool for pool in statement.pools if pool.pool == gpu.name]
+    lines = {line.kind: line for line in pool.lines}
+    before = Job.objects.get(job_id="9100").service_units
+    assert pool.opening_su == Decimal(200) - before
+    assert lines[LineKind.LAPSE].amount_su == -(Decimal(200) - before)
+    assert "carried over" in lines[LineKind.LAPSE].description
+    assert lines[LineKind.BUDGET].amount_su == Decimal(200) + Decimal(200) - before
+    october = BudgetPeriod.objects.get(allocation__project=ledger.p2, allocation__pool=gpu,
+                                       start=date(2026, 10, 15))  # fmt: skip
+    assert pool.closing_su == balance_for_period(period=october, on=OCTOBER).remaining_su
+    assert pool.charged_su == Job.objects.get(job_id="9101").service_units
+
+
 def test_the_money_is_summed_per_cost_model_with_jobs_node_hours_and_energy(ledger):
     statement = statement_get(project=ledger.p1, month=OCTOBER)
     (money,) = statement.money
@@ -280,6 +314,13 @@ def test_a_month_under_way_says_provisional_in_every_format(ledger):
     assert "PROVISIONAL" in statement_csv(statement).decode()
     summary = load_workbook(io.BytesIO(statement_xlsx(statement)))["Summary"]
     assert summary["B6"].value.startswith("PROVISIONAL")
+
+
+def test_a_month_stays_provisional_until_an_import_has_run_after_its_end(ledger):
+    ImportRun.objects.update(finished_at=datetime(2026, 10, 31, 23, 0, tzinfo=UTC))
+    assert statement_get(project=ledger.p1, month=OCTOBER).figures.provisional
+    ImportRun.objects.update(finished_at=datetime(2026, 11, 1, 0, 5, tzinfo=UTC))
+    assert not statement_get(project=ledger.p1, month=OCTOBER).figures.provisional
 
 
 def test_the_xlsx_has_numeric_and_date_cells_that_sum_to_the_ledger(ledger):
