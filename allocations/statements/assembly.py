@@ -31,6 +31,7 @@ CENT = Decimal("0.01")
 QUANTUM = Decimal("0.000001")  # the ledger's six places of SU
 _KWH = Decimal(1000)
 _MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")  # of a file name
 FIRST_YEAR = 1970  # Slurm's clock starts at the epoch
 
 
@@ -378,6 +379,6 @@ def statement_assemble(figures: StatementFigures) -> Statement:
 
 
 def statement_filename(*, code: str, month: date, extension: str) -> str:
-    """``statement-<code>-<YYYY-MM>.<extension>``; ``code`` is a project's or a finance code
-    (a '/' of a finance code becomes '_')."""
-    return f"statement-{code.replace('/', '_')}-{month:%Y-%m}.{extension}"
+    """``statement-<code>-<YYYY-MM>.<extension>``; ``code`` is a project's or a finance code,
+    any character but letters, digits, '.', '_' and '-' written '_' (a finance code's '/')."""
+    return f"statement-{_UNSAFE.sub('_', code).lstrip('.')}-{month:%Y-%m}.{extension}"

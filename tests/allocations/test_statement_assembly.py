@@ -108,3 +108,6 @@ def test_a_finance_codes_slash_is_kept_out_of_the_file_name():
     assert statement_filename(code="FIN/7", month=OCTOBER, extension="pdf") == (
         "statement-FIN_7-2026-10.pdf"
     )
+    assert statement_filename(code="../x y", month=OCTOBER, extension="csv") == (
+        "statement-_x_y-2026-10.csv"
+    )

@@ -510,3 +510,16 @@ def test_staff_set_a_projects_finance_code_on_its_staff_page(ledger):
     assert refused.status_code == 400
     assert "a finance code is up to 64 letters" in refused.content.decode()
     assert Project.objects.get(code="pawsey0002").finance_code == "CC-7"
+
+
+def test_a_project_added_in_the_admin_keeps_its_finance_code(db):
+    admin = UserFactory(username="root", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(admin)
+    answer = client.post(
+        "/admin/projects/project/add/",
+        {"code": "pawsey0099", "title": "T", "status": "active", "finance_code": "CC-9",
+         "memberships-TOTAL_FORMS": 0, "memberships-INITIAL_FORMS": 0},
+    )  # fmt: skip
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    assert Project.objects.get(code="pawsey0099").finance_code == "CC-9"
