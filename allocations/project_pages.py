@@ -13,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
@@ -28,6 +29,7 @@ from allocations.grants.selectors import (
 )
 from allocations.outputs.selectors import outputs_since
 from allocations.rounds.selectors import requests_of_project
+from allocations.statements.assembly import recent_months
 from kit.access import is_staff, staff_only
 from kit.caching import remembered
 from kit.charts import Chart, find_chart
@@ -197,6 +199,8 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         },
         "outputs": outputs_since(project, None),
         "can_edit_outputs": writable and can_edit_outputs(request.user, project),
+        # Monthly statements (docs/costs.md): the PI's, managers' and staff's, newest first.
+        "statement_months": recent_months(today=timezone.localdate()) if manages else [],
         # Changing an allocation (docs/allocations.md): grants ending soon offer a renewal and
         # an extension to whoever may ask for them.
         "grants_ending": [

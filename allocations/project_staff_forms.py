@@ -15,6 +15,12 @@ class ProjectForm(forms.Form):
     )
     title = forms.CharField(max_length=300, required=False)
     field_of_science = forms.CharField(max_length=120, required=False, label="Field of science")
+    finance_code = forms.CharField(
+        max_length=64,
+        required=False,
+        label="Finance code",
+        help_text="the finance office's code the project is billed to (monthly statements)",
+    )
     pi = UsernameField(required=False, label="PI (username)")
 
 

@@ -76,6 +76,7 @@ def _edit_page(
         "project": project,
         "form": form or ProjectEditForm(
             initial={"title": project.title, "field_of_science": project.field_of_science,
+                     "finance_code": project.finance_code,
                      "pi": project.pi.username if project.pi else ""}
         ),
         "member_form": member_form or MemberAddForm(),

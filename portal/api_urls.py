@@ -20,6 +20,7 @@ from allocations.pools import api as pools_api
 from allocations.priorities import api as priority_api
 from allocations.project_requests import api as project_requests_api
 from allocations.rounds import api as rounds_api
+from allocations.statements import api as statements_api
 from kit import api
 from kit.api import CODE_PATTERN, ID_PATTERN, NAME_PATTERN, USERNAME_PATTERN
 from people import api as people_api
@@ -120,6 +121,12 @@ urlpatterns = [
         rf"^projects/(?P<code>{CODE_PATTERN})/outputs/(?P<pk>{ID_PATTERN})/$",
         outputs.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
         name="project-output-detail",
+    ),
+    re_path(
+        rf"^projects/(?P<code>{CODE_PATTERN})/statements/"
+        r"(?P<month>[0-9]{4}-[0-9]{2})\.(?P<file_format>pdf|xlsx|csv)$",
+        statements_api.ProjectStatementView.as_view(),
+        name="project-statement",
     ),
     path("quote/", clusters_api.QuoteView.as_view(), name="quote"),
     path("cost-ratio/", clusters_api.CostRatioView.as_view(), name="cost-ratio"),

@@ -19,9 +19,9 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ("code", "title", "pi", "status", "field_of_science")
+    list_display = ("code", "title", "pi", "status", "field_of_science", "finance_code")
     list_filter = ("status",)
-    search_fields = ("code", "title")
+    search_fields = ("code", "title", "finance_code")
     inlines = [MembershipInline]
 
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
@@ -29,8 +29,9 @@ class ProjectAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         created = project_create(
-            code=obj.code, title=obj.title, pi=obj.pi, field_of_science=obj.field_of_science
-        )
+            code=obj.code, title=obj.title, pi=obj.pi, field_of_science=obj.field_of_science,
+            finance_code=obj.finance_code,
+        )  # fmt: skip
         obj.pk = created.pk
         obj.status = created.status
 

@@ -55,6 +55,11 @@ class Project(models.Model):
         null=True, blank=True, help_text="the day the status took effect (expired: the grant's end)"
     )
     field_of_science = models.CharField(max_length=120, blank=True)
+    # The finance office's cost centre or grant code the project is billed to: monthly
+    # statements are made per project and per finance code (docs/costs.md, "Statements").
+    finance_code = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="the finance office's code to bill"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -21,6 +21,17 @@ class ProjectError(ApplicationError):
 
 # A project's code is its Slurm account: what sacctmgr and the API's paths accept.
 PROJECT_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# A finance code names the statement files of its projects (``statements --finance-code``).
+FINANCE_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,63}")
+
+
+def _finance_code_check(finance_code: str) -> None:
+    _check(
+        finance_code == "" or FINANCE_CODE.fullmatch(finance_code) is not None,
+        "a finance code is up to 64 letters, digits, '_', '.', '/' or '-', starting with a "
+        "letter or digit",
+        field="finance_code",
+    )
 
 
 def _check(condition: bool, message: str, *, field: str | None = None) -> None:
@@ -46,6 +57,7 @@ def project_create(
     title: str = "",
     pi: User | None = None,
     field_of_science: str = "",
+    finance_code: str = "",
     actor: User | None = None,
 ) -> Project:
     """Create a project for Slurm account ``code``; jobs quarantined for it are then charged.
@@ -64,8 +76,14 @@ def project_create(
         field="code",
     )
     _pi_check(pi)
+    finance_code = finance_code.strip()
+    _finance_code_check(finance_code)
     project = Project.objects.create(
-        code=code, title=title, pi=pi, field_of_science=field_of_science
+        code=code,
+        title=title,
+        pi=pi,
+        field_of_science=field_of_science,
+        finance_code=finance_code,
     )
     if pi is not None:
         Membership.objects.create(project=project, user=pi, role=Membership.Role.PI)
@@ -80,11 +98,12 @@ def project_update(
     actor: User,
     title: str | None = None,
     field_of_science: str | None = None,
+    finance_code: str | None = None,
     pi: User | None = None,
 ) -> Project:
-    """Staff change a project's title, field of science or PI. A new PI becomes the project's
-    PI member; the PI before stays in the project as a member. The code is the Slurm account
-    and never changes. An archived project takes none (un-archive it first)."""
+    """Staff change a project's title, field of science, finance code or PI. A new PI becomes
+    the project's PI member; the PI before stays in the project as a member. The code is the
+    Slurm account and never changes. An archived project takes none (un-archive it first)."""
     require(is_staff(actor), "only centre staff edit projects")
     project = Project.objects.select_for_update().get(pk=project.pk)
     project_writable_check(project)  # an archived project is read-only, for staff too
@@ -95,6 +114,10 @@ def project_update(
     if field_of_science is not None and field_of_science != project.field_of_science:
         project.field_of_science = field_of_science
         changed.append("field_of_science")
+    if finance_code is not None and finance_code.strip() != project.finance_code:
+        _finance_code_check(finance_code.strip())
+        project.finance_code = finance_code.strip()
+        changed.append("finance_code")
     if pi is not None and pi.pk != project.pi_id:
         _pi_check(pi)
         pi_before = Membership.objects.filter(project=project, role=Membership.Role.PI).exclude(

@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from functools import cache
 from typing import Any, Literal
@@ -27,8 +27,10 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 
+from accounting.carbon.footprint import job_energy
 from accounting.clusters import charging
 from accounting.clusters.hardware import HARDWARE_NAMES
+from accounting.ledger.month import MonthJob
 from accounting.ledger_storage import KEY_TABLE, is_partitioned
 from accounting.models import (
     Cluster,
@@ -491,3 +493,107 @@ def pool_ledger_get(
     return PoolLedger(
         partitions=partitions, used=used, spent=spent, pending=pending, reserved=reserved
     )
+
+
+# --- A project's month, for its statement (allocations.statements) ------------------------
+
+
+@dataclass(frozen=True)
+class MonthPartitionCharge:
+    """What the daily roll-ups hold of a project's month on one partition."""
+
+    pool_id: int | None  # the pool the partition charges; None when it is in none
+    pool: str
+    cluster: str
+    partition: str
+    jobs: int
+    service_units: Decimal
+    cost: Decimal
+
+
+@dataclass(frozen=True)
+class MonthLedger:
+    charges: list[MonthPartitionCharge]
+    jobs: list[MonthJob]
+    last_import: Mapping[str, tuple[tzinfo, datetime | None]]
+    """Per cluster among the jobs' and charges', its time zone and when its newest import
+    finished (None: never)."""
+
+
+def project_month_get(*, project_id: int, first_day: date, next_first_day: date) -> MonthLedger:
+    """A project's booked usage on the days [first_day, next_first_day): the SU per partition
+    from the daily roll-ups (what the balance counts), and the jobs that ended on those days
+    (each cluster's local days, as the roll-ups count them) with their stored money cost."""
+    days = UsageDaily.objects.filter(
+        project_id=project_id, day__gte=first_day, day__lt=next_first_day
+    )
+    charges = [
+        MonthPartitionCharge(
+            pool_id=row["partition__pool_membership__pool"],
+            pool=row["partition__pool_membership__pool__name"] or "",
+            cluster=row["partition__cluster__name"],
+            partition=row["partition__name"],
+            jobs=row["jobs"],
+            service_units=row["service_units"],
+            cost=row["cost"],
+        )
+        for row in days.values(
+            "partition__pool_membership__pool",
+            "partition__pool_membership__pool__name",
+            "partition__cluster__name",
+            "partition__name",
+        )
+        .annotate(
+            jobs=Coalesce(Sum("jobs"), Value(0)),
+            service_units=Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SUM_FIELD),
+            cost=Coalesce(Sum("cost"), Value(_ZERO), output_field=_SUM_FIELD),
+        )
+        .order_by("partition__pool_membership__pool__name", "partition__cluster__name",
+                  "partition__name")
+    ]  # fmt: skip
+    jobs: list[MonthJob] = []
+    clusters = list(
+        Cluster.objects.filter(partitions__usage_days__in=days).distinct().order_by("name")
+    )
+    for cluster in clusters:
+        versions = {version.pk: version for version in cluster.cost_models.all()}
+        zone = cluster.zoneinfo
+        since = datetime.combine(first_day, datetime.min.time(), tzinfo=zone)
+        until = datetime.combine(next_first_day, datetime.min.time(), tzinfo=zone)
+        rows = (
+            Job.objects.filter(project_id=project_id, cluster=cluster, end__isnull=False)
+            .filter(end__gte=since, end__lt=until)
+            .exclude(charge_state=Job.ChargeState.PENDING)
+            .order_by("end", "job_id_raw", "run")
+            .values_list(
+                "job_id", "partition__name", "username", "state", "charge_state", "start", "end",
+                "elapsed_seconds", "nnodes", "service_units", "energy_wh",
+                "consumed_energy_joules", "cost", "cost_model_version_id",
+            )
+        )  # fmt: skip
+        for (job_id, partition, username, state, charge_state, start, end, elapsed, nodes,
+             service_units, estimate_wh, joules, cost, version_id) in rows:  # fmt: skip
+            version = versions.get(version_id)
+            model = f"{cluster.name} v{version.number} {version.name}" if version else ""
+            jobs.append(
+                MonthJob(
+                    job_id=job_id, cluster=cluster.name, partition=partition, username=username,
+                    state=state, charge_state=charge_state, start=start, end=end or since,
+                    elapsed_seconds=elapsed, nodes=nodes, service_units=service_units,
+                    energy_wh=job_energy(consumed_energy_joules=joules, estimate_wh=estimate_wh).wh,
+                    cost=cost,
+                    cost_model=model,
+                    currency=version.currency if version else "",
+                )
+            )  # fmt: skip
+    last_import = {
+        cluster.name: (
+            cluster.zoneinfo,
+            ImportRun.objects.filter(cluster=cluster, finished_at__isnull=False)
+            .order_by("-finished_at")
+            .values_list("finished_at", flat=True)
+            .first(),
+        )
+        for cluster in clusters
+    }
+    return MonthLedger(charges=charges, jobs=jobs, last_import=last_import)

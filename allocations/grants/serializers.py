@@ -103,7 +103,10 @@ class ProjectOutputSerializer(ApiModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["code", "title", "pi", "status", "status_since", "field_of_science", "created_at"]
+        fields = [
+            "code", "title", "pi", "status", "status_since", "field_of_science", "finance_code",
+            "created_at",
+        ]  # fmt: skip
 
 
 class ProjectCreateInputSerializer(serializers.Serializer):
@@ -114,6 +117,10 @@ class ProjectCreateInputSerializer(serializers.Serializer):
     field_of_science = serializers.CharField(
         required=False, allow_blank=True, max_length=120, default=""
     )
+    finance_code = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, default="",
+        help_text="the finance office's code the project is billed to (monthly statements)",
+    )  # fmt: skip
 
 
 class ProjectUpdateInputSerializer(serializers.Serializer):
@@ -121,6 +128,7 @@ class ProjectUpdateInputSerializer(serializers.Serializer):
 
     title = serializers.CharField(required=False, allow_blank=True, max_length=300)
     field_of_science = serializers.CharField(required=False, allow_blank=True, max_length=120)
+    finance_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     pi = user_field(
         required=False, help_text="username of the new PI (the PI before stays a member)"
     )

@@ -203,6 +203,7 @@ ESTIMATE = {"cluster": "slurm-testbed", "partition": "work", "jobs": 10, "hours"
 
 ALL_200 = "401 200 200 200 200 200 200"
 P3_READ = "401 200 404 200 404 404 200"  # pawsey0003: its member, its PI, staff
+PI_READ = "401 403 404 200 404 404 200"  # pawsey0003's PI and staff; its member is refused
 STAFF_ONLY_HIDDEN = "401 404 404 404 404 404 200"
 STAFF_WRITE = "401 403 403 403 403 403 201"
 NOT_ALLOWED = "401 405 405 405 405 405 405"  # the endpoint has no such operation
@@ -335,6 +336,12 @@ CASES = [
          P3_READ),
     Case("outputs as CSV: write", "post", _url("/api/v1/projects/pawsey0003/outputs/csv/"),
          NOT_ALLOWED, body=lambda w: {}),
+    # A month's statement: the project's PI (and managers) and staff; a member is refused.
+    Case("statement: read", "get",
+         _url("/api/v1/projects/pawsey0003/statements/2026-11.csv"), PI_READ),
+    Case("statement: write", "post",
+         _url("/api/v1/projects/pawsey0003/statements/2026-11.csv"), NOT_ALLOWED,
+         body=lambda w: {}),
     # --- allocations and rounds ---
     Case("allocations: read", "get", _url("/api/v1/allocations/"), ALL_200),
     Case("allocations: grant", "post", _url("/api/v1/allocations/"), STAFF_WRITE,

@@ -508,6 +508,9 @@ MATRIX: dict[str, Entry] = {
     "api:project-output-csv": Entry(
         lambda s: f"/api/v1/projects/{_code(s)}/outputs/csv/", read=PROJECT
     ),
+    "api:project-statement": Entry(  # the PI and managers (and staff) read the money
+        lambda s: f"/api/v1/projects/{_code(s)}/statements/2026-01.csv", read=PI
+    ),
     "api:token-obtain": Entry(lambda s: "/api/v1/auth/token/", write=EVERYONE),
     "api:token-regenerate": Entry(lambda s: "/api/v1/auth/token/regenerate/", write=SIGNED_IN),
     # --- API: accounting ------------------------------------------------------------------
