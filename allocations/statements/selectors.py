@@ -11,6 +11,7 @@ totals is ``allocations.statements.assembly``, pure.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, replace
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -36,7 +37,7 @@ from allocations.statements.assembly import (
     StatementFigures,
     statement_assemble,
 )
-from kit.calendar import add_months
+from kit.calendar import add_months, last_day
 from projects.models import Project
 
 _SU = DecimalField(max_digits=24, decimal_places=6)
@@ -69,6 +70,64 @@ def _adjustment_line(adjustment: Adjustment, zone: ZoneInfo) -> Line:
         description=": ".join(part for part in what if part),
         amount_su=adjustment.amount_su,
     )
+
+
+@dataclass(frozen=True)
+class _LateCarry:
+    """Adjustments made to budget periods that had ended before the month (a late refund or
+    correction): on a pool that carries over they reach the month's balances through the SU
+    carried over."""
+
+    lines: list[Line]  # those made in the month
+    in_month_su: Decimal
+    after_su: Decimal  # made after the month: not yet in its figures
+
+
+def _carried_in_late(
+    project: Project, first: BudgetPeriod, *, opens: datetime, closes: datetime
+) -> _LateCarry:
+    zone = first.allocation.pool.cluster.zoneinfo
+    late = (
+        Adjustment.objects.filter(
+            budget_period__allocation__project=project,
+            budget_period__allocation__pool=first.allocation.pool,
+            budget_period__end__lte=first.start,
+            created_at__gte=opens,
+        )
+        .select_related("job", "budget_period")
+        .order_by("created_at", "pk")
+    )
+    lines, in_month, after = [], ZERO, ZERO
+    for item in late:
+        if item.created_at >= closes:
+            after += item.amount_su
+            continue
+        in_month += item.amount_su
+        line = _adjustment_line(item, zone)
+        ended = last_day(item.budget_period.end)
+        lines.append(
+            replace(
+                line,
+                description=f"{line.description} (to the budget period ended {ended:%Y-%m-%d},"
+                " carried over)",
+            )
+        )
+    return _LateCarry(lines, in_month, after)
+
+
+def _without_late(spans: list[PeriodSpan], carried: _LateCarry) -> list[PeriodSpan]:
+    """The spans' figures as the month saw them: the late adjustments made in it are lines of
+    their own (not in the opening), those made after it in none of its figures."""
+    return [
+        replace(
+            span,
+            at_start_su=span.at_start_su
+            - carried.after_su
+            - (carried.in_month_su if index == 0 else ZERO),
+            at_end_su=span.at_end_su - carried.after_su,
+        )
+        for index, span in enumerate(spans)
+    ]
 
 
 def _pools_of(
@@ -125,17 +184,22 @@ def _pools_of(
                     carries_over=pool.carry_over,
                 )
             )
-        adjustments = (
-            Adjustment.objects.filter(budget_period__in=pool_periods)
+        adjustments = [
+            _adjustment_line(item, zone)
+            for item in Adjustment.objects.filter(budget_period__in=pool_periods)
             .filter(created_at__gte=opens, created_at__lt=closes)
             .select_related("job")
             .order_by("created_at", "pk")
-        )
+        ]
+        if pool.carry_over:
+            carried = _carried_in_late(project, pool_periods[0], opens=opens, closes=closes)
+            spans = _without_late(spans, carried)
+            adjustments = sorted([*adjustments, *carried.lines], key=lambda line: line.day)
         pools[pool.pk] = PoolFigures(
             pool=pool.name,
             cluster=pool.cluster.name,
             periods=tuple(spans),
-            adjustments=tuple(_adjustment_line(item, zone) for item in adjustments),
+            adjustments=tuple(adjustments),
             charges=tuple(charges.get(pool.pk, [])),
         )
     for key, partition_charges in charges.items():  # charged without a budget period

@@ -523,3 +523,39 @@ def test_a_project_added_in_the_admin_keeps_its_finance_code(db):
     )  # fmt: skip
     assert answer.status_code == 302, answer.content.decode()[:2000]
     assert Project.objects.get(code="pawsey0099").finance_code == "CC-9"
+
+
+def test_an_adjustment_to_a_period_ended_before_the_month_is_carried_in_and_balances(ledger):
+    """On a pool that carries over, a correction made in October to a budget period that ended
+    in May reaches today's balance through the SU carried over: the statement lists it, its
+    opening is the balance before it, and it adds up (it was refused, a 500 on the API)."""
+    gpu = ledger.centre.gpu
+    ResourcePool.objects.filter(pk=gpu.pk).update(carry_over=True)
+    allocation_grant(
+        project=ledger.p2, pool=gpu, amount=Decimal(800), period_start=date(2026, 3, 1),
+        period_end=date(2027, 3, 1), actor=ledger.centre.staff,
+    )  # fmt: skip
+    ended = BudgetPeriod.objects.get(
+        allocation__project=ledger.p2, allocation__pool=gpu, start=date(2026, 3, 1)
+    )
+    _at(date(2026, 10, 5), Adjustment.objects.create(
+        project=ledger.p2, budget_period=ended, kind=Adjustment.Kind.CORRECTION,
+        amount_su=Decimal("12.5"), actor=ledger.centre.staff, reason="May outage credited late",
+    ))  # fmt: skip
+    statement = statement_get(project=ledger.p2, month=OCTOBER)
+    name = ResourcePool.objects.get(pk=gpu.pk).name
+    (pool,) = [pool for pool in statement.pools if pool.pool == name]
+    (late,) = [line for line in pool.lines if line.kind == LineKind.CORRECTION]
+    assert late.amount_su == Decimal("12.5")
+    assert late.day == date(2026, 10, 5)
+    assert "carried" in late.description and "2026-05-31" in late.description
+    assert pool.opening_su == Decimal(600)  # three quarters carried in, before the correction
+    assert pool.closing_su == pool.opening_su + sum(line.amount_su for line in pool.lines)
+    today = BudgetPeriod.objects.get(
+        allocation__project=ledger.p2, allocation__pool=gpu, start=date(2026, 9, 1)
+    )
+    assert pool.closing_su == balance_for_period(period=today, on=OCTOBER).remaining_su
+    response = _api(ledger.centre.staff).get(
+        f"/api/v1/projects/{ledger.p2.code}/statements/2026-10.csv"
+    )
+    assert response.status_code == 200
