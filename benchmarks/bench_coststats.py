@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
@@ -48,14 +49,18 @@ PERIOD_START = datetime(2017, 9, 10, tzinfo=UTC)
 BLOCKS = (("m", 10000, 11367), ("m", 20000, 21115), ("m", 21607, 21769))
 # Sizes of the multi-node third, in per mille: 90 % of all jobs on 16 nodes or fewer (Fig. 6.1).
 SIZES = (2, 4, 8, 16, 32, 64, 128, 512)
+# A single-node job's share of its node under a shared model: 1, 2, 6, 12 or 24 of 24 cores.
+SHARES = tuple(Fraction(cores, 24) for cores in (1, 2, 6, 12, 24))
 SIZE_WEIGHTS = (250, 200, 150, 250, 70, 50, 25, 5)
 
-Record = tuple[str, str, int, int | None]
+Record = tuple[str, str, int, int | None, Fraction | None]
 
 
 def synthetic_jobs(count: int, seed: int) -> Iterator[Record]:
-    """Deterministic jobs as (job_id, nodelist, elapsed_seconds, consumed_energy_joules)."""
+    """Deterministic jobs as (job_id, nodelist, elapsed_seconds, consumed_energy_joules,
+    node_share); the shares come from a generator of their own, so the rest stays the same."""
     rng = random.Random(seed)
+    share_rng = random.Random(seed + 1)
     for number in range(count):
         draw = rng.random()
         if draw < 0.02:
@@ -81,7 +86,9 @@ def synthetic_jobs(count: int, seed: int) -> Iterator[Record]:
                 nodelist = f"{prefix}[{start}-{start + size - 1}]"
         runtime = min(int(rng.lognormvariate(6.0, 2.2)), 8 * 86_400)
         energy = None if rng.random() < 0.1 else int(runtime * size * rng.uniform(150, 450))
-        yield (str(7_000_000 + number), nodelist, runtime, energy)
+        # Single-node jobs hold a part of their node (what a shared model charges).
+        share = share_rng.choice(SHARES) if size == 1 else None
+        yield (str(7_000_000 + number), nodelist, runtime, energy, share)
 
 
 def bench_pure(count: int, seed: int) -> None:
@@ -92,9 +99,13 @@ def bench_pure(count: int, seed: int) -> None:
         "  energy-rate Electricity 25 c/kWh\n",
         source="mistral-full + energy-rate",
     )
+    shared_model = cost_model_parse(
+        "nodes-are shared\n" + MODEL.read_text(), source="mistral-full, nodes shared"
+    )
     for label, priced_with in (
         ("Full model", model),
         ("Full model + an energy rate", energy_model),
+        ("Full model, nodes shared", shared_model),
     ):
         started = time.perf_counter()
         table = cost_table_build(priced_with, jobs)
@@ -181,7 +192,7 @@ def _load_jobs(url: str, env: dict[str, str], count: int, seed: int) -> None:
         writer = csv.writer(handle)
         constant = [fixed[name] for name in columns if name not in per_job]
         step = timedelta(days=7) / max(count, 1)
-        for index, (job_id, nodelist, runtime, energy) in enumerate(synthetic_jobs(count, seed)):
+        for index, (job_id, nodelist, runtime, energy, _) in enumerate(synthetic_jobs(count, seed)):
             end = PERIOD_START + step * index
             nnodes = nodelist.count(",") + 1  # not used by coststats, which expands the list
             writer.writerow(

@@ -47,6 +47,7 @@ def test_staff_check_then_save_a_model_and_see_its_node_hour_range(site):
     checked = client.post(_models_url(site), {"text": MODEL, "name": "demo", "action": "preview"})
     assert checked.status_code == 200
     assert "The model is valid" in checked.content.decode()
+    assert "nodes shared" in checked.content.decode()
     assert not CostModelVersion.objects.exists()
     saved = client.post(_models_url(site), {"text": MODEL, "name": "demo", "action": "save"})
     assert saved.status_code == 302
@@ -61,6 +62,7 @@ def test_staff_check_then_save_a_model_and_see_its_node_hour_range(site):
     assert "Hardware" in page
     # CPU nodes 10.3 kEuro a year, GPU nodes 33.7: per node-hour (8760 h a year)
     assert "node-hour range: 1.1758\u20133.8470 Euro" in page
+    assert "Nodes are shared: a job pays each node's time rates times its share" in page
 
 
 def test_an_uploaded_model_with_an_error_shows_the_line_number(site):
