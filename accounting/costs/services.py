@@ -143,13 +143,16 @@ class NodeShares:
 
     def __init__(self) -> None:
         self._specs: dict[int, charging.PartitionSpec] = {}
-        self._shares: dict[JobShape, Fraction | None] = {}
+        self._shares: dict[tuple[int | None, int, int, Decimal, int], Fraction | None] = {}
 
-    def of(self, shape: JobShape) -> Fraction | None:
+    def of(self, shape: tuple[int | None, int, int, Decimal, int]) -> Fraction | None:
+        """The share of a job of this shape (a :class:`JobShape` or a plain tuple of its
+        fields, as a ledger row gives them: equal tuples hash equal)."""
         try:
             return self._shares[shape]
         except KeyError:
             pass
+        shape = JobShape(*shape)
         share = None
         if shape.partition_version_id is not None and shape.nnodes:
             spec = self._spec(shape.partition_version_id)
@@ -235,12 +238,9 @@ def cost_job_records(
         # No share: a NULL column, so the rows stream as tuples without a Python step.
         rows = jobs.annotate(no_share=Value(None, output_field=IntegerField()))
         return rows.values_list(*columns, "no_share").iterator(chunk_size=CHUNK_SIZE)
-    shares = NodeShares()
+    share_of = NodeShares().of
     shaped = jobs.values_list(*columns, *JobShape._fields).iterator(chunk_size=CHUNK_SIZE)
-    return (
-        (job_id, nodelist, elapsed, energy, shares.of(JobShape(*shape)))
-        for job_id, nodelist, elapsed, energy, *shape in shaped
-    )
+    return ((row[0], row[1], row[2], row[3], share_of(row[4:])) for row in shaped)
 
 
 def cost_table_get(
