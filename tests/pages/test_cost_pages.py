@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 from django.urls import reverse
 
-from accounting.costs.costmodels import expand_nodelist
+from accounting.costs.costmodels import expand_nodelist, share_text
 from accounting.costs.services import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.models import CostModelVersion, Job
 from tests.pages.conftest import client_for
@@ -91,6 +91,11 @@ def test_the_job_page_shows_money_beside_su_with_the_breakdown(site, priced):
     assert "Infrastructure" in html
     # The generated history has no energy records: the energy rates are not priced.
     assert 'id="no-energy"' in html
+    # The demo model's nodes are shared: the page says which part of each node the job paid.
+    share = page.context["money"].breakdown.node_share
+    assert 0 < share <= 1
+    assert 'id="node-share"' in html
+    assert f"pays the time rates for {share_text(share)} of each of its nodes" in html
 
 
 def test_no_energy_notice_only_when_the_jobs_own_node_sets_have_energy_rates(site):
