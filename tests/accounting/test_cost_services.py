@@ -457,3 +457,12 @@ def test_a_pricer_prices_a_job_for_its_share_and_whole_nodes_without_a_shape(tes
         )
         == whole
     )
+
+
+def test_a_bad_nodes_are_line_is_refused_with_its_line_and_nothing_is_saved(testbed):
+    text = MODEL + "nodes-are sometimes\n"
+    with pytest.raises(CostModelRejected) as refused:
+        cost_model_version_create(cluster=testbed, name="bad", text=text)
+    assert refused.value.line_number == len(MODEL.splitlines()) + 1
+    assert "nodes-are 'sometimes': expected exclusive or shared" in str(refused.value)
+    assert not CostModelVersion.objects.exists()
