@@ -4,11 +4,13 @@
 
 (a) The pure part in memory: N synthetic Mistral jobs priced with the Full model (Listing 3)
     into a table, and the statistics at a 1 % increment (as in the report's chapter 6); the same
-    again with an energy rate added to the model, which takes the decimal path.
+    again with an energy rate added to the model, which takes the decimal path; and with the
+    model's nodes shared (``nodes-are shared``; single-node jobs hold 1-24 of 24 cores).
 (b) On PostgreSQL (``DATABASE_URL``'s server, else ``BENCH_PG``'s, by default the local one):
     a throwaway database ``portal_bench_costs`` on that server, migrated, N ``Job`` rows loaded
     with COPY, and ``manage.py coststats --statistics --increment 1`` run as a child process and
-    timed (target <= 10 s for 1M jobs).
+    timed (target <= 10 s for 1M jobs), for the Full model and again with its nodes shared
+    (which reads each job's shape too).
     The database is dropped afterwards.
 
 The jobs look like the report's Mistral day (ch. 6): two thirds on one node, a plateau at 16
@@ -30,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
@@ -48,14 +51,18 @@ PERIOD_START = datetime(2017, 9, 10, tzinfo=UTC)
 BLOCKS = (("m", 10000, 11367), ("m", 20000, 21115), ("m", 21607, 21769))
 # Sizes of the multi-node third, in per mille: 90 % of all jobs on 16 nodes or fewer (Fig. 6.1).
 SIZES = (2, 4, 8, 16, 32, 64, 128, 512)
+# A single-node job's share of its node under a shared model: 1, 2, 6, 12 or 24 of 24 cores.
+SHARES = tuple(Fraction(cores, 24) for cores in (1, 2, 6, 12, 24))
 SIZE_WEIGHTS = (250, 200, 150, 250, 70, 50, 25, 5)
 
-Record = tuple[str, str, int, int | None]
+Record = tuple[str, str, int, int | None, Fraction | None]
 
 
 def synthetic_jobs(count: int, seed: int) -> Iterator[Record]:
-    """Deterministic jobs as (job_id, nodelist, elapsed_seconds, consumed_energy_joules)."""
+    """Deterministic jobs as (job_id, nodelist, elapsed_seconds, consumed_energy_joules,
+    node_share); the shares come from a generator of their own, so the rest stays the same."""
     rng = random.Random(seed)
+    share_rng = random.Random(seed + 1)
     for number in range(count):
         draw = rng.random()
         if draw < 0.02:
@@ -81,7 +88,9 @@ def synthetic_jobs(count: int, seed: int) -> Iterator[Record]:
                 nodelist = f"{prefix}[{start}-{start + size - 1}]"
         runtime = min(int(rng.lognormvariate(6.0, 2.2)), 8 * 86_400)
         energy = None if rng.random() < 0.1 else int(runtime * size * rng.uniform(150, 450))
-        yield (str(7_000_000 + number), nodelist, runtime, energy)
+        # Single-node jobs hold a part of their node (what a shared model charges).
+        share = share_rng.choice(SHARES) if size == 1 else None
+        yield (str(7_000_000 + number), nodelist, runtime, energy, share)
 
 
 def bench_pure(count: int, seed: int) -> None:
@@ -92,9 +101,13 @@ def bench_pure(count: int, seed: int) -> None:
         "  energy-rate Electricity 25 c/kWh\n",
         source="mistral-full + energy-rate",
     )
+    shared_model = cost_model_parse(
+        "nodes-are shared\n" + MODEL.read_text(), source="mistral-full, nodes shared"
+    )
     for label, priced_with in (
         ("Full model", model),
         ("Full model + an energy rate", energy_model),
+        ("Full model, nodes shared", shared_model),
     ):
         started = time.perf_counter()
         table = cost_table_build(priced_with, jobs)
@@ -181,7 +194,7 @@ def _load_jobs(url: str, env: dict[str, str], count: int, seed: int) -> None:
         writer = csv.writer(handle)
         constant = [fixed[name] for name in columns if name not in per_job]
         step = timedelta(days=7) / max(count, 1)
-        for index, (job_id, nodelist, runtime, energy) in enumerate(synthetic_jobs(count, seed)):
+        for index, (job_id, nodelist, runtime, energy, _) in enumerate(synthetic_jobs(count, seed)):
             end = PERIOD_START + step * index
             nnodes = nodelist.count(",") + 1  # not used by coststats, which expands the list
             writer.writerow(
@@ -200,6 +213,35 @@ def _load_jobs(url: str, env: dict[str, str], count: int, seed: int) -> None:
         os.unlink(path)
 
 
+def _coststats_timed(env: dict[str, str], label: str, model: Path, count: int) -> bool:
+    command = [
+        sys.executable, "manage.py", "coststats", "--model", str(model),
+        "--cluster", "bench-mistral", "--statistics", "--increment", "1",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    # The output is a few lines: reading one pipe after the other cannot block the child.
+    output = process.stdout.read() if process.stdout else ""
+    errors = process.stderr.read() if process.stderr else ""
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"coststats failed:\n{errors}")
+    lines = output.splitlines()
+    print(f"  {errors.strip()}")
+    for line in lines[-5:]:
+        print(f"  {line}")
+    met = elapsed <= TARGET_SECONDS * count / 1_000_000
+    print(
+        f"coststats (PostgreSQL, {label}): {count:,} jobs in {elapsed:.1f} s "
+        f"(target <= {TARGET_SECONDS * count / 1_000_000:g} s), "
+        f"peak RSS {usage.ru_maxrss // 1024} MB" + ("" if met else "  MISSED")
+    )
+    return met
+
+
 def bench_postgres(database_url: str, count: int, seed: int, *, keep: bool = False) -> bool:
     if shutil.which("psql") is None:
         print("coststats (PostgreSQL): skipped, psql is not installed")
@@ -213,31 +255,12 @@ def bench_postgres(database_url: str, count: int, seed: int, *, keep: bool = Fal
         _manage(env, "migrate", "--noinput", "-v", "0")
         _manage(env, "ledger_partitions", "--from", "2017-09", "--to", "2017-10")
         _load_jobs(url, env, count, seed)
-        command = [
-            sys.executable, "manage.py", "coststats", "--model", str(MODEL),
-            "--cluster", "bench-mistral", "--statistics", "--increment", "1",
-        ]  # fmt: skip
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        # The output is a few lines: reading one pipe after the other cannot block the child.
-        output = process.stdout.read() if process.stdout else ""
-        errors = process.stderr.read() if process.stderr else ""
-        _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - started
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"coststats failed:\n{errors}")
-        lines = output.splitlines()
-        print(f"  {errors.strip()}")
-        for line in lines[-5:]:
-            print(f"  {line}")
-        met = elapsed <= TARGET_SECONDS * count / 1_000_000
-        print(
-            f"coststats (PostgreSQL): {count:,} jobs in {elapsed:.1f} s "
-            f"(target <= {TARGET_SECONDS * count / 1_000_000:g} s), "
-            f"peak RSS {usage.ru_maxrss // 1024} MB" + ("" if met else "  MISSED")
-        )
+        met = True
+        with tempfile.TemporaryDirectory() as folder:
+            shared = Path(folder) / "mistral-full-shared.cost"
+            shared.write_text("nodes-are shared\n" + MODEL.read_text())
+            for label, model in (("Full model", MODEL), ("Full model, nodes shared", shared)):
+                met = _coststats_timed(env, label, model, count) and met
         return met
     finally:
         if not keep:

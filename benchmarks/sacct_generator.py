@@ -7,7 +7,10 @@ and memory printed with Slurm's unit suffixes. Deterministic for a given seed.
 
 Jobs are scheduled as Slurm would place them: first come, first served onto nodes with the
 cores, memory and GPUs free, so no node ever holds more than it has (the utilisation of the
-output never exceeds 100 %). Run times are scaled to the submission rate so that the workload
+output never exceeds 100 %). The jobs on a node also never hold more than the whole node in
+eq 1's max fraction (the share of a node the SU charge and a shared cost model count): a job
+that takes most of a node's memory keeps others off its cores, so the jobs on a node never
+pay for more than the node. Run times are scaled to the submission rate so that the workload
 asks for about :data:`OFFERED_LOAD` of each partition, and every job's time limit is at least
 its run time (a TIMEOUT job ran exactly its limit).
 
@@ -21,10 +24,17 @@ import bisect
 import json
 import math
 import random
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
+
+from accounting.clusters.charging import PartitionSpec, node_share_even
 
 HEADER = (
     "JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Start|End|Elapsed|"
@@ -48,7 +58,7 @@ STATES = (
 )  # fmt: skip
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 # Bumped when the same seed gives other output: benchmark files cached under the old one go.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 OFFERED_LOAD = 0.75
 # What one job asks of its partition on average (cores of work, GPUs of gpu: the resources
 # :func:`_shape` draws), with the share of jobs the partition gets: the mean run time that
@@ -129,17 +139,37 @@ def _shape(rng: random.Random, partition: str) -> tuple[int, int, int, int]:
     return nodes, cores * nodes, 244992 * nodes, 0
 
 
+@cache
+def _share_units(partition: str, cores: int, memory_mb: int, gpus: int) -> int:
+    """A node's share (eq 1's max fraction, by the charging engine) in whole units of
+    1 / (cores x max(GPUs, 1)) of the node, the units :func:`_node_capacity` counts."""
+    _, _, node_cores, node_memory, node_gpus = PARTITIONS[partition]
+    spec = PartitionSpec(
+        name=partition, sockets=1, cores_per_socket=node_cores, memory_mb=node_memory,
+        gpus=node_gpus, cpu_tdp_watts=Decimal(280), gpu_tdp_watts=Decimal(280 if node_gpus else 0),
+    )  # fmt: skip
+    share = node_share_even(spec, nodes=1, cores=cores, memory_mb=memory_mb, gpus=gpus)
+    units = share * node_cores * max(node_gpus, 1)
+    assert units.denominator == 1, units  # whole cores and GPUs, memory in core-equivalents
+    return int(units)
+
+
+def _node_capacity(cores: int, memory_mb: int, gpus: int) -> tuple[int, int, int, int]:
+    """Cores, memory MB, GPUs and share units (:func:`_share_units`) of a whole node."""
+    return cores, memory_mb, gpus, cores * max(gpus, 1)
+
+
 class _Node:
     """One node's capacity and what it holds over time: a step function, ``used[i]`` (cores,
-    memory MB, GPUs) held from ``times[i]`` to ``times[i + 1]`` (epoch seconds)."""
+    memory MB, GPUs, share units) held from ``times[i]`` to ``times[i + 1]`` (epoch seconds)."""
 
     __slots__ = ("capacity", "number", "times", "used")
 
     def __init__(self, number: int, cores: int, memory_mb: int, gpus: int) -> None:
         self.number = number
-        self.capacity = (cores, memory_mb, gpus)
+        self.capacity = _node_capacity(cores, memory_mb, gpus)
         self.times = [0]
-        self.used = [(0, 0, 0)]
+        self.used = [(0, 0, 0, 0)]
 
     def forget_before(self, moment: int) -> None:
         """Drop the steps that ended by ``moment``: no job will start earlier."""
@@ -147,26 +177,32 @@ class _Node:
         if index > 0:
             del self.times[:index], self.used[:index]
 
-    def busy_until(self, begin: int, end: int, need: tuple[int, int, int]) -> int:
+    def busy_until(self, begin: int, end: int, need: tuple[int, int, int, int]) -> int:
         """0 when ``need`` is free on the node all through ``[begin, end)``; otherwise the
         end of the first step that lacks it, the earliest a new try could succeed."""
         cores = self.capacity[0] - need[0]
         memory = self.capacity[1] - need[1]
         gpus = self.capacity[2] - need[2]
+        share = self.capacity[3] - need[3]
         times, used = self.times, self.used
         index = bisect.bisect_right(times, begin) - 1
         while index < len(times) and times[index] < end:
             held = used[index]
-            if held[0] > cores or held[1] > memory or held[2] > gpus:
+            if held[0] > cores or held[1] > memory or held[2] > gpus or held[3] > share:
                 return times[index + 1]  # the last step holds nothing: never out of range
             index += 1
         return 0
 
-    def hold(self, begin: int, end: int, need: tuple[int, int, int]) -> None:
+    def hold(self, begin: int, end: int, need: tuple[int, int, int, int]) -> None:
         first, last = self._step_at(begin), self._step_at(end)
         for index in range(first, last):
             held = self.used[index]
-            self.used[index] = (held[0] + need[0], held[1] + need[1], held[2] + need[2])
+            self.used[index] = (
+                held[0] + need[0],
+                held[1] + need[1],
+                held[2] + need[2],
+                held[3] + need[3],
+            )
 
     def _step_at(self, moment: int) -> int:
         """The index of the step starting at ``moment``, splitting the one it falls in."""
@@ -182,13 +218,14 @@ def _place(
     rng: random.Random,
     nodes: list[_Node],
     count: int,
-    need: tuple[int, int, int],
+    need: tuple[int, int, int, int],
     earliest: int,
     seconds: int,
 ) -> tuple[int, list[_Node]]:
     """The first time at or after ``earliest`` when ``count`` nodes each have ``need`` (cores,
-    memory, GPUs) free for ``seconds``, and the nodes chosen: each job takes the first slot
-    that fits around those placed before it (Slurm's backfill, with exact run times)."""
+    memory, GPUs, share units) free for ``seconds``, and the nodes chosen: each job takes the
+    first slot that fits around those placed before it (Slurm's backfill, with exact run
+    times)."""
     begin = earliest
     while True:
         busy = [(node.busy_until(begin, begin + seconds, need), node) for node in nodes]
@@ -275,7 +312,8 @@ def sacct_lines(
         state = rng.choice(STATES)
         elapsed, time_limit = _run_time(rng, partition, mean_gap_seconds, state)
         earliest = int(submit.timestamp()) + rng.randint(0, 120)
-        need = (cpus // nodes, mem // nodes, gpus // nodes)
+        per_node = (cpus // nodes, mem // nodes, gpus // nodes)
+        need = (*per_node, _share_units(partition, *per_node))
         for node in fleet[partition]:
             node.forget_before(int(submit.timestamp()))
         begins, chosen = _place(rng, fleet[partition], nodes, need, earliest, elapsed)

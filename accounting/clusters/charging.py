@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
+from fractions import Fraction
 from functools import cached_property, lru_cache
 from operator import itemgetter
 from types import MappingProxyType
@@ -996,6 +997,27 @@ def node_fractions_even(
     """
     usage = split_evenly(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
     return charge(spec, usage, elapsed_seconds=0).nodes
+
+
+def node_share_even(
+    spec: PartitionSpec,
+    *,
+    nodes: int,
+    cores: Decimal | int,
+    memory_mb: Decimal | int,
+    gpus: Decimal | int = 0,
+) -> Fraction:
+    """The share of each of its ``nodes`` that a job whose totals are split evenly held: eq 1's
+    ``max(f_c, f_g, f_m)`` of one node, exactly (:attr:`NodeFractions.share` shows the same
+    figure to 28 digits). ``nodes`` times it is the ``sum_i max(f^i)`` that :func:`charge`
+    multiplies by ``w * t``; a job that holds its nodes whole has 1.
+
+    Raises :class:`ChargeError` for a shape the partition cannot have given.
+    """
+    partition = _partition(spec)
+    usage = split_evenly(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
+    _, (numerator, denominator), _ = _measure(partition, usage)
+    return Fraction(numerator, denominator * partition.share_scale * nodes)
 
 
 def node_fractions_folded(fractions: Sequence[NodeFractions]) -> list[dict[str, str]]:

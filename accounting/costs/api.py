@@ -26,7 +26,9 @@ from accounting.costs.services import (
     DistributionUnavailable,
     cost_distribution_get,
     cost_distribution_request,
+    cost_model_of,
 )
+from accounting.models import CostModelVersion
 from kit.api import IsStaff, QuerySerializer
 
 
@@ -86,7 +88,14 @@ class CostModelVersionRefSerializer(serializers.Serializer):
     number = serializers.IntegerField()
     name = serializers.CharField()
     currency = serializers.CharField()
+    nodes_are = serializers.SerializerMethodField(
+        help_text="exclusive: a job pays its nodes whole; shared: each node's time rates "
+        "times the job's share of it (eq 1's max fraction)"
+    )
     effective_from = serializers.DateTimeField()
+
+    def get_nodes_are(self, version: CostModelVersion) -> str:
+        return cost_model_of(version).nodes_are
 
 
 class CostDistributionOutputSerializer(serializers.Serializer):

@@ -14,6 +14,8 @@ The format (ch. 4), one command per line:
   ("all the following rates will be relative to this node set until the next nodes command").
 * ``energy-rate NAME VALUE MULT/kWh`` -- a cost per kWh of the job's recorded energy, for the
   node set declared last.
+* ``nodes-are exclusive|shared`` -- at most once; the default is ``exclusive``. Not in the
+  report, whose models were written for DKRZ's exclusive nodes (see below).
 
 MULT is one of ``M k 1 c m`` (10^6, 10^3, 1, 10^-2, 10^-3); TIME one of ``a mon w d h min s``.
 
@@ -30,6 +32,12 @@ Decisions (the report leaves them open):
   the 0 J Slurm writes when no energy plugin runs) gets no energy cost (ch. 4), and
   :attr:`JobCost.missing_data` says that a rate could not be priced.
 * Rates are costs: a negative value is an error.
+* Node sharing. ``exclusive`` (the report's case): a job pays its nodes whole, as Table 3.1
+  and Listing 5 do. ``shared``: a time rate costs ``rate * nodes * share * runtime``, where
+  ``share`` is the job's share of each of its nodes, the max fraction of cores, GPUs and
+  memory of eq 1 (:func:`accounting.clusters.charging.node_share_even`); a job that holds its
+  nodes whole has share 1. So the jobs on a node never pay more than the node's time rates
+  while they fit on it. Energy rates price the job's own energy either way.
 
 Money is ``Decimal`` throughout. Rates are kept exact (value x multiplier over seconds or joules
 per unit) and each cost is one division at the context's 28 significant digits; outputs round
@@ -85,6 +93,10 @@ JSON_QUANTUM: Final = Decimal("0.000001")
 """Machine-readable costs keep 6 places, like the ledger's SU."""
 
 RateKind = Literal["time", "energy"]
+NodeSharing = Literal["exclusive", "shared"]
+NODE_SHARING: Final[tuple[NodeSharing, ...]] = ("exclusive", "shared")
+DEFAULT_NODE_SHARING: Final[NodeSharing] = "exclusive"
+WHOLE_NODE: Final = Fraction(1)
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _MAX_MAGNITUDE: Final = 30  # decimal exponent bound: keeps every product inside 28 digits' range
@@ -168,6 +180,20 @@ class CostModel:
     currency: str
     node_sets: tuple[NodeSet, ...]
     source: str = "<model>"
+    nodes_are: NodeSharing = DEFAULT_NODE_SHARING
+    """Whether a job pays its nodes whole (``exclusive``) or its share of them (``shared``)."""
+
+    def charged_share(self, node_share: Fraction | None) -> Fraction:
+        """The part of each of its nodes a job pays time rates for: the whole node under an
+        exclusive model or when the share is not known (None), else ``node_share``.
+
+        Raises ValueError for a share outside (0, 1].
+        """
+        if node_share is None or self.nodes_are == "exclusive":
+            return WHOLE_NODE
+        if not 0 < node_share <= 1:
+            raise ValueError(f"a job's share of a node must be in (0, 1], got {node_share}")
+        return node_share
 
     @cached_property
     def membership(self) -> Mapping[str, tuple[int, ...]]:
@@ -248,6 +274,9 @@ class JobCost:
     total: Decimal
     missing_data: bool
     """True when a rate could not be priced: an energy rate and no energy record (ch. 4)."""
+    nodes_are: NodeSharing = DEFAULT_NODE_SHARING
+    node_share: Fraction = WHOLE_NODE
+    """The part of each node the time rates were charged for (1 under an exclusive model)."""
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -282,6 +311,8 @@ class _Parser:
         self.line_number = 0
         self.currency: str | None = None
         self.currency_line = 0
+        self.nodes_are: NodeSharing | None = None
+        self.nodes_are_line = 0
         self.node_sets: list[NodeSet] = []
         self.node_set_lines: dict[str, int] = {}
         # The node set being read: rates attach to the one declared last (ch. 4).
@@ -304,9 +335,12 @@ class _Parser:
                 self.start_node_set(arguments)
             elif command in ("rate", "energy-rate"):
                 self.add_rate(command, arguments)
+            elif command == "nodes-are":
+                self.set_nodes_are(arguments)
             else:
                 raise self.error(
-                    f"unknown command {command!r} (expected currency, nodes, rate or energy-rate)"
+                    f"unknown command {command!r} "
+                    "(expected currency, nodes, rate, energy-rate or nodes-are)"
                 )
         self.close_node_set()
         if not self.node_sets:
@@ -316,6 +350,7 @@ class _Parser:
             currency=self.currency or DEFAULT_CURRENCY,
             node_sets=tuple(self.node_sets),
             source=self.source,
+            nodes_are=self.nodes_are or DEFAULT_NODE_SHARING,
         )
 
     def set_currency(self, arguments: Sequence[str]) -> None:
@@ -324,6 +359,17 @@ class _Parser:
         if self.currency is not None:
             raise self.error(f"currency set twice (first on line {self.currency_line})")
         self.currency, self.currency_line = arguments[0], self.line_number
+
+    def set_nodes_are(self, arguments: Sequence[str]) -> None:
+        expected = " or ".join(NODE_SHARING)
+        if len(arguments) != 1:
+            raise self.error(f"nodes-are takes one word, {expected}; got {len(arguments)}")
+        if self.nodes_are is not None:
+            raise self.error(f"nodes-are set twice (first on line {self.nodes_are_line})")
+        word = arguments[0]
+        if word not in NODE_SHARING:
+            raise self.error(f"nodes-are {word!r}: expected {expected}")
+        self.nodes_are, self.nodes_are_line = word, self.line_number
 
     def start_node_set(self, arguments: Sequence[str]) -> None:
         if len(arguments) < 2:
@@ -591,11 +637,17 @@ def node_hour_cost_range(model: CostModel) -> tuple[Decimal, Decimal]:
 
 
 def job_cost(
-    model: CostModel, *, nodes: Sequence[str], runtime_seconds: int, energy_joules: int | None
+    model: CostModel,
+    *,
+    nodes: Sequence[str],
+    runtime_seconds: int,
+    energy_joules: int | None,
+    node_share: Fraction | None = None,
 ) -> JobCost:
     """Price one job: every rate of every node set that holds some of its nodes (ch. 4, 5.1).
 
-    A time rate costs ``rate * nodes in the set * runtime``; an energy rate costs
+    A time rate costs ``rate * nodes in the set * runtime``, times the job's ``node_share`` of
+    each node under a shared model (:meth:`CostModel.charged_share`); an energy rate costs
     ``rate * energy * nodes in the set / nodes of the job`` and nothing (None) when the job has
     no energy record (None or 0 J).
     """
@@ -603,6 +655,7 @@ def job_cost(
         raise ValueError(f"runtime_seconds must not be negative, got {runtime_seconds}")
     if energy_joules is not None and energy_joules < 0:
         raise ValueError(f"energy_joules must not be negative, got {energy_joules}")
+    share = model.charged_share(node_share)
     job_nodes = set(nodes)
     counts, unknown = node_set_counts(model, job_nodes)
     node_count = len(job_nodes)
@@ -621,6 +674,7 @@ def job_cost(
                         node_count=node_count,
                         runtime_seconds=runtime_seconds,
                         energy_joules=energy,
+                        node_share=share,
                     ),
                 )
                 for rate in node_set.rates
@@ -636,6 +690,8 @@ def job_cost(
         unknown_nodes=unknown,
         total=sum((node_set.total for node_set in node_set_costs), Decimal(0)),
         missing_data=missing,
+        nodes_are=model.nodes_are,
+        node_share=share,
     )
 
 
@@ -646,12 +702,15 @@ def rate_cost(
     node_count: int,
     runtime_seconds: int,
     energy_joules: int | None,
+    node_share: Fraction = WHOLE_NODE,
 ) -> Decimal | None:
     """What one rate costs for a job with ``nodes_in_set`` of its ``node_count`` nodes in the
-    rate's node set; None for an energy rate when the job has no energy record (ch. 4)."""
+    rate's node set, holding ``node_share`` of each (:meth:`CostModel.charged_share`); None for
+    an energy rate when the job has no energy record (ch. 4)."""
     # One division per cost, last: exact up to the context's 28 significant digits.
     if rate.kind == "time":
-        return rate.amount * (nodes_in_set * runtime_seconds) / rate.per
+        numerator, denominator = node_share.numerator, node_share.denominator
+        return rate.amount * (nodes_in_set * runtime_seconds * numerator) / (rate.per * denominator)
     if not energy_joules:
         return None
     # The job's energy shared out by node count: Slurm records one total per job.
@@ -688,6 +747,8 @@ def job_cost_verbose(cost: JobCost) -> str:
     ]
     amount_width = max(len(text) for text in [total_text, *amounts])
     body = [f"({cost.node_count} nodes total)"]
+    if cost.nodes_are == "shared":
+        body.append(f"(nodes shared: the job pays {share_text(cost.node_share)} of each node)")
     for node_set in cost.node_sets:
         body.append(f"{node_set.name} ({node_set.node_count} nodes):")
         for rate in node_set.rates:
@@ -739,8 +800,21 @@ def job_cost_as_dict(cost: JobCost) -> dict[str, Any]:
         ],
         "unknown_nodes": list(cost.unknown_nodes),
         "missing_data": cost.missing_data,
+        "nodes_are": cost.nodes_are,
+        "node_share": str(cost.node_share),
         "total": _json_money(cost.total),
     }
+
+
+def share_text(share: Fraction) -> str:
+    """A node share for people: "1/8", "all" of a whole node, or a percentage when the
+    fraction has a long denominator (10 cores over 3 nodes)."""
+    if share == WHOLE_NODE:
+        return "all"
+    if share.denominator <= 10_000:
+        return f"{share.numerator}/{share.denominator}"
+    percent = Decimal(share.numerator * 100) / share.denominator
+    return f"{percent.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)} %"
 
 
 def job_cost_json(cost: JobCost) -> str:

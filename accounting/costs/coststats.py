@@ -52,6 +52,7 @@ from typing import Final, Literal, NamedTuple, cast
 
 from accounting.costs.costmodels import (
     SECONDS_PER_HOUR,
+    WHOLE_NODE,
     CostModel,
     NodelistError,
     nodelist_node_set_counts,
@@ -75,12 +76,14 @@ ColumnKind = Literal["size", "runtime", "energy", "node_set", "rate", "total"]
 
 
 class JobRecord(NamedTuple):
-    """What the statistics need of a job (sacct's NodeList, ElapsedRaw, ConsumedEnergyRaw)."""
+    """What the statistics need of a job (sacct's NodeList, ElapsedRaw, ConsumedEnergyRaw, and
+    its share of each node, eq 1's max fraction: None for unknown, priced as whole nodes)."""
 
     job_id: str
     nodelist: str
     runtime_seconds: int
     energy_joules: int | None
+    node_share: Fraction | None = None
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,14 @@ class CostRow:
     rate_costs: tuple[Decimal | None, ...]
     """One per rate of the model, in file order; None where the job lacks data."""
     total: Decimal
+    node_share: Fraction = WHOLE_NODE
+    """The part of each node its time rates were charged for (1 under an exclusive model)."""
 
 
 @dataclass(frozen=True)
 class NodeSignature:
-    """What the cost of a job takes from its node list: its size and its nodes per node set.
+    """What the cost of a job takes from its node list: its size and its nodes per node set,
+    and the part of each node it pays time rates for (:meth:`CostModel.charged_share`).
 
     Jobs share signatures (every single-node job on a lean node has the same one), so the table
     stores a signature number per job and prices each signature once.
@@ -157,6 +163,7 @@ class NodeSignature:
     size: int
     node_set_counts: tuple[int, ...]
     has_unknown_nodes: bool
+    node_share: Fraction = WHOLE_NODE
 
 
 @dataclass
@@ -211,12 +218,16 @@ class CostStatistics:
 
 def cost_table_build(
     model: CostModel,
-    jobs: Iterable[tuple[str, str, int, int | None]],
+    jobs: Iterable[tuple[str, str, int, int | None, Fraction | None]],
     *,
     max_runtime_seconds: Decimal | int | None = None,
     on_row: Callable[[CostRow], None] | None = None,
 ) -> CostTable:
     """Price a stream of jobs (:class:`JobRecord` or plain tuples in its order) into a table.
+
+    Under a shared model a job pays time rates for its ``node_share`` of each node, so jobs of
+    one node list and different shares have different signatures; an exclusive model ignores
+    the shares (a signature per node list, as fast as before).
 
     Jobs that ran longer than ``max_runtime_seconds`` are left out and counted (``--max-runtime``,
     ch. 5.2: one ghost job "run" for half a year would skew every total). ``on_row`` receives
@@ -228,32 +239,35 @@ def cost_table_build(
     append_runtime = table.runtimes.append
     append_energy = table.energies.append
     numbers: dict[NodeSignature, int] = {}
-    # Node lists repeat (every single-node job on the same node): expand each once.
-    by_nodelist: dict[str, int] = {}
+    shared = model.nodes_are == "shared"
+    # Node lists repeat (every single-node job on the same node): expand each once. Under a
+    # shared model the key is (node list, share).
+    by_nodelist: dict[str | tuple[str, Fraction | None], int] = {}
 
-    def signature_number(job_id: str, nodelist: str) -> int:
+    def signature_number(job_id: str, nodelist: str, share: Fraction | None) -> int:
         try:
             size, counts, unknown = nodelist_node_set_counts(model, nodelist)
-        except NodelistError as error:
-            raise NodelistError(f"job {job_id}: {error}") from None
-        signature = NodeSignature(size, counts, unknown)
+            charged = model.charged_share(share)
+        except (NodelistError, ValueError) as error:
+            raise error.__class__(f"job {job_id}: {error}") from None
+        signature = NodeSignature(size, counts, unknown, charged)
         number = numbers.setdefault(signature, len(numbers))
         if number == len(signatures):
             signatures.append(signature)
         if len(by_nodelist) >= _NODELIST_CACHE_LIMIT:
             by_nodelist.clear()
-        by_nodelist[nodelist] = number
+        by_nodelist[(nodelist, share) if shared else nodelist] = number
         return number
 
     dropped = 0
-    for job_id, nodelist, runtime, energy in jobs:
+    for job_id, nodelist, runtime, energy, share in jobs:
         if max_runtime_seconds is not None and runtime > max_runtime_seconds:
             dropped += 1
             continue
         try:
-            number = by_nodelist[nodelist]
+            number = by_nodelist[(nodelist, share) if shared else nodelist]
         except KeyError:
-            number = signature_number(job_id, nodelist)
+            number = signature_number(job_id, nodelist, share)
         append_signature(number)
         append_runtime(runtime)
         append_energy(energy or 0)
@@ -280,6 +294,7 @@ def _cost_row(
                     node_count=signature.size,
                     runtime_seconds=runtime,
                     energy_joules=energy,
+                    node_share=signature.node_share,
                 )
                 if count
                 else None
@@ -292,6 +307,7 @@ def _cost_row(
         node_set_counts=signature.node_set_counts,
         rate_costs=tuple(costs),
         total=sum((cost for cost in costs if cost is not None), _ZERO),
+        node_share=signature.node_share,
     )
 
 
@@ -361,11 +377,17 @@ def cost_statistics(
             energy_rates = [rate for rate in node_set.rates if rate.kind == "energy"]
             if time_rates:
                 # A time rate costs (its exact cost per node-second) x (the job's node-seconds in
-                # the set): one integer column, sorted once, serves every time rate of the set.
-                node_seconds = _raw_statistics(*_node_seconds(counts, ids, runtimes), increment)
+                # the set, times its share of each node): one column, integers over the common
+                # denominator of the shares, sorted once, serves every time rate of the set.
+                charged = [
+                    count * signature.node_share
+                    for count, signature in zip(counts, table.signatures, strict=True)
+                ]
+                values, scale = _charged_node_seconds(charged, ids, runtimes)
+                node_seconds = _raw_statistics(*values, increment)
                 for rate in time_rates:
                     by_key[f"rate:{node_set.name}:{rate.name}"] = _scaled_statistics(
-                        node_seconds, rate.exact_unit_cost
+                        node_seconds, rate.exact_unit_cost * scale
                     )
             if energy_rates:
                 # Likewise (cost per joule) x (the job's joules shared out to the set by node
@@ -392,6 +414,23 @@ def cost_statistics(
         dropped_long_jobs=table.dropped_long_jobs,
         jobs_with_unknown_nodes=table.jobs_with_unknown_nodes,
     )
+
+
+def _charged_node_seconds(
+    charged: Sequence[Fraction], ids: Sequence[int], runtimes: Sequence[int]
+) -> tuple[tuple[list[int | Decimal], int], Fraction]:
+    """Each job's node-seconds in a node set times its share of each node (``charged`` per
+    signature), sorted, as values times a scale: integers when the shares have a small common
+    denominator (always under an exclusive model), decimals otherwise."""
+    denominator = _common_denominator(charged)
+    if denominator is not None:
+        factors = [int(ratio * denominator) for ratio in charged]
+        return _node_seconds(factors, ids, runtimes), Fraction(1, denominator)
+    values: list[int | Decimal | None] = [
+        _decimal(charged[number] * runtime) if charged[number] else None
+        for number, runtime in zip(ids, runtimes, strict=True)
+    ]
+    return _sorted_with_missing(values), Fraction(1)
 
 
 def _node_seconds(
@@ -506,7 +545,8 @@ def _decimal(ratio: Fraction) -> Decimal:
 def _time_cost_per_second(model: CostModel, signature: NodeSignature) -> Fraction:
     """What a second of a job with these nodes costs in time rates, exactly."""
     pairs = zip(model.node_sets, signature.node_set_counts, strict=True)
-    return sum((node_set.time_unit_cost * count for node_set, count in pairs), Fraction(0))
+    per_node = sum((node_set.time_unit_cost * count for node_set, count in pairs), Fraction(0))
+    return per_node * signature.node_share
 
 
 def _energy_cost_per_joule(model: CostModel, signature: NodeSignature) -> Fraction:

@@ -57,7 +57,7 @@ class CostModelForm(forms.Form):
     text = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false", "class": "mono"}),
-        help_text="currency, nodes, rate and energy-rate lines (docs/costs.md)",
+        help_text="currency, nodes-are, nodes, rate and energy-rate lines (docs/costs.md)",
     )
     change_note = forms.CharField(required=False, widget=forms.TextInput())
 

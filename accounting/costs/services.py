@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import IntegerField, Q, Value
 from django.utils import timezone
 
+from accounting.clusters import charging
 from accounting.clusters.selectors import NotFound
 from accounting.costs.costmodels import (
     JSON_QUANTUM,
@@ -55,7 +56,14 @@ from accounting.costs.coststats import (
     cost_table_build,
 )
 from accounting.locks import cluster_row_lock
-from accounting.models import Cluster, CostModelVersion, ImportRun, Job, UsageDaily
+from accounting.models import (
+    Cluster,
+    CostModelVersion,
+    ImportRun,
+    Job,
+    PartitionVersion,
+    UsageDaily,
+)
 from accounting.quarantine import quarantine_retry_enqueue
 from kit.errors import ApplicationError
 from kit.queue import task_enqueue
@@ -82,7 +90,7 @@ def cost_job_get(*, cluster: Cluster, job_id: str) -> Job:
     """
     fields = (
         "cluster", "job_id_raw", "job_id", "run", "end", "charge_state", "elapsed_seconds",
-        "nodelist", "consumed_energy_joules",
+        "nodelist", "consumed_energy_joules", *JobShape._fields,
     )  # fmt: skip
     runs = list(
         Job.objects.filter(cluster=cluster)
@@ -105,14 +113,94 @@ def cost_job_get(*, cluster: Cluster, job_id: str) -> Job:
     return job
 
 
+class JobShape(NamedTuple):
+    """What a job held, as the ledger keeps it (sacct's AllocTRES, its node count and the rate
+    version it was charged under): enough to derive its share of each node."""
+
+    partition_version_id: int | None
+    nnodes: int
+    cpus: int
+    memory_mb: Decimal
+    gpus: int
+
+    @classmethod
+    def of(cls, job: Job) -> JobShape:
+        return cls(job.partition_version_id, job.nnodes, job.cpus, job.memory_mb, job.gpus)
+
+
+_SHARE_LIMIT: Final = 100_000
+
+
+class NodeShares:
+    """Jobs' shares of each of their nodes, eq 1's max fraction, derived from their shapes by
+    the charging engine (:func:`accounting.clusters.charging.node_share_even`): what a shared
+    cost model charges time rates for. Shapes repeat, so each is measured once, and each rate
+    version is read once.
+
+    None for a job whose share cannot be derived (no rate version, a shape the engine refuses:
+    the import quarantines those): it is priced as holding its nodes whole.
+    """
+
+    def __init__(self) -> None:
+        self._specs: dict[int, charging.PartitionSpec] = {}
+        self._shares: dict[tuple[int | None, int, int, Decimal, int], Fraction | None] = {}
+
+    def of(self, shape: tuple[int | None, int, int, Decimal, int]) -> Fraction | None:
+        """The share of a job of this shape (a :class:`JobShape` or a plain tuple of its
+        fields, as a ledger row gives them: equal tuples hash equal)."""
+        try:
+            return self._shares[shape]
+        except KeyError:
+            pass
+        shape = JobShape(*shape)
+        share = None
+        if shape.partition_version_id is not None and shape.nnodes:
+            spec = self._spec(shape.partition_version_id)
+            try:
+                share = charging.node_share_even(
+                    spec, nodes=shape.nnodes, cores=shape.cpus, memory_mb=shape.memory_mb,
+                    gpus=shape.gpus,
+                )  # fmt: skip
+            except (charging.ChargeError, charging.SpecError):
+                share = None
+        if len(self._shares) >= _SHARE_LIMIT:
+            self._shares.clear()
+        self._shares[shape] = share
+        return share
+
+    def remember(self, version: PartitionVersion) -> None:
+        """Use this already loaded rate version instead of reading it again."""
+        self._specs[version.pk] = version.spec
+
+    def _spec(self, version_id: int) -> charging.PartitionSpec:
+        spec = self._specs.get(version_id)
+        if spec is None:
+            version = PartitionVersion.objects.select_related("partition").get(pk=version_id)
+            spec = self._specs[version_id] = version.spec
+        return spec
+
+
+def job_node_share(*, model: CostModel, job: Job) -> Fraction | None:
+    """The share of each node a ledger job pays under ``model``'s rule: None (whole nodes)
+    under an exclusive model, else eq 1's max fraction of its shape (:class:`NodeShares`)."""
+    if model.nodes_are == "exclusive":
+        return None
+    shares = NodeShares()
+    if Job.partition_version.is_cached(job) and job.partition_version is not None:
+        shares.remember(job.partition_version)  # the job page loaded it: no query
+    return shares.of(JobShape.of(job))
+
+
 def job_cost_get(*, model: CostModel, job: Job) -> JobCost:
-    """The cost estimate of one ledger job (its node list, elapsed time and recorded energy)."""
+    """The cost estimate of one ledger job (its node list, elapsed time and recorded energy,
+    and under a shared model its share of each node)."""
     nodes = expand_nodelist(job.nodelist) if job.nodelist else []
     return job_cost(
         model,
         nodes=nodes,
         runtime_seconds=job.elapsed_seconds,
         energy_joules=job.consumed_energy_joules,
+        node_share=job_node_share(model=model, job=job),
     )
 
 
@@ -122,10 +210,13 @@ def cost_job_records(
     start: datetime | None = None,
     end: datetime | None = None,
     ordered: bool = False,
-) -> Iterator[tuple[str, str, int, int | None]]:
+    with_shares: bool = False,
+) -> Iterator[tuple[str, str, int, int | None, Fraction | None]]:
     """Finished jobs of ``cluster`` that ended in [start, end) and ran on nodes, streamed as
-    ``(job_id, nodelist, elapsed_seconds, consumed_energy_joules)`` (a
-    :class:`~accounting.costs.coststats.JobRecord`'s fields).
+    ``(job_id, nodelist, elapsed_seconds, consumed_energy_joules, node_share)`` (a
+    :class:`~accounting.costs.coststats.JobRecord`'s fields). ``node_share`` is None unless
+    ``with_shares`` asks for it (a shared cost model): then it is each job's share of each of
+    its nodes, derived from its shape (:class:`NodeShares`).
 
     Selecting on the end time counts each job in exactly one period; the report's selection of
     jobs active in the window over-represents long jobs (ch. 6). Refunded jobs are included:
@@ -142,8 +233,14 @@ def cost_job_records(
     if end is not None:
         jobs = jobs.filter(end__lt=end)
     jobs = jobs.order_by("end", "id") if ordered else jobs.order_by()
-    rows = jobs.values_list("job_id", "nodelist", "elapsed_seconds", "consumed_energy_joules")
-    return rows.iterator(chunk_size=CHUNK_SIZE)
+    columns = ("job_id", "nodelist", "elapsed_seconds", "consumed_energy_joules")
+    if not with_shares:
+        # No share: a NULL column, so the rows stream as tuples without a Python step.
+        rows = jobs.annotate(no_share=Value(None, output_field=IntegerField()))
+        return rows.values_list(*columns, "no_share").iterator(chunk_size=CHUNK_SIZE)
+    share_of = NodeShares().of
+    shaped = jobs.values_list(*columns, *JobShape._fields).iterator(chunk_size=CHUNK_SIZE)
+    return ((row[0], row[1], row[2], row[3], share_of(row[4:])) for row in shaped)
 
 
 def cost_table_get(
@@ -159,7 +256,10 @@ def cost_table_get(
 
     ``on_row`` receives each job's costs in end-time order as they stream in (``--details``).
     """
-    records = cost_job_records(cluster=cluster, start=start, end=end, ordered=on_row is not None)
+    records = cost_job_records(
+        cluster=cluster, start=start, end=end, ordered=on_row is not None,
+        with_shares=model.nodes_are == "shared",
+    )  # fmt: skip
     return cost_table_build(model, records, max_runtime_seconds=max_runtime_seconds, on_row=on_row)
 
 
@@ -314,6 +414,7 @@ class CostModelSummary:
     node_hour_min: Decimal
     node_hour_max: Decimal
     has_energy_rates: bool
+    nodes_are: str
 
 
 def cost_model_summary(model: CostModel) -> CostModelSummary:
@@ -336,6 +437,7 @@ def cost_model_summary(model: CostModel) -> CostModelSummary:
         node_hour_min=low,
         node_hour_max=high,
         has_energy_rates=model.has_energy_rates,
+        nodes_are=model.nodes_are,
     )
 
 
@@ -360,6 +462,7 @@ class JobPricer:
     def __init__(self, versions: Sequence[tuple[int, datetime, CostModel]]) -> None:
         self.versions = sorted(versions, key=lambda item: item[1], reverse=True)
         self._signatures: dict[int, dict[str, _Signature]] = {pk: {} for pk, _, _ in versions}
+        self._shares = NodeShares()
 
     @classmethod
     def for_cluster(cls, cluster: Cluster) -> JobPricer | None:
@@ -422,10 +525,17 @@ class JobPricer:
         return signature
 
     def price(
-        self, *, end: datetime, nodelist: str, elapsed_seconds: int, energy_joules: int | None
+        self,
+        *,
+        end: datetime,
+        nodelist: str,
+        elapsed_seconds: int,
+        energy_joules: int | None,
+        shape: JobShape | None = None,
     ) -> tuple[Decimal, int] | None:
         """(cost to 6 places, version id) of a finished job; None when no version was in force
-        at its end or its node list cannot be read."""
+        at its end or its node list cannot be read. Under a shared model the job's ``shape``
+        gives its share of each node (:class:`NodeShares`; without one, whole nodes)."""
         found = self.version_at(end)
         if found is None or not nodelist:
             return None
@@ -434,6 +544,9 @@ class JobPricer:
         if signature is None:
             return None
         sets, node_count = signature
+        share = model.charged_share(
+            self._shares.of(shape) if shape is not None and model.nodes_are == "shared" else None
+        )
         energy = energy_joules or None  # 0 J: Slurm had no energy plugin, not free energy
         total = Decimal(0)
         for rates, count in sets:
@@ -445,6 +558,7 @@ class JobPricer:
                     node_count=node_count,
                     runtime_seconds=elapsed_seconds,
                     energy_joules=energy,
+                    node_share=share,
                 )
                 if cost is not None:
                     set_total += cost
@@ -493,7 +607,7 @@ def job_costs_recompute(
     )
     columns = (
         "id", "end", "nodelist", "elapsed_seconds", "consumed_energy_joules", "start", "cost",
-        "cost_model_version_id",
+        "cost_model_version_id", *JobShape._fields,
     )  # fmt: skip
     zone = cluster.zoneinfo
     pricer: JobPricer | None = None
@@ -510,13 +624,13 @@ def job_costs_recompute(
             if not rows:
                 break
             updates: list[tuple[int, Decimal | None, int | None]] = []
-            for pk, end, nodelist, elapsed, energy, start, cost, version_id in rows:
+            for pk, end, nodelist, elapsed, energy, start, cost, version_id, *shape in rows:
                 priced = None
                 if pricer is not None and start is not None:
                     try:
                         priced = pricer.price(
                             end=end, nodelist=nodelist, elapsed_seconds=elapsed,
-                            energy_joules=energy,
+                            energy_joules=energy, shape=JobShape(*shape),
                         )  # fmt: skip
                     except CostOutOfRange as error:
                         logger.warning("job id %s left unpriced: %s", pk, error)

@@ -26,7 +26,7 @@ from accounting.clusters.efficiency import (
     waste_named,
 )
 from accounting.clusters.quotes import cheaper_request, weight_explanation
-from accounting.costs.costmodels import JobCost
+from accounting.costs.costmodels import JobCost, share_text
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger import charts
 from accounting.ledger.forms import JobFilterForm, SacctUploadForm
@@ -301,6 +301,8 @@ class Money:
     version: CostModelVersion
     breakdown: JobCost
     energy_not_recorded: bool
+    node_share: str
+    """The part of each node the time rates were charged for ("1/8"; "all" of whole nodes)."""
 
 
 def _money(job: Job) -> Money | None:
@@ -315,6 +317,7 @@ def _money(job: Job) -> Money | None:
         version=version,
         breakdown=breakdown,
         energy_not_recorded=breakdown.missing_data,
+        node_share=share_text(breakdown.node_share),
     )
 
 

@@ -55,7 +55,7 @@ from django.utils import timezone
 
 from accounting.clusters import charging, efficiency
 from accounting.clusters.efficiency import JobUsage
-from accounting.costs.services import CostOutOfRange, JobPricer
+from accounting.costs.services import CostOutOfRange, JobPricer, JobShape
 from accounting.ledger import columnar
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, account_check, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
@@ -526,6 +526,9 @@ def _row_for(
                 nodelist=record.nodelist,
                 elapsed_seconds=record.elapsed_seconds,
                 energy_joules=record.consumed_energy_joules,
+                shape=JobShape(
+                    version.pk, record.nnodes, record.cpus, record.memory_mb, record.gpus
+                ),
             )
         except CostOutOfRange as error:
             return _quarantine_for(record, str(error), "")

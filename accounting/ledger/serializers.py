@@ -213,8 +213,10 @@ class JobDetailOutputSerializer(JobOutputSerializer):
             "description": (
                 "The money cost by node set and rate (jobcost --json): currency, nodes, "
                 "runtime_seconds, energy_joules, node_sets [{name, nodes, rates [{name, kind, "
-                "cost}], total}], unknown_nodes, missing_data, total. An energy rate's cost is "
-                "null when Slurm recorded no energy."
+                "cost}], total}], unknown_nodes, missing_data, nodes_are (exclusive: whole nodes; "
+                "shared: time rates times node_share), node_share (the part of each node paid "
+                'for, an exact fraction as text: "1/8", "1"), total. An energy rate\'s cost '
+                "is null when Slurm recorded no energy."
             ),
         }
     )

@@ -18,8 +18,11 @@ from accounting.clusters.charging import (
     PartitionSpec,
     SpecError,
     charge,
+    charge_rate,
     energy_weight,
+    node_share_even,
     service_units,
+    split_evenly,
 )
 
 NVME = "nvme_gb"
@@ -239,3 +242,37 @@ def test_service_units_alone_are_the_charges_to_the_last_place_under_every_model
     except SpecError as error:
         lean = f"refused: {error}"
     assert lean == expected
+
+
+@st.composite
+def job_shapes(draw: st.DrawFn) -> tuple[PartitionSpec, int, int | Decimal, int | Decimal, int]:
+    """A job's totals (sacct's AllocTRES) that its nodes can give, split evenly."""
+    spec = replace(draw(partitions()), node_local={})
+    nodes = draw(st.integers(1, 5))
+    cores = draw(st.integers(1, spec.cores * nodes))
+    memory_mb = draw(
+        st.one_of(
+            st.integers(0, spec.memory_mb * nodes),
+            st.decimals(0, spec.memory_mb * nodes, places=3),
+        )
+    )
+    gpus = draw(st.integers(0, spec.gpus)) * nodes
+    return spec, nodes, cores, memory_mb, gpus
+
+
+@given(job_shapes())
+def test_a_jobs_node_share_is_the_max_fraction_its_charge_counts(shape):
+    """``node_share_even`` x nodes x w x t is the job's SU (eq 1) exactly, and each node's
+    fractions as shown to users give the same share to their 28 digits."""
+    spec, nodes, cores, memory_mb, gpus = shape
+    share = node_share_even(spec, nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
+    assert 0 < share <= 1
+    usage = split_evenly(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus)
+    rate = charge_rate(spec, usage)
+    # w exactly: C on a CPU partition (IV-B), the TDP ratio times C on a GPU one (eq 15)
+    weight = Fraction(spec.cores)
+    if spec.gpus:
+        weight *= Fraction(spec.node_gpu_tdp_watts) / Fraction(spec.node_cpu_tdp_watts)
+    assert Fraction(*rate.service_units_per_second) == weight * share * nodes / 3600
+    for node in charge(spec, usage, elapsed_seconds=0).nodes:
+        assert abs(Fraction(node.share) - share) < Fraction(1, 10**25)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from django.core.management import CommandError, call_command
 
 from accounting.models import Job
 from projects.models import Project
-from tests.factories import PartitionFactory
+from tests.factories import PartitionFactory, PartitionVersionFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL = str(ROOT / "examples" / "costmodels" / "mistral-full.cost")
@@ -154,6 +155,70 @@ def test_jobcost_refuses_bad_arguments_with_a_clear_message(partition, args, mes
     assert message in str(caught.value)
 
 
+SHARED_MODEL = (
+    "nodes-are shared\ncurrency Euro\nnodes CPU nid[1001-1004]\n  rate Hardware 8760 1/a\n"
+)
+
+
+@pytest.fixture
+def shared_model(tmp_path):
+    path = tmp_path / "shared.cost"
+    path.write_text(SHARED_MODEL)
+    return str(path)
+
+
+def test_jobcost_prices_a_ledger_job_for_its_share_under_a_shared_model(partition, shared_model):
+    version = PartitionVersionFactory(partition=partition)  # 128 cores, 245,000 MB a node
+    make_job(
+        partition, "31", "nid[1001-1002]", 3600, partition_version=version, nnodes=2, cpus=64,
+        memory_mb=Decimal(2000),
+    )  # fmt: skip
+    out, _ = run("jobcost", "--model", shared_model, "--job", "31", "--cluster", "mistral")
+    assert "(nodes shared: the job pays 1/4 of each node)" in out
+    assert " ".join(out.splitlines()[-2].split()) == "total: 0.50 Euro"  # 1 Euro a node-hour
+    document = json.loads(
+        run("jobcost", "--model", shared_model, "--job", "31", "--cluster", "mistral", "--json")[0]
+    )
+    assert (document["nodes_are"], document["node_share"], document["total"]) == (
+        "shared", "1/4", "0.500000",
+    )  # fmt: skip
+    # The paper's exclusive model prices the same job's nodes whole.
+    exclusive = json.loads(run("jobcost", "--model", FULL, "--job", "31", "--cluster", "mistral",
+                               "--json")[0])  # fmt: skip
+    assert (exclusive["nodes_are"], exclusive["node_share"]) == ("exclusive", "1")
+
+
+def test_jobcost_share_prices_given_nodes_for_a_part_of_each(shared_model):
+    args = ("jobcost", "--model", shared_model, "--nodes", "nid1001", "--runtime", "3600")
+    assert run(*args, "--quiet") == ("1.00\n", "")
+    assert run(*args, "--share", "1/8", "--quiet") == ("0.13\n", "")
+    assert run(*args, "--share", "0.125", "--json")[0] == run(*args, "--share", "1/8", "--json")[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--share", "half"], "--share: expected a part of a node such as 1/8 or 0.125, got"),
+        (["--share", "1/0"], "expected a part of a node"),
+        (["--share=-1/8"], "expected a part of a node"),
+        (["--share", "0"], "--share: a job's share of a node is more than 0 and at most 1, got 0"),
+        (["--share", "9/8"], "more than 0 and at most 1, got 9/8"),
+    ],
+)  # fmt: skip
+def test_jobcost_refuses_a_bad_share(shared_model, args, message):
+    with pytest.raises(CommandError) as caught:
+        run("jobcost", "--model", shared_model, "--nodes", "nid1001", "--runtime", "5", *args)
+    assert message in str(caught.value)
+
+
+def test_jobcost_refuses_a_share_that_does_not_apply(partition, shared_model):
+    with pytest.raises(CommandError, match="the model's nodes are exclusive"):
+        run("jobcost", "--model", FULL, "--nodes", "m10000", "--runtime", "5", "--share", "1/2")
+    with pytest.raises(CommandError, match="--job derives its share of each node from the ledger"):
+        run("jobcost", "--model", shared_model, "--job", "1", "--cluster", "mistral",
+            "--share", "1/2")  # fmt: skip
+
+
 def test_jobcost_refuses_a_job_that_is_still_running(partition):
     make_job(partition, "8", "m10000", 60, end=None, charge_state=Job.ChargeState.PENDING)
     with pytest.raises(CommandError, match="has not finished yet"):
@@ -222,6 +287,22 @@ def test_coststats_statistics_over_the_jobs_of_a_day(jobs):
     assert rows["count"].split()[1:4] == ["5", "5", "2"]  # Energy: jobs 1 and 3 only
     assert rows["total count"].split()[2:5] == ["5", "5", "5"]
     assert "the most expensive 1% of jobs (1) account for" in out
+
+
+def test_coststats_prices_each_job_for_its_share_under_a_shared_model(partition, shared_model):
+    version = PartitionVersionFactory(partition=partition)  # 128 cores, 245,000 MB a node
+    for raw_id, cores in (("41", 32), ("42", 128)):
+        make_job(
+            partition, raw_id, "nid1001", 3600, partition_version=version, cpus=cores,
+            memory_mb=Decimal(1000),
+        )  # fmt: skip
+    out, err = run(
+        "coststats", "--model", shared_model, "--cluster", "mistral", "--details", "--quiet",
+        "--csv",
+    )  # fmt: skip
+    assert "2 jobs priced, each for its share of its nodes (nodes-are shared)" in err
+    rows = list(csv.reader(StringIO(out)))
+    assert rows[1:] == [["41", "0.250000"], ["42", "1.000000"]]  # 1 Euro a node-hour
 
 
 def test_coststats_details_list_each_job_in_end_order(jobs):

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Sum
 
+from accounting.clusters.charging import node_share_even
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.costs.costmodels import cost_model_parse, expand_nodelist, job_cost
@@ -19,8 +20,11 @@ from accounting.costs.services import (
     BEGINNING,
     CostModelRejected,
     JobPricer,
+    JobShape,
     cost_model_at,
     cost_model_version_create,
+    cost_table_get,
+    job_cost_get,
     job_costs_recompute,
     stored_cost,
 )
@@ -45,6 +49,7 @@ rate Hardware 24 k/a
 energy-rate Power 0.25 1/kWh
 """
 DEARER = MODEL.replace("rate Hardware 6 k/a", "rate Hardware 9 k/a")
+SHARED = "nodes-are shared\n" + MODEL
 
 pytestmark = pytest.mark.django_db
 
@@ -77,8 +82,17 @@ def _fresh_cost(model_text, job):
         nodes=expand_nodelist(job.nodelist),
         runtime_seconds=job.elapsed_seconds,
         energy_joules=job.consumed_energy_joules,
+        node_share=_share(job),
     )
     return stored_cost(cost)
+
+
+def _share(job):
+    """The job's max fraction of each node (eq 1), straight from the charging engine."""
+    return node_share_even(
+        job.partition_version.spec, nodes=job.nnodes, cores=job.cpus, memory_mb=job.memory_mb,
+        gpus=job.gpus,
+    )  # fmt: skip
 
 
 def _rollup_costs():
@@ -359,3 +373,96 @@ def test_a_cost_beyond_the_ledger_quarantines_the_line_and_a_sane_version_charge
     for job in Job.objects.exclude(start=None).exclude(charge_state=Job.ChargeState.PENDING):
         assert job.cost == _fresh_cost(MODEL, job)
     assert _rollup_costs() == _rollups_from_jobs(testbed)
+
+
+# --- Shared nodes (issue 29): a job pays its share of each node -----------------------------------
+
+
+def _finished():
+    return Job.objects.filter(end__isnull=False, start__isnull=False).exclude(
+        charge_state=Job.ChargeState.PENDING
+    )
+
+
+def test_the_import_prices_each_job_for_its_share_of_its_nodes_under_a_shared_model(testbed):
+    cost_model_version_create(cluster=testbed, name="shared", text=SHARED)
+    jobs_import(cluster=testbed, lines=_history(), source="history")
+    finished = _finished().select_related("partition_version__partition")
+    assert finished.count() > 100
+    parts = 0
+    for job in finished:
+        assert job.cost == _fresh_cost(SHARED, job), job.job_id
+        share = _share(job)
+        if share < 1:
+            parts += 1
+            assert job.cost < _fresh_cost(MODEL, job) or job.elapsed_seconds == 0, job.job_id
+        else:  # a job that holds its nodes whole pays them whole
+            assert job.cost == _fresh_cost(MODEL, job), job.job_id
+    assert parts > 50
+    assert _rollup_costs() == _rollups_from_jobs(testbed)
+
+
+def test_the_job_page_coststats_and_the_stored_costs_follow_the_one_rule(testbed):
+    version = cost_model_version_create(cluster=testbed, name="shared", text=SHARED)
+    jobs_import(cluster=testbed, lines=_history(lines=800), source="history")
+    model = cost_model_parse(SHARED)
+    rows = {}
+    cost_table_get(model=model, cluster=testbed, on_row=lambda row: rows.update({row.job_id: row}))
+    finished = _finished().exclude(nodelist="")
+    assert len(rows) == finished.count() > 50
+    for job in finished:
+        breakdown = job_cost_get(model=model, job=job)
+        assert breakdown.node_share == _share(job)
+        assert stored_cost(breakdown) == job.cost == stored_cost(rows[job.job_id]), job.job_id
+        assert job.cost_model_version_id == version.pk
+
+
+def test_a_shared_version_recomputes_the_jobs_for_their_shares(
+    testbed, django_capture_on_commit_callbacks
+):
+    cost_model_version_create(cluster=testbed, name="exclusive", text=MODEL)
+    jobs_import(cluster=testbed, lines=_history(), source="history")
+    switch = datetime(2026, 1, 31, 6, tzinfo=UTC)
+    with django_capture_on_commit_callbacks(execute=True):
+        cost_model_version_create(
+            cluster=testbed, name="shared", text=SHARED, effective_from=switch
+        )
+    after = _finished().filter(end__gte=switch)
+    assert after.exists()
+    assert any(_share(job) < 1 for job in after)
+    for job in after:
+        assert job.cost == _fresh_cost(SHARED, job), job.job_id
+    for job in _finished().filter(end__lt=switch):
+        assert job.cost == _fresh_cost(MODEL, job), job.job_id
+    assert _rollup_costs() == _rollups_from_jobs(testbed)
+    assert job_costs_recompute(cluster=testbed, since=switch).jobs_changed == 0
+
+
+def test_a_pricer_prices_a_job_for_its_share_and_whole_nodes_without_a_shape(testbed):
+    version = testbed.partitions.get(name="gpu").versions.get()
+    pricer = JobPricer([(1, BEGINNING, cost_model_parse(SHARED))])
+    end = datetime(2026, 1, 1, tzinfo=UTC)
+    one_gpu = JobShape(version.pk, 1, 8, Decimal(30625), 1)
+    whole = pricer.price(end=end, nodelist="nid2001", elapsed_seconds=8760 * 36, energy_joules=0)
+    part = pricer.price(
+        end=end, nodelist="nid2001", elapsed_seconds=8760 * 36, energy_joules=0, shape=one_gpu
+    )
+    assert whole == (Decimal("240"), 1)  # 24 kEuro a year, for 1/100 of a year
+    assert part == (Decimal("30"), 1)  # an eighth of the node
+    # A shape the engine refuses (more GPUs than the node has): whole nodes, as for no shape.
+    refused = one_gpu._replace(gpus=9)
+    assert (
+        pricer.price(
+            end=end, nodelist="nid2001", elapsed_seconds=8760 * 36, energy_joules=0, shape=refused
+        )
+        == whole
+    )
+
+
+def test_a_bad_nodes_are_line_is_refused_with_its_line_and_nothing_is_saved(testbed):
+    text = MODEL + "nodes-are sometimes\n"
+    with pytest.raises(CostModelRejected) as refused:
+        cost_model_version_create(cluster=testbed, name="bad", text=text)
+    assert refused.value.line_number == len(MODEL.splitlines()) + 1
+    assert "nodes-are 'sometimes': expected exclusive or shared" in str(refused.value)
+    assert not CostModelVersion.objects.exists()

@@ -1,14 +1,18 @@
 """The generated history behaves like a cluster's: jobs wait for room on their nodes, so no
-node ever holds more cores, memory or GPUs than it has, and time limits bound run times."""
+node ever holds more cores, memory or GPUs than it has, nor more than itself in eq 1's max
+fraction (what a shared cost model charges), and time limits bound run times."""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
+from accounting.clusters.charging import PartitionSpec, node_share_even
 from accounting.clusters.units import parse_memory_mb
 from benchmarks.sacct_generator import PARTITIONS, sacct_lines
 
@@ -70,6 +74,38 @@ def test_no_node_ever_holds_more_than_it_has(options):
             assert all(used <= most for used, most in zip(in_use, capacity[node], strict=True)), (
                 f"{node} holds {in_use} of {capacity[node]}"
             )
+
+
+@pytest.mark.parametrize("options", [DEMO, BENCHMARK], ids=["demo", "benchmark"])
+def test_the_jobs_on_a_node_never_hold_more_than_the_whole_node_in_max_fractions(options):
+    """Issue 29: a job that takes most of a node's memory keeps others off its cores, so the
+    jobs on a node never pay a shared cost model for more than the node."""
+    specs = {
+        name: PartitionSpec(
+            name=name, sockets=1, cores_per_socket=cores, memory_mb=memory, gpus=gpus,
+            cpu_tdp_watts=Decimal(280), gpu_tdp_watts=Decimal(280 if gpus else 0),
+        )
+        for name, (_, _, cores, memory, gpus) in PARTITIONS.items()
+    }  # fmt: skip
+    events: dict[str, list[tuple[datetime, int, Fraction]]] = defaultdict(list)
+    for job in _allocations(**options):
+        end = options.get("now", datetime.max.replace(tzinfo=UTC))
+        if job["End"] != "Unknown":
+            end = _moment(job["End"])
+        cores, memory, gpus = _held(job)
+        share = node_share_even(
+            specs[job["Partition"]], nodes=1, cores=cores, memory_mb=memory, gpus=gpus
+        )
+        for node in _nodes(job["NodeList"]):
+            events[node] += [(_moment(job["Start"]), 1, share), (end, 0, share)]
+    fullest = Fraction(0)
+    for node, changes in events.items():
+        held = Fraction(0)
+        for _, starts, share in sorted(changes, key=lambda change: change[:2]):
+            held += share if starts else -share
+            assert held <= 1, f"{node} holds {held} of itself"
+            fullest = max(fullest, held)
+    assert fullest == 1  # nodes do fill up
 
 
 def test_run_times_stay_within_their_limits_and_a_timeout_ran_its_limit():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,9 @@ def test_jobs_carry_their_cost_currency_and_model_version(world, priced):
     # The sample has no energy record: its energy rates are not priced.
     assert all(rate["cost"] is None for rate in rates if rate["kind"] == "energy")
     assert breakdown["missing_data"] is True
+    # The demo model's nodes are shared: the job pays its share of each node (eq 1).
+    assert breakdown["nodes_are"] == "shared"
+    assert 0 < Fraction(breakdown["node_share"]) <= 1
 
 
 def test_a_job_of_a_cluster_without_a_model_has_null_money(world):
@@ -172,6 +176,7 @@ def test_the_cost_distribution_matches_numpy_on_the_sample(world, priced):
     assert (body["currency"], body["model_version"]["number"], body["costs_from"]) == (
         "Euro", 1, "stored",
     )  # fmt: skip
+    assert body["model_version"]["nodes_are"] == "shared"  # the demo cluster shares nodes
     columns = {column["key"]: column for column in body["columns"]}
     for key, values in (("cost", costs), ("size", sizes), ("runtime", runtimes)):
         quantiles = columns[key]["quantiles"]

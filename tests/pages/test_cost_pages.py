@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 from django.urls import reverse
 
-from accounting.costs.costmodels import expand_nodelist
+from accounting.costs.costmodels import expand_nodelist, share_text
 from accounting.costs.services import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.models import CostModelVersion, Job
 from tests.pages.conftest import client_for
@@ -47,6 +47,7 @@ def test_staff_check_then_save_a_model_and_see_its_node_hour_range(site):
     checked = client.post(_models_url(site), {"text": MODEL, "name": "demo", "action": "preview"})
     assert checked.status_code == 200
     assert "The model is valid" in checked.content.decode()
+    assert "nodes shared" in checked.content.decode()
     assert not CostModelVersion.objects.exists()
     saved = client.post(_models_url(site), {"text": MODEL, "name": "demo", "action": "save"})
     assert saved.status_code == 302
@@ -61,6 +62,7 @@ def test_staff_check_then_save_a_model_and_see_its_node_hour_range(site):
     assert "Hardware" in page
     # CPU nodes 10.3 kEuro a year, GPU nodes 33.7: per node-hour (8760 h a year)
     assert "node-hour range: 1.1758\u20133.8470 Euro" in page
+    assert "Nodes are shared: a job pays each node's time rates times its share" in page
 
 
 def test_an_uploaded_model_with_an_error_shows_the_line_number(site):
@@ -89,6 +91,11 @@ def test_the_job_page_shows_money_beside_su_with_the_breakdown(site, priced):
     assert "Infrastructure" in html
     # The generated history has no energy records: the energy rates are not priced.
     assert 'id="no-energy"' in html
+    # The demo model's nodes are shared: the page says which part of each node the job paid.
+    share = page.context["money"].breakdown.node_share
+    assert 0 < share <= 1
+    assert 'id="node-share"' in html
+    assert f"pays the time rates for {share_text(share)} of each of its nodes" in html
 
 
 def test_no_energy_notice_only_when_the_jobs_own_node_sets_have_energy_rates(site):

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,51 @@ def test_the_demo_projects_have_research_outputs_to_list_and_export(demo):
         ["pawsey0003", "publication", "10.5555/demo.reef.2025"],
         ["pawsey0003", "software", "https://github.com/example/reefsim"],
     ]
+
+
+MONEY_CHECK = """
+import json
+from datetime import timedelta
+from decimal import Decimal
+from django.db.models import Max, Min, Sum
+from django.utils import timezone
+from accounting.costs.coststats import cost_statistics
+from accounting.costs.services import cost_model_of, cost_model_versions, cost_table_get
+from accounting.models import Cluster, Job
+from portal.demo import DEMO_CLUSTER, HISTORY_DAYS
+cluster = Cluster.objects.get(name=DEMO_CLUSTER)
+since = timezone.now() - timedelta(days=HISTORY_DAYS)
+jobs = Job.objects.filter(cluster=cluster, end__gte=since).exclude(
+    charge_state=Job.ChargeState.PENDING).exclude(nodelist="")
+span = jobs.aggregate(first=Min("start"), last=Max("end"), stored=Sum("cost"))
+window = (span["last"] - span["first"]).total_seconds()
+model = cost_model_of(cost_model_versions(cluster=cluster)[0])
+stats = cost_statistics(cost_table_get(
+    model=model, cluster=cluster, start=since, end=span["last"] + timedelta(seconds=1)))
+sums = {column.key: column_stats.sum for column, column_stats in zip(
+    stats.columns, stats.statistics, strict=True)}
+sets = {}
+for node_set in model.node_sets:
+    money = sum(sums[f"rate:{node_set.name}:{rate.name}"] for rate in node_set.rates
+                if rate.kind == "time")
+    bound = node_set.time_unit_cost * node_set.node_count * int(window)
+    sets[node_set.name] = [str(money), str(Decimal(bound.numerator) / bound.denominator)]
+print(json.dumps({"nodes_are": model.nodes_are, "jobs": stats.job_count, "sets": sets,
+                  "stored": str(span["stored"]), "recomputed": str(sums["total"])}))
+"""
+
+
+def test_the_demo_jobs_never_cost_more_than_the_machine(demo):
+    """Issue 29, item 1: over the demo's history the time rates the jobs of each node set pay
+    add up to at most the set's rates x its nodes x the window (the jobs share nodes and pay
+    their share), and the costs the import stored are the ones coststats computes again."""
+    checked = _manage(["shell", "-c", MONEY_CHECK], demo[0])
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    figures = json.loads(checked.stdout.strip().splitlines()[-1])
+    assert figures["nodes_are"] == "shared"
+    assert figures["jobs"] > 2000
+    for name, (money, bound) in figures["sets"].items():
+        assert 0 < Decimal(money) <= Decimal(bound), (name, figures)
+    # Stored to 6 places per job, recomputed exactly: they differ by rounding at most.
+    rounding = Decimal("0.0000005") * figures["jobs"]
+    assert abs(Decimal(figures["stored"]) - Decimal(figures["recomputed"])) <= rounding, figures

@@ -71,5 +71,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{cluster.name}: cost model v{version.number} {version.name!r} in force from "
             f"{version.effective_from.isoformat()} ({version.currency}, "
-            f"{summary.node_hour_min}-{summary.node_hour_max} {version.currency} per node-hour)"
+            f"{summary.node_hour_min}-{summary.node_hour_max} {version.currency} per node-hour, "
+            f"nodes {summary.nodes_are})"
         )

@@ -113,6 +113,8 @@ class Command(BaseCommand):
         except NodelistError as error:
             raise CommandError(str(error)) from None
         summary = f"{len(table):,} jobs priced"
+        if model.nodes_are == "shared":
+            summary += ", each for its share of its nodes (nodes-are shared)"
         if max_hours:
             summary += f"; {table.dropped_long_jobs:,} longer than {max_hours} h left out"
         if table.jobs_with_unknown_nodes:

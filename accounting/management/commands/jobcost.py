@@ -1,14 +1,18 @@
 """python manage.py jobcost --model FILE (--job ID --cluster NAME | --nodes HOSTLIST --runtime
-SECONDS [--energy JOULES]) [--verbose | --short | --quiet | --json]
+SECONDS [--energy JOULES] [--share FRACTION]) [--verbose | --short | --quiet | --json]
 
 The job cost meter of the PeCoH report (ch. 5.1): a job's money cost under a cost model, in one
 of four forms -- the block of Listing 5 (default), ``job cost estimate: 0.43 Euro``, ``0.43``, or
 JSON. It writes to standard output only, opens no file but the model, and with ``--nodes`` needs
-no database, so a Slurm epilogue can run it unprivileged (docs/costs.md).
+no database, so a Slurm epilogue can run it unprivileged (docs/costs.md). Under a model whose
+nodes are shared, a ledger job pays its share of each node (derived from its shape) and
+``--share`` gives the share of a job given by ``--nodes``.
 """
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -37,6 +41,22 @@ FORMS = {
 }
 
 
+_SHARE = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:/[0-9]+)?", re.ASCII)
+
+
+def _share(text: str | None) -> Fraction | None:
+    if text is None:
+        return None
+    if not _SHARE.fullmatch(text) or text.endswith("/0"):
+        raise CommandError(f"--share: expected a part of a node such as 1/8 or 0.125, got {text!r}")
+    share = Fraction(text)
+    if not 0 < share <= 1:
+        raise CommandError(
+            f"--share: a job's share of a node is more than 0 and at most 1, got {text}"
+        )
+    return share
+
+
 def _whole_number(text: str | None, option: str) -> int | None:
     if text is None:
         return None
@@ -55,6 +75,11 @@ class Command(BaseCommand):
         parser.add_argument("--nodes", help="the job's Slurm hostlist, e.g. m[10000-10009]")
         parser.add_argument("--runtime", help="elapsed seconds (with --nodes)")
         parser.add_argument("--energy", help="consumed energy in joules (with --nodes)")
+        parser.add_argument(
+            "--share",
+            help="the job's share of each node, e.g. 1/8 (with --nodes, under a model whose "
+            "nodes are shared; default: whole nodes)",
+        )
         form = parser.add_mutually_exclusive_group()
         for name, text in (
             ("verbose", "the block of Listing 5 (default)"),
@@ -92,6 +117,8 @@ class Command(BaseCommand):
             )
         if options["energy"] is not None:
             raise CommandError("--job reads the energy from the ledger: drop --energy")
+        if options["share"] is not None:
+            raise CommandError("--job derives its share of each node from the ledger: drop --share")
         if not options["cluster"]:
             raise CommandError("--job needs --cluster NAME")
         try:
@@ -107,6 +134,12 @@ class Command(BaseCommand):
         runtime = _whole_number(options["runtime"], "--runtime")
         if runtime is None:
             raise CommandError("--nodes needs --runtime SECONDS")
+        share = _share(options["share"])
+        if share is not None and model.nodes_are == "exclusive":
+            raise CommandError(
+                "--share: the model's nodes are exclusive (a job pays whole nodes); "
+                "a share applies under 'nodes-are shared'"
+            )
         try:
             nodes = expand_nodelist(options["nodes"])
         except NodelistError as error:
@@ -116,4 +149,5 @@ class Command(BaseCommand):
             nodes=nodes,
             runtime_seconds=runtime,
             energy_joules=_whole_number(options["energy"], "--energy"),
+            node_share=share,
         )
