@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
+from typing import NamedTuple
 
 from accounting.clusters import charging
 from accounting.clusters.slurmconf import tres_billing_weights
@@ -26,9 +27,9 @@ from accounting.costs.costmodels import CostModel, nodelist_node_set_counts
 _QUANTUM_SCALE = 10**6  # SU and money kept to 6 places, as the ledger keeps them
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """One project's charged jobs of one size on one partition, summed over a period."""
+class Shape(NamedTuple):
+    """One project's charged jobs of one size on one partition, summed over a period (a
+    tuple: a cluster's year is ~10^5 of them, made in a tight loop)."""
 
     project_id: int
     partition: str
@@ -39,10 +40,6 @@ class Shape:
     jobs: int
     elapsed_seconds: int
     service_units: Decimal  # what the jobs were charged
-
-    @property
-    def size(self) -> tuple[str, int, int, int, Decimal]:
-        return (self.partition, self.nnodes, self.cpus, self.gpus, self.memory_mb)
 
 
 @dataclass
@@ -109,7 +106,8 @@ def shapes_repriced(
         group.elapsed_seconds += shape.elapsed_seconds
         group.node_seconds += shape.nnodes * shape.elapsed_seconds
         group.charged_su += shape.service_units
-        rate = rates.get(shape.size)
+        size = shape[1:6]  # partition, nnodes, cpus, gpus, memory_mb
+        rate = rates.get(size)
         if rate is None:
             spec = specs.get(shape.partition)
             try:
@@ -118,7 +116,7 @@ def shapes_repriced(
                 rate = shape_rate(spec, shape)
             except (charging.ChargeError, charging.SpecError) as error:
                 rate = str(error)
-            rates[shape.size] = rate
+            rates[size] = rate
         if isinstance(rate, str):
             group.unpriced_jobs += shape.jobs
             group.problems.add(rate)

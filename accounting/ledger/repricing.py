@@ -18,7 +18,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from accounting.clusters import charging
 from accounting.ledger.impact import Shape
@@ -120,28 +120,32 @@ def cluster_shapes_read(*, cluster: Cluster, start: date, end: date) -> list[Sha
     if not names:
         return []
     placeholders = ", ".join(["%s"] * len(names))
-    rows = _shape_sums(f"partition_id IN ({placeholders})", list(names), start, end)
+    rows = _shape_sums(f"partition_id IN ({placeholders})", list(names), start, end, wide=True)
+    # Positional: a cluster's year is ~10^5 rows, and this loop is most of the Python time.
     return [
         Shape(
-            project_id=project_id,
-            partition=names[partition_id],
-            nnodes=int(nnodes),
-            cpus=int(cpus),
-            gpus=int(gpus),
-            memory_mb=_decimal(memory_mb, _MB_QUANTUM),
-            jobs=int(jobs),
-            elapsed_seconds=int(seconds),
-            service_units=_decimal(units, charging.SU_QUANTUM),
+            project_id,
+            names[partition_id],
+            nnodes,
+            cpus,
+            gpus,
+            _decimal(memory_mb, _MB_QUANTUM),
+            int(jobs),
+            int(seconds),
+            _decimal(units, charging.SU_QUANTUM),
         )
         for project_id, partition_id, nnodes, cpus, gpus, memory_mb, jobs, seconds, units in rows
     ]
 
 
-def _shape_sums(condition: str, values: list[int], start: date, end: date) -> list[tuple[Any, ...]]:
+def _shape_sums(
+    condition: str, values: list[int], start: date, end: date, *, wide: bool = False
+) -> list[tuple[Any, ...]]:
     """Rows (project, partition, nnodes, cpus, gpus, memory_mb, jobs, seconds, SU) of the shape
     roll-ups matching ``condition`` (fixed SQL with ``values`` as its parameters) over
     ``[start, end)``: the whole months from the monthly table, the days at either end from the
-    daily one, summed per project, partition and shape."""
+    daily one (one scan for both ends), summed per project, partition and shape. ``wide``: a
+    read over every project of a cluster (hundreds of thousands of rows to group)."""
     months, day_ranges = _periods(start, end)
     columns = (
         "project_id, partition_id, nnodes, cpus, gpus, memory_mb, jobs, elapsed_seconds, "
@@ -155,12 +159,13 @@ def _shape_sums(condition: str, values: list[int], start: date, end: date) -> li
             f"WHERE {condition} AND month >= %s AND month < %s"
         )
         parameters += [*values, *months]
-    for first, stop in day_ranges:
+    if day_ranges:
+        days = " OR ".join(["(day >= %s AND day < %s)"] * len(day_ranges))
         parts.append(
             f"SELECT {columns} FROM {UsageShapeDaily._meta.db_table} "  # noqa: S608
-            f"WHERE {condition} AND day >= %s AND day < %s"
+            f"WHERE {condition} AND ({days})"
         )
-        parameters += [*values, first, stop]
+        parameters += [*values, *(day for day_range in day_ranges for day in day_range)]
     if not parts:
         return []
     # Table names and fixed text only; every value is a parameter.
@@ -169,7 +174,17 @@ def _shape_sums(condition: str, values: list[int], start: date, end: date) -> li
         f"SUM(elapsed_seconds), SUM(service_units) FROM ({' UNION ALL '.join(parts)}) AS periods "
         "GROUP BY project_id, partition_id, nnodes, cpus, gpus, memory_mb HAVING SUM(jobs) <> 0"
     )
-    with connection.cursor() as cursor:
+    if not (wide and connection.vendor == "postgresql"):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, parameters)
+            return list(cursor.fetchall())
+    with transaction.atomic(), connection.cursor() as cursor:
+        # A cluster's year is ~10^5-10^6 roll-up rows: grouped in memory by hash, not sorted
+        # on disk (4 MB default work_mem), and without JIT's compile time, which costs more
+        # than it saves on a query of a second (docs/costs.md, "Performance"). LOCAL: for this
+        # transaction only.
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, parameters)
         return list(cursor.fetchall())
 

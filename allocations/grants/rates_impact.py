@@ -13,8 +13,8 @@ from typing import Any
 from accounting.ledger.rate_drafts import DraftRates
 from accounting.ledger.rates_impact import ClusterRatesImpact, cluster_rates_impact
 from allocations.grants.budget import ExhaustionShift, exhaustion_shift
-from allocations.grants.selectors import balance_get
-from projects.models import Project, ResourcePool
+from allocations.grants.selectors import project_balances_get
+from projects.models import Project
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,15 @@ def rates_impact_get(*, rates: DraftRates, months: int = 12, on: date | None = N
         for row in usage.rows
         if row.pool_id is not None and row.ratio is not None and row.ratio > 1
     ]
-    projects = Project.objects.in_bulk({row.project_id for row, _, _ in dearer})
-    pools = ResourcePool.objects.in_bulk({pool_id for _, pool_id, _ in dearer})
+    # One balance read per project (every pool at once), not per project and pool.
+    balances = {
+        (project.pk, pool.pool_id): pool.current
+        for project in Project.objects.filter(pk__in={row.project_id for row, _, _ in dearer})
+        for pool in project_balances_get(project=project, on=on).pools
+    }
     earlier = []
     for row, pool_id, ratio in dearer:
-        balance = balance_get(project=projects[row.project_id], pool=pools[pool_id], on=on)
+        balance = balances.get((row.project_id, pool_id))
         if balance is None:
             continue
         shift = exhaustion_shift(balance, ratio=ratio)
