@@ -17,7 +17,7 @@ from fractions import Fraction
 from django.utils import timezone
 
 from accounting.clusters.selectors import partition_versions_current
-from accounting.costs.costmodels import CostModel, NodelistError
+from accounting.costs.costmodels import CostModel
 from accounting.costs.services import cost_model_at
 from accounting.ledger import impact
 from accounting.ledger.rate_drafts import DraftRates
@@ -157,15 +157,11 @@ def cluster_rates_impact(
 
 
 def _node_second_costs(model: CostModel | None, nodelists: dict[str, str]) -> dict[str, Fraction]:
+    """Each partition's cost per node-second under ``model`` (none without a model). A node
+    list the cost model's reader refuses raises its ``NodelistError``, a sentence."""
     if model is None:
         return {}
-    costs = {}
-    for name, nodelist in nodelists.items():
-        try:
-            costs[name] = impact.node_second_cost(model, nodelist)
-        except NodelistError:
-            costs[name] = Fraction(0)
-    return costs
+    return {name: impact.node_second_cost(model, nodelist) for name, nodelist in nodelists.items()}
 
 
 def _pool_impact(

@@ -144,8 +144,8 @@ def _shape_sums(
     """Rows (project, partition, nnodes, cpus, gpus, memory_mb, jobs, seconds, SU) of the shape
     roll-ups matching ``condition`` (fixed SQL with ``values`` as its parameters) over
     ``[start, end)``: the whole months from the monthly table, the days at either end from the
-    daily one (one scan for both ends), summed per project, partition and shape. ``wide``: a
-    read over every project of a cluster (hundreds of thousands of rows to group)."""
+    daily one, summed per project, partition and shape. ``wide``: a read over every project of
+    a cluster (hundreds of thousands of rows to group)."""
     months, day_ranges = _periods(start, end)
     columns = (
         "project_id, partition_id, nnodes, cpus, gpus, memory_mb, jobs, elapsed_seconds, "
@@ -159,13 +159,17 @@ def _shape_sums(
             f"WHERE {condition} AND month >= %s AND month < %s"
         )
         parameters += [*values, *months]
-    if day_ranges:
-        days = " OR ".join(["(day >= %s AND day < %s)"] * len(day_ranges))
+    # A project's days are two index ranges; a cluster's are a scan of the table, made once
+    # for both ends.
+    for ranges in [day_ranges] if wide else [[day_range] for day_range in day_ranges]:
+        if not ranges:
+            continue
+        days = " OR ".join(["(day >= %s AND day < %s)"] * len(ranges))
         parts.append(
             f"SELECT {columns} FROM {UsageShapeDaily._meta.db_table} "  # noqa: S608
             f"WHERE {condition} AND ({days})"
         )
-        parameters += [*values, *(day for day_range in day_ranges for day in day_range)]
+        parameters += [*values, *(day for day_range in ranges for day in day_range)]
     if not parts:
         return []
     # Table names and fixed text only; every value is a parameter.
