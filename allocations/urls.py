@@ -1,6 +1,7 @@
 from django.urls import path
 
 from allocations import member_pages, project_pages, project_staff_pages
+from allocations.grants import pages as grant_pages
 from allocations.outputs import pages as output_pages
 from allocations.pools import staff_pages as pool_staff_pages
 from allocations.priorities import pages as priority_pages
@@ -13,6 +14,9 @@ from allocations.slurm import pages as slurm_pages
 app_name = "allocations"
 
 urlpatterns = [
+    # Rate drafts (staff): a rate change seen before it ships
+    path("clusters/<slug:name>/rate-drafts/", grant_pages.rate_drafts, name="rate-drafts"),
+    path("rate-drafts/<int:pk>/", grant_pages.rate_draft, name="rate-draft"),
     path("enforcement/", enforcement_pages.enforcement_list, name="enforcement-list"),
     path("enforcement/<int:pk>/", enforcement_pages.enforcement_decide, name="enforcement-decide"),
     # Slurm provisioning (staff)

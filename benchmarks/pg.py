@@ -25,6 +25,46 @@ FROM accounting_job GROUP BY 1, 2, 3, 4;
 """
 
 
+# A year of charged jobs (2026) in SQL, of 1,568 shapes on the testbed's two partitions: a job
+# ends every 31.5 s / (jobs / 1M), each of 1 minute to 12 hours. Two in three on work (1 to 3
+# nodes, 1 to 128 cores and four memory sizes a node: 1,536 shapes), one in three on gpu (1
+# node, 1 to 8 GPUs with 8 cores each, four memory sizes: 32). ``{project_code}``: an SQL
+# expression of the project code of job ``g``. Filled with ``.format(jobs=..., project_code=...)``.
+SHAPED_JOBS = """
+INSERT INTO accounting_job (
+  cluster_id, job_id_raw, run, job_id, job_name, array_job_id, array_task_id, het_job_id,
+  project_id, username, partition_id, partition_version_id, qos, state, state_raw, exit_code,
+  submit, start, "end", elapsed_seconds, nnodes, cpus, memory_mb, gpus, nodelist,
+  charge_state, service_units, pending_service_units, weight, dominant_resource,
+  energy_wh, source_hash, updated_at)
+SELECT c.id, (9000000 + g)::text, '', (9000000 + g)::text, 'bench', '', '', '',
+  p.id, 'user' || (g % 40), pv.partition_id, pv.id, 'normal', 'COMPLETED', 'COMPLETED', '0:0',
+  e - make_interval(secs => s), e - make_interval(secs => s), e, s, shape.nodes, shape.cpus,
+  shape.memory_mb, shape.gpus, 'nid1001', 'charged', round(shape.cpus * s / 3600.0, 6), 0,
+  pv.derived_weight, 'cores', 0, '', now()
+FROM generate_series(1::bigint, {jobs}) g
+CROSS JOIN LATERAL (
+  SELECT timestamptz '2026-01-01 00:00+00' + g * interval '31536 seconds' / ({jobs} / 1000.0)
+    AS e,
+  60 + (g * 7919) % 43200 AS s
+) t
+CROSS JOIN LATERAL (SELECT g / 3 AS k) n
+CROSS JOIN LATERAL (
+  SELECT CASE WHEN g % 3 = 0 THEN 'gpu' ELSE 'work' END AS partition,
+    CASE WHEN g % 3 = 0 THEN 1 ELSE 1 + k % 3 END AS nodes,
+    CASE WHEN g % 3 = 0 THEN 8 * (1 + k % 8) ELSE (1 + k % 3) * (1 + (k / 3) % 128) END AS cpus,
+    CASE WHEN g % 3 = 0 THEN 8000 * (1 + (k / 8) % 4)
+      ELSE 8000 * (1 + (k / 384) % 4) * (1 + k % 3) END AS memory_mb,
+    CASE WHEN g % 3 = 0 THEN 1 + k % 8 ELSE 0 END AS gpus
+) shape
+JOIN allocations_project p ON p.code = {project_code}
+JOIN accounting_cluster c ON c.name = 'slurm-testbed'
+JOIN accounting_partition part ON part.cluster_id = c.id AND part.name = shape.partition
+JOIN accounting_partitionversion pv ON pv.partition_id = part.id;
+ANALYZE accounting_job;
+"""
+
+
 def psql(database: str, sql: str) -> None:
     """Run ``sql`` on ``database`` of the benchmark server; stop with psql's error if it fails."""
     done = subprocess.run(

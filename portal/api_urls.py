@@ -139,6 +139,12 @@ urlpatterns = [
         name="priority-policy",
     ),
     path("overhead/", overhead_api.OverheadView.as_view(), name="overhead"),
+    path("rates-impact/", grants_api.RatesImpactView.as_view(), name="rates-impact"),
+    re_path(
+        rf"^rate-drafts/(?P<pk>{ID_PATTERN})/$",
+        grants_api.RateDraftView.as_view(),
+        name="rate-draft",
+    ),
     path("efficiency/", ledger_api.EfficiencyView.as_view(), name="efficiency"),
     path("", include(router.urls)),
     # Anything else under /api/v1/ is a JSON 404, like every other API error.

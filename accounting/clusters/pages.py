@@ -232,8 +232,7 @@ def _tables_csv(context: dict[str, Any]) -> HttpResponse:
 @login_required
 def partition_list(request: HttpRequest) -> HttpResponse:
     """Every partition's current hardware and charging weight, with why it is what it is."""
-    rows = [
-        {"version": version, "why": weight_explanation(version.spec)}
-        for version in partition_versions_current()
-    ]
-    return render(request, "accounting/partition_list.html", {"rows": rows})
+    versions = partition_versions_current()
+    rows = [{"version": version, "why": weight_explanation(version.spec)} for version in versions]
+    clusters = sorted({version.partition.cluster.name for version in versions})
+    return render(request, "accounting/partition_list.html", {"rows": rows, "clusters": clusters})

@@ -131,7 +131,9 @@ class _Reader:
         value = self.data.get(name, default)
         if value is None:
             raise self.error(name, "is required")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        # json.loads reads NaN and Infinity, which int() cannot take.
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole:
             raise self.error(name, f"must be a whole number, got {value!r}")
         if value < minimum:
             raise self.error(name, f"must be at least {minimum}, got {value!r}")
@@ -291,8 +293,14 @@ def cluster_definition_load(path: Path) -> ClusterDefinition:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise SpecFileError(f"{path}: cannot be read ({error.strerror})") from None
+    return cluster_definition_parse(spec_document_decode(text, source=str(path)), source=str(path))
+
+
+def spec_document_decode(text: str, *, source: str = "<spec>") -> Any:
+    """A spec document's JSON text decoded (not yet validated: ``cluster_definition_parse``)."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
-        raise SpecFileError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
-    return cluster_definition_parse(data, source=str(path))
+        raise SpecFileError(
+            f"{source}: line {error.lineno}: not valid JSON ({error.msg})"
+        ) from None

@@ -38,6 +38,7 @@ from accounting.costs.services import (
 from accounting.models import Cluster, CostModelVersion
 from kit.access import staff_only
 from kit.charts import Chart, find_chart
+from kit.forms import uploaded_text
 from kit.widgets import IsoDateInput
 
 MAX_MODEL_BYTES = 1024 * 1024
@@ -63,14 +64,7 @@ class CostModelForm(forms.Form):
 
     def clean_file(self) -> str | None:
         upload = self.cleaned_data.get("file")
-        if not upload:
-            return None
-        if upload.size > MAX_MODEL_BYTES:
-            raise forms.ValidationError("a cost model file is at most 1 MiB")
-        try:
-            return str(upload.read().decode("utf-8"))
-        except UnicodeDecodeError:
-            raise forms.ValidationError("the file is not UTF-8 text") from None
+        return uploaded_text(upload, max_bytes=MAX_MODEL_BYTES, what="a cost model file")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

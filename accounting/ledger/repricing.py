@@ -18,10 +18,17 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from accounting.clusters import charging
-from accounting.models import Partition, PartitionVersion, UsageShapeDaily, UsageShapeMonthly
+from accounting.ledger.impact import Shape
+from accounting.models import (
+    Cluster,
+    Partition,
+    PartitionVersion,
+    UsageShapeDaily,
+    UsageShapeMonthly,
+)
 
 _ZERO = Decimal(0)
 _MB_QUANTUM = Decimal("0.001")
@@ -93,41 +100,97 @@ def _periods(start: date, end: date) -> tuple[tuple[date, date] | None, list[tup
 def _shapes_read(project_id: int, start: date, end: date) -> dict[int, _Shapes]:
     """Per partition and shape, the sums of the period: one grouped read of the months and
     the edge days together."""
+    shapes: dict[int, _Shapes] = defaultdict(dict)
+    rows = _shape_sums("project_id = %s", [project_id], start, end)
+    for _project, partition_id, nnodes, cpus, gpus, memory_mb, jobs, seconds, units in rows:
+        shape = (int(nnodes), int(cpus), int(gpus), _decimal(memory_mb, _MB_QUANTUM))
+        shapes[partition_id][shape] = [
+            int(jobs),
+            int(seconds),
+            _decimal(units, charging.SU_QUANTUM),
+        ]
+    return shapes
+
+
+def cluster_shapes_read(*, cluster: Cluster, start: date, end: date) -> list[Shape]:
+    """The charged jobs of every project on ``cluster`` that ended on the local days
+    ``[start, end)``, summed per project, partition and shape: the input of a rate draft's
+    impact (``accounting.ledger.impact``). One grouped read of the shape roll-ups."""
+    names = dict(Partition.objects.filter(cluster=cluster).values_list("pk", "name"))
+    if not names:
+        return []
+    placeholders = ", ".join(["%s"] * len(names))
+    rows = _shape_sums(f"partition_id IN ({placeholders})", list(names), start, end, wide=True)
+    # Positional: a cluster's year is ~10^5 rows, and this loop is most of the Python time.
+    return [
+        Shape(
+            project_id,
+            names[partition_id],
+            nnodes,
+            cpus,
+            gpus,
+            _decimal(memory_mb, _MB_QUANTUM),
+            int(jobs),
+            int(seconds),
+            _decimal(units, charging.SU_QUANTUM),
+        )
+        for project_id, partition_id, nnodes, cpus, gpus, memory_mb, jobs, seconds, units in rows
+    ]
+
+
+def _shape_sums(
+    condition: str, values: list[int], start: date, end: date, *, wide: bool = False
+) -> list[tuple[Any, ...]]:
+    """Rows (project, partition, nnodes, cpus, gpus, memory_mb, jobs, seconds, SU) of the shape
+    roll-ups matching ``condition`` (fixed SQL with ``values`` as its parameters) over
+    ``[start, end)``: the whole months from the monthly table, the days at either end from the
+    daily one, summed per project, partition and shape. ``wide``: a read over every project of
+    a cluster (hundreds of thousands of rows to group)."""
     months, day_ranges = _periods(start, end)
-    columns = "partition_id, nnodes, cpus, gpus, memory_mb, jobs, elapsed_seconds, service_units"
+    columns = (
+        "project_id, partition_id, nnodes, cpus, gpus, memory_mb, jobs, elapsed_seconds, "
+        "service_units"
+    )
     parts: list[str] = []
     parameters: list[int | date] = []
     if months is not None:
         parts.append(
             f"SELECT {columns} FROM {UsageShapeMonthly._meta.db_table} "  # noqa: S608
-            "WHERE project_id = %s AND month >= %s AND month < %s"
+            f"WHERE {condition} AND month >= %s AND month < %s"
         )
-        parameters += [project_id, *months]
-    for first, stop in day_ranges:
+        parameters += [*values, *months]
+    # A project's days are two index ranges; a cluster's are a scan of the table, made once
+    # for both ends.
+    for ranges in [day_ranges] if wide else [[day_range] for day_range in day_ranges]:
+        if not ranges:
+            continue
+        days = " OR ".join(["(day >= %s AND day < %s)"] * len(ranges))
         parts.append(
             f"SELECT {columns} FROM {UsageShapeDaily._meta.db_table} "  # noqa: S608
-            "WHERE project_id = %s AND day >= %s AND day < %s"
+            f"WHERE {condition} AND ({days})"
         )
-        parameters += [project_id, first, stop]
-    shapes: dict[int, _Shapes] = defaultdict(dict)
+        parameters += [*values, *(day for day_range in ranges for day in day_range)]
     if not parts:
-        return shapes
+        return []
     # Table names and fixed text only; every value is a parameter.
     sql = (
-        "SELECT partition_id, nnodes, cpus, gpus, memory_mb, SUM(jobs), SUM(elapsed_seconds), "  # noqa: S608
-        f"SUM(service_units) FROM ({' UNION ALL '.join(parts)}) AS periods "
-        "GROUP BY partition_id, nnodes, cpus, gpus, memory_mb HAVING SUM(jobs) <> 0"
+        "SELECT project_id, partition_id, nnodes, cpus, gpus, memory_mb, SUM(jobs), "  # noqa: S608
+        f"SUM(elapsed_seconds), SUM(service_units) FROM ({' UNION ALL '.join(parts)}) AS periods "
+        "GROUP BY project_id, partition_id, nnodes, cpus, gpus, memory_mb HAVING SUM(jobs) <> 0"
     )
-    with connection.cursor() as cursor:
+    if not (wide and connection.vendor == "postgresql"):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, parameters)
+            return list(cursor.fetchall())
+    with transaction.atomic(), connection.cursor() as cursor:
+        # A cluster's year is ~10^5-10^6 roll-up rows: grouped in memory by hash, not sorted
+        # on disk (4 MB default work_mem), and without JIT's compile time, which costs more
+        # than it saves on a query of a second (docs/costs.md, "Performance"). LOCAL: for this
+        # transaction only.
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, parameters)
-        for partition_id, nnodes, cpus, gpus, memory_mb, jobs, seconds, units in cursor:
-            shape = (int(nnodes), int(cpus), int(gpus), _decimal(memory_mb, _MB_QUANTUM))
-            shapes[partition_id][shape] = [
-                int(jobs),
-                int(seconds),
-                _decimal(units, charging.SU_QUANTUM),
-            ]
-    return shapes
+        return list(cursor.fetchall())
 
 
 def _decimal(value: Any, quantum: Decimal) -> Decimal:

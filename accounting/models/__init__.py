@@ -2,7 +2,13 @@
 split changed no table). Everything imports them from here."""
 
 from accounting.models.carbon import GridIntensity
-from accounting.models.clusters import DEFAULT_SACCT_ARGUMENTS, Cluster, Partition, PartitionVersion
+from accounting.models.clusters import (
+    DEFAULT_SACCT_ARGUMENTS,
+    Cluster,
+    Partition,
+    PartitionVersion,
+    RateDraft,
+)
 from accounting.models.costs import CostModelVersion
 from accounting.models.ledger import (
     EfficiencyBucket,
@@ -40,6 +46,7 @@ __all__ = [
     "Partition",
     "PartitionVersion",
     "QuarantinedRecord",
+    "RateDraft",
     "UsageDaily",
     "UsageShapeDaily",
     "UsageShapeMonthly",

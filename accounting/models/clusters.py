@@ -255,3 +255,32 @@ class PartitionVersion(models.Model):
     @property
     def is_gpu(self) -> bool:
         return self.gpus > 0
+
+
+class RateDraft(models.Model):
+    """A cluster's next rates as staff draft them, stored but never in force.
+
+    ``spec`` is a cluster spec document (the format of ``examples/clusters/``, checked by the
+    same validation as ``cluster_apply``) and ``cost_model_text`` an optional cost model
+    (docs/costs.md). Charging, the import and every page read only ``PartitionVersion`` and
+    ``CostModelVersion``, so a draft changes no charge until it is published, which applies it
+    through the same services as a spec file or a cost model upload (docs/costs.md, "A rate
+    change seen before it ships").
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rate_drafts")
+    spec = models.JSONField(help_text="A cluster spec document (examples/clusters/*.json)")
+    cost_model_text = models.TextField(
+        blank=True, help_text="A draft cost model (chapter 4 format); empty: the current one"
+    )
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["cluster", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name} rate draft {self.pk}"

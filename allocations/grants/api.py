@@ -14,19 +14,30 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounting.models import Job
+from accounting.clusters.selectors import NotFound, cluster_get
+from accounting.ledger.rate_drafts import (
+    DraftRates,
+    rate_draft_check,
+    rate_draft_create,
+    rate_draft_discard,
+    rate_draft_rates,
+)
+from accounting.models import Job, RateDraft
 from allocations.grants.expiry import project_unarchive
+from allocations.grants.rates_impact import rates_impact_get, rates_impact_payload
 from allocations.grants.selectors import grant_balances_of, project_balances_get
 from allocations.grants.serializers import (
     AdjustmentOutputSerializer,
     AllocationGrantInputSerializer,
     AllocationOutputSerializer,
     BalanceQuerySerializer,
+    ImpactMonthsQuerySerializer,
     InvitationInputSerializer,
     InvitationOutputSerializer,
     InvitationSentSerializer,
@@ -37,6 +48,8 @@ from allocations.grants.serializers import (
     ProjectCreateInputSerializer,
     ProjectOutputSerializer,
     ProjectUpdateInputSerializer,
+    RatesImpactInputSerializer,
+    RatesImpactOutputSerializer,
     RefundInputSerializer,
     TopUpInputSerializer,
     TransferInputSerializer,
@@ -435,3 +448,68 @@ class AdjustmentViewSet(ApiViewSet):
             TransferOutputSerializer({"transfer_out": out, "transfer_in": into}).data,
             status=status.HTTP_201_CREATED,
         )
+
+
+# --- Rate drafts: a rate change seen before it ships (docs/costs.md) --------------------------
+
+
+def _impact_response(rates: DraftRates, *, months: int, draft: int | None) -> Response:
+    payload = rates_impact_payload(rates_impact_get(rates=rates, months=months))
+    return Response(RatesImpactOutputSerializer({"draft": draft, **payload}).data)
+
+
+class RatesImpactView(APIView):
+    """Staff: what a draft of a cluster's rates would do, before it ships."""
+
+    permission_classes = [IsAuthenticated, IsStaff]
+
+    @extend_schema(
+        tags=["rates"], request=RatesImpactInputSerializer,
+        responses={200: RatesImpactOutputSerializer},
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        """Each project's charged jobs of the last ``months`` months re-priced under the draft
+        (SU per pool, money), the current budget periods that would run out earlier and by
+        how many days, and the ``TRESBillingWeights`` lines it changes. The draft is checked
+        as a spec file is; with ``keep`` it is kept (never in force) under the returned id."""
+        body = RatesImpactInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            cluster = cluster_get(name=data["cluster"])
+        except NotFound as error:
+            raise ValidationError({"cluster": [str(error)]}) from None
+        cost_model = data.get("cost_model", "")
+        if not data["keep"]:
+            rates = rate_draft_check(cluster=cluster, spec=data["spec"], cost_model_text=cost_model)
+            return _impact_response(rates, months=data["months"], draft=None)
+        draft = rate_draft_create(
+            cluster=cluster, spec=data["spec"], cost_model_text=cost_model,
+            note=data.get("note", ""), created_by=acting_user(request),
+        )  # fmt: skip
+        return _impact_response(rate_draft_rates(draft), months=data["months"], draft=draft.pk)
+
+
+class RateDraftView(APIView):
+    """Staff: a kept rate draft's impact, or its discarding."""
+
+    permission_classes = [IsAuthenticated, IsStaff]
+
+    @extend_schema(
+        tags=["rates"], parameters=[ImpactMonthsQuerySerializer],
+        responses={200: RatesImpactOutputSerializer},
+    )  # fmt: skip
+    def get(self, request: Request, pk: str) -> Response:
+        """The draft's impact over the last ``months`` months (as ``POST /rates-impact/``)."""
+        draft = get_object_or_404(RateDraft.objects.select_related("cluster"), pk=int(pk))
+        query = ImpactMonthsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        months = query.validated_data["months"]
+        return _impact_response(rate_draft_rates(draft), months=months, draft=draft.pk)
+
+    @extend_schema(tags=["rates"], responses={204: None})
+    def delete(self, request: Request, pk: str) -> Response:
+        """Discard the draft; nothing else changes."""
+        draft = get_object_or_404(RateDraft, pk=int(pk))
+        rate_draft_discard(draft=draft)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -133,16 +133,73 @@ class Balance:
         return (self.used_last_30_days_su / 30).quantize(SU_QUANTUM)
 
     @property
+    def burn_rate(self) -> Decimal:
+        """SU per day the projection uses: the 30-day burn rate, the 7-day one when higher."""
+        return max(self.burn_rate_7_days, self.burn_rate_30_days)
+
+    @property
     def projected_exhaustion(self) -> date | None:
-        """When the remaining SU run out at the 30-day burn rate (7-day when it is higher);
-        ``None`` when nothing is being used or it would not happen before the period ends."""
-        rate = max(self.burn_rate_7_days, self.burn_rate_30_days)
-        if self.remaining_su <= 0:
-            return self.on
-        if rate <= 0:
-            return None
-        day = self.on + timedelta(days=int(self.remaining_su / rate))
+        """When the remaining SU run out at :attr:`burn_rate`; ``None`` when nothing is being
+        used or it would not happen before the period ends."""
+        day = exhaustion_day(on=self.on, remaining_su=self.remaining_su, su_per_day=self.burn_rate)
+        if day is None or self.remaining_su <= 0:
+            return day
         return day if day < self.end else None
+
+
+def exhaustion_day(*, on: date, remaining_su: Decimal, su_per_day: Decimal) -> date | None:
+    """The day ``remaining_su`` run out at ``su_per_day`` from ``on`` (``on`` itself when none
+    remain), whatever the period's end; ``None`` when nothing is being used."""
+    if remaining_su <= 0:
+        return on
+    if su_per_day <= 0:
+        return None
+    return on + timedelta(days=int(remaining_su / su_per_day))
+
+
+@dataclass(frozen=True)
+class ExhaustionShift:
+    """A budget period's projected exhaustion at its burn rate, and at that rate times the
+    ratio of a rate change (SU under the new rates per SU charged)."""
+
+    on: date
+    end: date
+    remaining_su: Decimal
+    burn_rate: Decimal
+    draft_burn_rate: Decimal
+    current: date | None  # as Balance.projected_exhaustion: None when not before ``end``
+    draft: date | None
+
+    @property
+    def days_earlier(self) -> int:
+        """How many days earlier the period runs out under the new rates (0: not earlier, or
+        not before its end)."""
+        if self.draft is None:
+            return 0
+        current = exhaustion_day(
+            on=self.on, remaining_su=self.remaining_su, su_per_day=self.burn_rate
+        )
+        if current is None:  # nothing used now: it never ran out
+            return 0
+        return max((current - self.draft).days, 0)
+
+
+def exhaustion_shift(balance: Balance, *, ratio: Decimal) -> ExhaustionShift:
+    """Where ``balance`` would run out if its jobs cost ``ratio`` times what they cost now:
+    what was used stays used (the change is not retroactive), the burn rate scales."""
+    draft_rate = (balance.burn_rate * ratio).quantize(SU_QUANTUM)
+    draft = exhaustion_day(on=balance.on, remaining_su=balance.remaining_su, su_per_day=draft_rate)
+    return ExhaustionShift(
+        on=balance.on,
+        end=balance.end,
+        remaining_su=balance.remaining_su,
+        burn_rate=balance.burn_rate,
+        draft_burn_rate=draft_rate,
+        current=balance.projected_exhaustion,
+        draft=draft
+        if draft is not None and (draft < balance.end or balance.remaining_su <= 0)
+        else None,
+    )
 
 
 class GrantStatus(StrEnum):

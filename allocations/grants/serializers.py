@@ -7,6 +7,7 @@ may act, amounts) stay in the services."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -430,3 +431,84 @@ class TransferInputSerializer(serializers.Serializer):
 class TransferOutputSerializer(serializers.Serializer):
     transfer_out = AdjustmentOutputSerializer()
     transfer_in = AdjustmentOutputSerializer()
+
+
+# --- Rate drafts: a rate change seen before it ships (docs/costs.md) --------------------------
+
+
+class RatesImpactInputSerializer(serializers.Serializer):
+    cluster = serializers.SlugField(max_length=64, help_text="the portal's cluster")
+    spec = serializers.JSONField(
+        help_text="the draft: a cluster spec document, as examples/clusters/*.json"
+    )
+    cost_model = serializers.CharField(
+        required=False, allow_blank=True, max_length=1024 * 1024, trim_whitespace=False,
+        help_text="a draft cost model (docs/costs.md); absent: the cluster's current one",
+    )  # fmt: skip
+    months = serializers.IntegerField(min_value=1, max_value=120, default=12)
+    keep = serializers.BooleanField(
+        default=False, help_text="keep the draft (GET or DELETE /api/v1/rate-drafts/{id}/)"
+    )
+    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+    def validate_spec(self, value: Any) -> Any:
+        # PostgreSQL's jsonb holds no NUL character; no spec field may hold one either.
+        if "\\u0000" in json.dumps(value):
+            raise serializers.ValidationError("must not contain a NUL character")
+        return value
+
+    def validate_cost_model(self, value: str) -> str:
+        if "\x00" in value:
+            raise serializers.ValidationError("must not contain a NUL character")
+        return value
+
+
+class ImpactMonthsQuerySerializer(QuerySerializer):
+    months = serializers.IntegerField(min_value=1, max_value=120, default=12)
+
+
+class ImpactProjectSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    pool = serializers.CharField(help_text='"no pool" for partitions in none')
+    jobs = serializers.IntegerField()
+    charged_su = su_out_field()
+    draft_su = su_out_field()
+    change_su = su_out_field()
+    change_percent = serializers.DecimalField(max_digits=None, decimal_places=2, allow_null=True)
+    unpriced_jobs = serializers.IntegerField(help_text="jobs of shapes the draft cannot hold")
+    problems = serializers.ListField(child=serializers.CharField())
+    current_money = serializers.DecimalField(max_digits=None, decimal_places=6, allow_null=True)
+    draft_money = serializers.DecimalField(max_digits=None, decimal_places=6, allow_null=True)
+
+
+class ImpactExhaustionSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    pool = serializers.CharField()
+    remaining_su = su_out_field()
+    burn_rate_su_per_day = su_out_field()
+    draft_burn_rate_su_per_day = su_out_field()
+    exhaustion = serializers.DateField(
+        allow_null=True, help_text="at today's burn rate; null: not before the period ends"
+    )
+    draft_exhaustion = serializers.DateField()
+    period_end = serializers.DateField(help_text="exclusive")
+    days_earlier = serializers.IntegerField()
+
+
+class ImpactWeightsSerializer(serializers.Serializer):
+    partition = serializers.CharField()
+    before = serializers.CharField(allow_null=True, help_text="null: a partition new in the draft")
+    after = serializers.CharField()
+
+
+class RatesImpactOutputSerializer(serializers.Serializer):
+    draft = serializers.IntegerField(allow_null=True, help_text="the kept draft's id, or null")
+    cluster = serializers.CharField()
+    start = serializers.DateField()
+    end = serializers.DateField(help_text="exclusive")
+    months = serializers.IntegerField()
+    currency = serializers.CharField(allow_null=True)
+    money_note = serializers.CharField()
+    projects = ImpactProjectSerializer(many=True)
+    earlier_exhaustion = ImpactExhaustionSerializer(many=True)
+    tres_billing_weights = ImpactWeightsSerializer(many=True)

@@ -46,6 +46,10 @@ def test_peak_parameters_are_read():
         ("cores_per_socket", 0, "field 'cores_per_socket': must be at least 1"),
         ("cores_per_socket", -4, "field 'cores_per_socket': must be at least 1"),
         ("memory_mb", "lots", "field 'memory_mb': must be a whole number"),
+        # json.loads reads NaN and Infinity (a rate draft's file): refused, not a crash
+        ("sockets", float("inf"), "field 'sockets': must be a whole number"),
+        ("sockets", float("nan"), "field 'sockets': must be a whole number"),
+        ("sockets", 2.5, "field 'sockets': must be a whole number"),
         ("cpu_tdp_watts", None, "field 'cpu_tdp_watts': is required"),
         ("nodelist", "nid[1-", "field 'nodelist': is not a Slurm hostlist"),
         ("gpu_tdp_watts", 300, "field 'gpu_tdp_watts': is given but the partition has no GPUs"),

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from allocations.grants.budget import Balance, periods, split_even
+from allocations.grants.budget import Balance, exhaustion_shift, periods, split_even
 from kit.calendar import add_months
 
 MICRO = Decimal("0.000001")
@@ -81,3 +81,39 @@ def test_an_exhausted_balance_is_exhausted_today():
 def test_the_balance_identity_holds_exactly(budget, used, adjustments):
     balance = _balance(budget_su=budget, used_su=used, adjustments_su=sum(adjustments, Decimal(0)))
     assert balance.remaining_su == budget - used + sum(adjustments, Decimal(0))
+
+
+def test_a_doubled_price_brings_exhaustion_forward_by_a_worked_number_of_days():
+    """1,000 SU left on 1 Feb 2027, 300 SU used in the last 30 days (10 SU a day): the period
+    runs out in 100 days, on 12 May. Jobs that cost twice as much burn 20 SU a day: it runs out
+    in 50 days, on 23 March, 50 days earlier."""
+    balance = _balance(
+        budget_su=Decimal(1300), used_su=Decimal(300), used_last_30_days_su=Decimal(300),
+        end=date(2027, 7, 1),
+    )  # fmt: skip
+    shift = exhaustion_shift(balance, ratio=Decimal(2))
+    assert shift.current == date(2027, 5, 12)
+    assert shift.draft_burn_rate == Decimal(20)
+    assert shift.draft == date(2027, 3, 23)
+    assert shift.days_earlier == 50
+
+
+def test_exhaustion_moved_inside_the_period_counts_from_when_it_would_have_run_out():
+    """At 10 SU a day the period would outlast its end (30 April); at 20 SU a day it runs out
+    on 23 March: 50 days before the 12 May it would have run out on."""
+    balance = _balance(
+        budget_su=Decimal(1300), used_su=Decimal(300), used_last_30_days_su=Decimal(300),
+        end=date(2027, 5, 1),
+    )  # fmt: skip
+    shift = exhaustion_shift(balance, ratio=Decimal(2))
+    assert shift.current is None
+    assert (shift.draft, shift.days_earlier) == (date(2027, 3, 23), 50)
+
+
+def test_a_cheaper_rate_or_no_use_brings_nothing_forward():
+    used = _balance(
+        budget_su=Decimal(1300), used_su=Decimal(300), used_last_30_days_su=Decimal(300)
+    )
+    assert exhaustion_shift(used, ratio=Decimal("0.5")).days_earlier == 0
+    idle = _balance()
+    assert exhaustion_shift(idle, ratio=Decimal(3)).days_earlier == 0

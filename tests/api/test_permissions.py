@@ -11,6 +11,7 @@ not exist.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,6 +110,25 @@ def _with_priorities(text: str) -> Callable[[World], str]:
         )  # fmt: skip
         profiling_coefficient_post(cluster=c.cluster, project=c.p3, k_prof="0.9", posted_by=c.staff)
         return text
+
+    return build
+
+
+def _testbed_spec() -> dict[str, Any]:
+    from pathlib import Path
+
+    spec_file = Path(__file__).resolve().parents[2] / "examples/clusters/slurm-testbed.json"
+    return dict(json.loads(spec_file.read_text()))
+
+
+def _with_rate_draft() -> Callable[[World], str]:
+    """A kept draft of the testbed's rates (inside each role's rolled-back savepoint)."""
+
+    def build(world: World) -> str:
+        from accounting.ledger.rate_drafts import rate_draft_create
+
+        draft = rate_draft_create(cluster=world.centre.cluster, spec=_testbed_spec())
+        return f"/api/v1/rate-drafts/{draft.pk}/"
 
     return build
 
@@ -256,6 +276,13 @@ CASES = [
          STAFF_NOT_ALLOWED, body=lambda w: {}),
     Case("utilisation: write", "post", _url("/api/v1/utilisation/"), STAFF_NOT_ALLOWED,
          body=lambda w: {}),
+    # Staff only, refused before the body is read; staff get the draft's impact.
+    Case("rates-impact: a draft's impact (staff)", "post", _url("/api/v1/rates-impact/"),
+         STAFF_CHANGE, body=lambda w: {"cluster": "slurm-testbed", "spec": _testbed_spec()}),
+    Case("rates-impact: other methods", "get", _url("/api/v1/rates-impact/"), STAFF_NOT_ALLOWED),
+    Case("rate-draft: its impact (staff)", "get", _with_rate_draft(), STAFF_CHANGE),
+    Case("rate-draft: discard (staff)", "delete", _with_rate_draft(),
+         "401 403 403 403 403 403 204"),
     Case("overhead: read (staff)", "get",
          _with_overhead_run("/api/v1/overhead/?cluster=slurm-testbed&start=2026-11-22T00:00:00Z"
                             "&end=2026-11-23T00:00:00Z"), STAFF_ONLY_HIDDEN),

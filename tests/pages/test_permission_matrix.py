@@ -113,6 +113,25 @@ def _what_if_url(s: Site, tail: str, *, api: bool = False) -> str:
     return base + tail.replace("proposal", f"proposals/{first.pk}/")
 
 
+def _rate_draft(s: Site) -> int:
+    """A kept draft of the scenario cluster's rates: its spec as the versions in force say."""
+    from accounting.clusters.selectors import partition_versions_current
+    from accounting.ledger.rate_drafts import rate_draft_create
+
+    partitions = [
+        {
+            "name": version.partition.name, "nodelist": version.nodelist,
+            "sockets": version.sockets, "cores_per_socket": version.cores_per_socket,
+            "memory_mb": version.memory_mb, "gpus": version.gpus,
+            "cpu_tdp_watts": str(version.cpu_tdp_watts),
+            **({"gpu_tdp_watts": str(version.gpu_tdp_watts)} if version.gpus else {}),
+        }
+        for version in partition_versions_current(cluster=s.cluster)
+    ]  # fmt: skip
+    spec = {"name": s.cluster.name, "timezone": s.cluster.timezone, "partitions": partitions}
+    return rate_draft_create(cluster=s.cluster, spec=spec).pk
+
+
 def _code(s: Site) -> str:
     return s.project.code
 
@@ -256,6 +275,12 @@ MATRIX: dict[str, Entry] = {
         write=STAFF,
     ),
     # --- Allocation pages ---------------------------------------------------------------
+    "allocations:rate-drafts": Entry(
+        lambda s: f"/allocations/clusters/{s.cluster.name}/rate-drafts/", read=STAFF, write=STAFF
+    ),
+    "allocations:rate-draft": Entry(
+        lambda s: f"/allocations/rate-drafts/{_rate_draft(s)}/", read=STAFF, write=STAFF
+    ),
     "allocations:enforcement-list": Entry(lambda s: "/allocations/enforcement/", read=STAFF),
     "allocations:enforcement-decide": Entry(
         lambda s: f"/allocations/enforcement/{_first(EnforcementAction)}/", write=STAFF
@@ -539,6 +564,13 @@ MATRIX: dict[str, Entry] = {
     "api:utilisation": Entry(lambda s: "/api/v1/utilisation/", read=STAFF),
     "api:cost-distribution": Entry(lambda s: "/api/v1/cost-distribution/", read=STAFF),
     "api:overhead": Entry(lambda s: "/api/v1/overhead/", read=STAFF),
+    "api:rates-impact": Entry(lambda s: "/api/v1/rates-impact/", write=STAFF),
+    "api:rate-draft": Entry(
+        lambda s: f"/api/v1/rate-drafts/{_rate_draft(s)}/",
+        read=STAFF,
+        write=STAFF,
+        method="delete",
+    ),
     # --- API: allocations -----------------------------------------------------------------
     "api:project-list": Entry(lambda s: "/api/v1/projects/", read=SIGNED_IN, write=STAFF),
     "api:project-detail": Entry(
