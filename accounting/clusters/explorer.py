@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 from accounting.clusters import charging, cost_ratio
 from accounting.clusters.charging import MODELS, PartitionSpec, SpecError
@@ -122,13 +122,67 @@ class NodeRun:
     co2_kg: Decimal
 
 
+Side = Literal["cpu", "gpu", "same"]
+
+# The precision the explorer shows SU and energy in: a tie is what the user sees as one, so the
+# sentence never says "fewer" beside two equal figures.
+SHOWN_SERVICE_UNITS: Final = Decimal("0.01")
+SHOWN_ENERGY_WH: Final = Decimal(1)
+
+
+def lower_side(on_cpu: Decimal, on_gpu: Decimal, *, shown: Decimal) -> Side:
+    """The side with the lower figure as shown (rounded half-up to ``shown``), or "same"."""
+    cpu_shown = on_cpu.quantize(shown, rounding=ROUND_HALF_UP)
+    gpu_shown = on_gpu.quantize(shown, rounding=ROUND_HALF_UP)
+    if cpu_shown == gpu_shown:
+        return "same"
+    return "cpu" if cpu_shown < gpu_shown else "gpu"
+
+
 @dataclass(frozen=True)
 class Recommendation:
+    """The application on both partitions, and which one costs fewer SU and uses less energy."""
+
     cpu: NodeRun
     gpu: NodeRun
     speedup: Decimal
-    recommended: str  # "cpu" or "gpu": fewer SU (the CPU when equal, as in eq 29)
-    also_less_energy: bool
+    fewer_su: Side
+    less_energy: Side
+
+    @property
+    def recommended(self) -> Side:
+        """Fewer SU; on an SU tie the one that uses less energy; "same" when both tie."""
+        return self.less_energy if self.fewer_su == "same" else self.fewer_su
+
+    @property
+    def recommended_partition(self) -> str:
+        return {"cpu": self.cpu.partition, "gpu": self.gpu.partition}.get(self.recommended, "")
+
+    @property
+    def headline(self) -> str:
+        """The pick, in a few words: "Pick the GPU partition (gpu)" or "Either partition"."""
+        if self.recommended == "same":
+            return "Either partition: the same SU and energy"
+        return f"Pick the {self.recommended.upper()} partition ({self.recommended_partition})"
+
+    @property
+    def sentence(self) -> str:
+        """Why, in one sentence that never calls equal figures "fewer" or "less"."""
+        su, energy = self.fewer_su, self.less_energy
+        if su == "same" and energy == "same":
+            return "It costs the same SU and uses the same energy on both nodes."
+        if su == "same":
+            return f"It costs the same SU on both, and uses less energy on the {_node(energy)}."
+        cheaper = f"It costs fewer SU on the {_node(su)}"
+        if energy == su:
+            return f"{cheaper}, and it uses less energy there too."
+        if energy == "same":
+            return f"{cheaper}, and it uses the same energy on both."
+        return f"{cheaper}, although it would use less energy on the {_node(energy)}."
+
+
+def _node(side: Side) -> str:
+    return f"{side.upper()} node"
 
 
 def _run(spec: PartitionSpec, node_hours: Decimal, grid_g_per_kwh: Decimal) -> NodeRun:
@@ -155,17 +209,15 @@ def my_application(
     grid_g_per_kwh: Decimal = DEFAULT_GRID_G_PER_KWH,
 ) -> Recommendation:
     """SU (energy model), energy (TDP, eq 29) and CO2 of the application on both partitions,
-    and the one a user minimising SU picks."""
+    and the one a user minimising SU picks (on an SU tie, the one that uses less energy)."""
     if cpu_node_hours <= 0 or gpu_node_hours <= 0:
         raise ValueError("node-hours must be positive")
     on_cpu = _run(cpu, cpu_node_hours, grid_g_per_kwh)
     on_gpu = _run(gpu, gpu_node_hours, grid_g_per_kwh)
-    recommended = "cpu" if on_cpu.service_units <= on_gpu.service_units else "gpu"
-    cheaper, other = (on_cpu, on_gpu) if recommended == "cpu" else (on_gpu, on_cpu)
     return Recommendation(
         cpu=on_cpu,
         gpu=on_gpu,
         speedup=cpu_node_hours / gpu_node_hours,
-        recommended=recommended,
-        also_less_energy=cheaper.energy_wh <= other.energy_wh,
+        fewer_su=lower_side(on_cpu.service_units, on_gpu.service_units, shown=SHOWN_SERVICE_UNITS),
+        less_energy=lower_side(on_cpu.energy_wh, on_gpu.energy_wh, shown=SHOWN_ENERGY_WH),
     )

@@ -30,8 +30,9 @@ def test_without_other_models_nothing_is_shaded():
     assert only_energy_model_regions(cpu, gpu, ["energy"]) == []
 
 
-@pytest.mark.parametrize(("speedup", "pick"), [(4, "cpu"), (Fraction(16, 3), "cpu"), (6, "gpu")])
+@pytest.mark.parametrize(("speedup", "pick"), [(4, "cpu"), (Fraction(16, 3), "same"), (6, "gpu")])
 def test_my_application_goes_where_it_costs_fewer_su(speedup, pick):
+    # At 16/3 both nodes cost 360 SU and use 3000 Wh: a tie, not the CPU.
     cpu, gpu = cost_ratio.paper_test_system()
     hours = Decimal(10)
     result = my_application(
@@ -129,3 +130,29 @@ def test_the_live_endpoint_returns_the_results_for_the_forms_values(site):
     answer = client.get(reverse("accounting:cost-ratio-live"), {**PAPER, "speedup": "10"}).json()
     assert "Pick the GPU partition" in answer["html"]
     assert "your application: 10" in answer["html"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("speedup", "headline", "reason"),
+    [
+        ("3.99", "Pick the CPU partition (work)",
+         "costs fewer SU on the CPU node, and it uses less energy there too"),
+        ("4", "Either partition: the same SU and energy",
+         "costs the same SU and uses the same energy on both nodes"),
+        ("4.01", "Pick the GPU partition (gpu)",
+         "costs fewer SU on the GPU node, and it uses less energy there too"),
+    ],
+)  # fmt: skip
+def test_the_page_calls_setonixs_break_even_a_tie(site, speedup, headline, reason):
+    query = {**PAPER, "system": "setonix/work+gpu", "speedup": speedup}
+    client = client_for(site.users["pi"])
+    for name in ("accounting:cost-ratio", "accounting:cost-ratio-live"):
+        response = client.get(reverse(name), query)
+        html = response.json()["html"] if name.endswith("live") else response.content.decode()
+        assert f'id="recommended">{headline}</span>' in html
+        assert reason in html
+    if speedup == "4":
+        assert html.count('<td class="num">128.00</td>') == 2
+        assert html.count('<td class="num">560 Wh</td>') == 2
+        assert "fewer" not in html.split('id="recommendation"')[1].split("</p>")[0]
