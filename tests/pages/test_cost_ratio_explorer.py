@@ -56,7 +56,7 @@ def test_a_model_that_lacks_data_is_named_with_its_reason():
 
 @pytest.mark.django_db
 def test_the_explorer_reproduces_the_papers_weights_and_tables(site):
-    page = client_for(site.users["member"]).get(reverse("accounting:cost-ratio"))
+    page = client_for(site.users["member"]).get(reverse("accounting:cost-ratio"), PAPER)
     models = {model["name"]: model for model in page.context["models"]}
     assert models["energy"]["gpu_node_weight"] == 192
     assert models["sm"]["gpu_node_weight"] == 432
@@ -156,3 +156,18 @@ def test_the_page_calls_setonixs_break_even_a_tie(site, speedup, headline, reaso
         assert html.count('<td class="num">128.00</td>') == 2
         assert html.count('<td class="num">560 Wh</td>') == 2
         assert "fewer" not in html.split('id="recommendation"')[1].split("</p>")[0]
+
+
+def _opening_system(user) -> str:
+    page = client_for(user).get(reverse("accounting:cost-ratio"))
+    assert page.status_code == 200
+    return page.context["form"]["system"].value()
+
+
+@pytest.mark.django_db
+def test_the_explorer_opens_on_the_cluster_with_the_latest_job_and_its_main_partitions(site):
+    assert _opening_system(site.users["member"]) == f"{site.cluster.name}/work+gpu"
+    page = client_for(site.users["member"]).get(reverse("accounting:cost-ratio"))
+    assert page.context["system_label"] == f"{site.cluster.name}: work vs gpu"
+    option = f'value="{site.cluster.name}/work+gpu" selected>'
+    assert option in page.content.decode()
