@@ -22,20 +22,102 @@ COMPARED_MODELS: Final = ("energy", "sm", "peak")
 DEFAULT_GRID_G_PER_KWH: Final = Decimal(500)
 
 
+@dataclass(frozen=True)
+class NumberField:
+    """A number the explorer asks for: its label as the form shows it and its allowed range, so
+    the page and the API say the same sentence when a value is out of range."""
+
+    label: str
+    low: Decimal
+    high: Decimal
+    low_allowed: bool  # False: the value must be more than ``low``
+    decimal_places: int
+    example: str
+    unit: str = ""
+
+    @property
+    def range_message(self) -> str:
+        high = f"{self.high:,}{self.unit}"
+        if self.low_allowed:
+            return f"{self.label} must be between {self.low:,} and {high}."
+        return f"{self.label} must be more than {self.low:,} and at most {high}."
+
+    @property
+    def number_message(self) -> str:
+        return f"{self.label} must be a number, e.g. {self.example}."
+
+    @property
+    def decimals_message(self) -> str:
+        digits = "one digit" if self.decimal_places == 1 else f"{self.decimal_places} digits"
+        return f"{self.label} takes at most {digits} after the point."
+
+    def problem(self, value: Decimal) -> str | None:
+        """The sentence to show when ``value`` is out of range, or None."""
+        too_low = value < self.low if self.low_allowed else value <= self.low
+        return self.range_message if too_low or value > self.high else None
+
+
+_ZERO: Final = Decimal(0)
+FIELDS: Final = {
+    "cpu_node_hours": NumberField("CPU-node hours", _ZERO, Decimal(1_000_000), False, 3, "10"),
+    "gpu_node_hours": NumberField("GPU-node hours", _ZERO, Decimal(1_000_000), False, 4, "2.5"),
+    "speedup": NumberField("Speedup", _ZERO, Decimal(10_000), False, 3, "8"),
+    "grid_intensity": NumberField(
+        "Grid intensity", _ZERO, Decimal(2000), True, 1, "500", " g CO\u2082/kWh"
+    ),
+}
+# An example application's speedup: CPU nodes that match one GPU node (Tables II-IV).
+EXAMPLE_SPEEDUP: Final = NumberField("Speedup", _ZERO, Decimal(100_000), False, 3, "41")
+
+
+# What each model needs from a specification, in words, for a model that cannot price one.
+MODEL_NEEDS: Final = {
+    "energy": "the power (TDP) of the CPUs and, on a GPU partition, of the GPUs",
+    "sm": "the number of streaming multiprocessors per GPU (at least 1)",
+    "peak": "the peak FLOP/s of the CPUs and, on a GPU partition, of the GPUs",
+}
+
+
 def usable_models(
     cpu: PartitionSpec, gpu: PartitionSpec, models: Sequence[str] = COMPARED_MODELS
 ) -> tuple[list[str], dict[str, str]]:
-    """The models that can weigh both partitions, and why each of the others cannot."""
+    """The models that can weigh both partitions, and why each of the others cannot, in words."""
     usable, reasons = [], {}
     for name in models:
-        try:
-            MODELS[name].weight(cpu)
-            MODELS[name].weight(gpu)
-        except SpecError as error:
-            reasons[name] = str(error)
+        unpriced = []
+        for spec in (cpu, gpu):
+            try:
+                MODELS[name].weight(spec)
+            except SpecError:
+                unpriced.append(spec.name)
+        if unpriced:
+            reasons[name] = model_unavailable_reason(name, unpriced)
         else:
             usable.append(name)
     return usable, reasons
+
+
+def comparison_problem(cpu: PartitionSpec, gpu: PartitionSpec) -> tuple[str, str] | None:
+    """(side, sentence) when the pair cannot be compared at all: the explorer weighs energy with
+    the CPU node's power, so a CPU partition without one has nothing to compare."""
+    if cpu.is_gpu:
+        return "cpu", f"Partition {cpu.name} has GPUs: choose a partition without GPUs."
+    if not gpu.is_gpu:
+        return "gpu", f"Partition {gpu.name} has no GPUs: choose a partition with GPUs."
+    if cpu.node_cpu_tdp_watts <= 0:
+        return "cpu", (
+            f"Partition {cpu.name} gives no power (TDP) for its CPUs, which the comparison of "
+            "energy needs; staff can add it to the partition's specification."
+        )
+    return None
+
+
+def model_unavailable_reason(model: str, partitions: Sequence[str]) -> str:
+    """Why ``model`` cannot price ``partitions``: what it needs that their specification lacks."""
+    needs = MODEL_NEEDS.get(model, "figures")
+    names = " and ".join(partitions)
+    whose = "partition" if len(partitions) == 1 else "partitions"
+    return f"It needs {needs}, which the specification of {whose} {names} does not give."
 
 
 def figure1_speedups(
@@ -205,11 +287,18 @@ def my_application(
     gpu: PartitionSpec,
     *,
     cpu_node_hours: Decimal,
-    gpu_node_hours: Decimal,
+    gpu_node_hours: Decimal | None = None,
+    speedup: Decimal | None = None,
     grid_g_per_kwh: Decimal = DEFAULT_GRID_G_PER_KWH,
 ) -> Recommendation:
     """SU (energy model), energy (TDP, eq 29) and CO2 of the application on both partitions,
-    and the one a user minimising SU picks (on an SU tie, the one that uses less energy)."""
+    and the one a user minimising SU picks (on an SU tie, the one that uses less energy).
+
+    The GPU-node hours are given, or the CPU-node hours over the speedup."""
+    if gpu_node_hours is None:
+        if speedup is None or speedup <= 0:
+            raise ValueError("give the GPU-node hours or a positive speedup")
+        gpu_node_hours = cpu_node_hours / speedup
     if cpu_node_hours <= 0 or gpu_node_hours <= 0:
         raise ValueError("node-hours must be positive")
     on_cpu = _run(cpu, cpu_node_hours, grid_g_per_kwh)

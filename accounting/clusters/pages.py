@@ -18,6 +18,7 @@ from accounting.clusters import charging, charts, cost_ratio
 from accounting.clusters.explorer import (
     COMPARED_MODELS,
     Recommendation,
+    comparison_problem,
     figure1_series,
     figure1_speedups,
     my_application,
@@ -144,22 +145,22 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
     form = CostRatioForm(data, systems=systems.choices)
     context: dict[str, Any] = {"form": form}
     if not form.is_valid():
-        context["error_list"] = [
-            f"{form.fields[name].label}: {error}" if name in form.fields else error
-            for name, errors in form.errors.items()
-            for error in errors
-        ]
+        # Each message names its field as the form labels it, and the allowed range.
+        context["error_list"] = [error for errors in form.errors.values() for error in errors]
         return form, context
     clean = form.cleaned_data
     label, cpu, gpu = systems.specs[clean["system"]]
+    problem = comparison_problem(cpu, gpu)
+    if problem:
+        context["error_list"] = [problem[1]]
+        return form, context
     models, unavailable = usable_models(cpu, gpu)
     extra = [cost_ratio.Benchmark(name, ratio) for name, ratio in clean["applications"]]
     benchmarks = [*cost_ratio.load_benchmarks(), *extra]
     report = cost_ratio.cost_ratio_report(cpu=cpu, gpu=gpu, models=models, benchmarks=benchmarks)
-    gpu_hours = clean["gpu_node_hours"] or clean["cpu_node_hours"] / clean["speedup"]
     mine: Recommendation = my_application(
-        cpu, gpu, cpu_node_hours=clean["cpu_node_hours"], gpu_node_hours=gpu_hours,
-        grid_g_per_kwh=clean["grid_intensity"],
+        cpu, gpu, cpu_node_hours=clean["cpu_node_hours"], gpu_node_hours=clean["gpu_node_hours"],
+        speedup=clean["speedup"], grid_g_per_kwh=clean["grid_intensity"],
     )  # fmt: skip
     series, optimal = figure1_series(cpu, gpu, models, figure1_speedups(cpu, gpu, models))
     chart = charts.figure1(

@@ -51,7 +51,10 @@ def test_a_model_that_lacks_data_is_named_with_its_reason():
 
     models, reasons = usable_models(cpu, replace(gpu, gpu_streaming_multiprocessors=0))
     assert models == ["energy", "peak"]
-    assert "gpu_streaming_multiprocessors" in reasons["sm"]
+    assert reasons["sm"] == (
+        "It needs the number of streaming multiprocessors per GPU (at least 1), which the "
+        "specification of partition gpu does not give."
+    )
 
 
 @pytest.mark.django_db
@@ -93,20 +96,57 @@ def test_added_applications_join_the_tables_and_the_csv(site):
     assert rows[-1][:3] == ["Tiny", "2.5", "90"]
 
 
+BAD_SETTINGS = [
+    ({"cpu_node_hours": "0"}, "CPU-node hours must be more than 0 and at most 1,000,000."),
+    ({"cpu_node_hours": "1000001"}, "CPU-node hours must be more than 0 and at most 1,000,000."),
+    ({"cpu_node_hours": "12345678901"}, "CPU-node hours must be more than 0 and at most 1,000,"),
+    ({"cpu_node_hours": "lots"}, "CPU-node hours must be a number, e.g. 10."),
+    ({"cpu_node_hours": "1.0005"}, "CPU-node hours takes at most 3 digits after the point."),
+    ({"cpu_node_hours": ""}, "Give the CPU-node hours."),
+    ({"gpu_node_hours": "-1"}, "GPU-node hours must be more than 0 and at most 1,000,000."),
+    ({"gpu_node_hours": "NaN"}, "GPU-node hours must be a number, e.g. 2.5."),
+    ({"speedup": "0"}, "Speedup must be more than 0 and at most 10,000."),
+    ({"speedup": "10000.5"}, "Speedup must be more than 0 and at most 10,000."),
+    ({"speedup": "8x"}, "Speedup must be a number, e.g. 8."),
+    ({"grid_intensity": "-5"}, "Grid intensity must be between 0 and 2,000 g CO₂/kWh."),
+    ({"grid_intensity": "2001"}, "Grid intensity must be between 0 and 2,000 g CO₂/kWh."),
+    ({"grid_intensity": "500.25"}, "Grid intensity takes at most one digit after the point."),
+    ({"speedup": "", "gpu_node_hours": ""}, "Give the GPU-node hours or a speedup."),
+    ({"applications": "no number here"}, "Your applications, line 1"),
+    ({"applications": "Big, 100001"}, "(more than 0, at most 100,000)"),
+    ({"system": "nowhere"}, "Choose a system from the list."),
+]  # fmt: skip
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"applications": "no number here"}, "write a name, a comma and a positive number"),
-        ({"speedup": "", "gpu_node_hours": ""}, "Give the GPU-node hours or a speedup."),
-        ({"grid_intensity": "-5"}, "greater than or equal to 0"),
-        ({"system": "nowhere"}, "Select a valid choice."),
-    ],
-)
-def test_bad_settings_get_a_clear_message(site, change, message):
-    page = client_for(site.users["pi"]).get(reverse("accounting:cost-ratio"), {**PAPER, **change})
+@pytest.mark.parametrize(("change", "message"), BAD_SETTINGS)
+def test_bad_settings_get_a_sentence_naming_the_field_and_its_range(site, change, message):
+    client = client_for(site.users["pi"])
+    page = client.get(reverse("accounting:cost-ratio"), {**PAPER, **change})
     assert page.status_code == 200
-    assert message in page.content.decode()
+    assert message in page.context["error_list"] or any(
+        message in error for error in page.context["error_list"]
+    )
+    html = page.content.decode()
+    assert "Ensure" not in html
+    assert "Select a valid choice" not in html
+    live = client.get(reverse("accounting:cost-ratio-live"), {**PAPER, **change}).json()
+    assert live["valid"] is False
+    assert "Check the settings" in live["html"]
+
+
+@pytest.mark.django_db
+def test_a_model_the_cluster_cannot_price_is_explained_without_code_names(site):
+    page = client_for(site.users["pi"]).get(
+        reverse("accounting:cost-ratio"), {**PAPER, "system": "setonix/work+gpu"}
+    )
+    html = page.content.decode()
+    assert (
+        "Not available. It needs the number of streaming multiprocessors per GPU (at least 1), "
+        "which the specification of partition gpu does not give." in html
+    )
+    assert "gpu_streaming_multiprocessors" not in html
+    assert "(eq 17)" not in html
 
 
 @pytest.mark.django_db
