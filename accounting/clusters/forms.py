@@ -4,11 +4,14 @@ in words; the pricing itself stays in the engine.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from django import forms
 
+from accounting.clusters.cost_ratio import Benchmark
 from accounting.clusters.explorer import (
     DEFAULT_GRID_G_PER_KWH,
     EXAMPLE_SPEEDUP,
@@ -94,7 +97,8 @@ def explorer_number(
         max_digits=whole_digits + field.decimal_places, decimal_places=field.decimal_places,
         validators=[in_range],
         error_messages={
-            "required": f"Give the {field.label}.", "invalid": field.number_message,
+            "required": f"Give a number for {field.label}, e.g. {field.example}.",
+            "invalid": field.number_message,
             "max_digits": field.range_message, "max_whole_digits": field.range_message,
             "max_decimal_places": field.decimals_message,
         },
@@ -125,11 +129,40 @@ class CostRatioForm(forms.Form):
         FIELDS["grid_intensity"], initial=DEFAULT_GRID_G_PER_KWH, help_text="g CO\u2082 per kWh"
     )
 
-    def __init__(self, *args: Any, systems: list[tuple[str, str]], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        *,
+        systems: list[tuple[str, str]],
+        examples: Sequence[Benchmark] = (),
+    ) -> None:
+        # An example's speedup left out of the address (an older link) is its measured one.
+        measured = {self.example_key(index): str(b.perf_ratio) for index, b in enumerate(examples)}
+        super().__init__({**measured, **{key: data.get(key) for key in data}})
         field = self.fields["system"]
         assert isinstance(field, forms.ChoiceField)
         field.choices = systems
+        self.examples = tuple(examples)
+        for index, example in enumerate(examples):
+            label = f"Speedup of {example.application}"
+            self.fields[self.example_key(index)] = explorer_number(
+                replace(EXAMPLE_SPEEDUP, label=label), initial=example.perf_ratio
+            )
+
+    @staticmethod
+    def example_key(index: int) -> str:
+        return f"example_{index}"
+
+    def example_fields(self) -> list[tuple[Benchmark, forms.BoundField]]:
+        """Each example application beside the field of its speedup, for the page."""
+        return [(b, self[self.example_key(i)]) for i, b in enumerate(self.examples)]
+
+    def example_benchmarks(self) -> list[Benchmark]:
+        """The examples with the speedups the user gave (a valid form only)."""
+        return [
+            replace(example, perf_ratio=self.cleaned_data[self.example_key(index)])
+            for index, example in enumerate(self.examples)
+        ]
 
     def clean_applications(self) -> list[tuple[str, Decimal]]:
         entries = []

@@ -142,7 +142,8 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
     data = (
         request.GET if "system" in request.GET else {**EXPLORER_DEFAULTS, "system": systems.default}
     )
-    form = CostRatioForm(data, systems=systems.choices)
+    shipped = cost_ratio.load_benchmarks()
+    form = CostRatioForm(data, systems=systems.choices, examples=shipped)
     context: dict[str, Any] = {"form": form}
     if not form.is_valid():
         # Each message names its field as the form labels it, and the allowed range.
@@ -156,7 +157,8 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
         return form, context
     models, unavailable = usable_models(cpu, gpu)
     extra = [cost_ratio.Benchmark(name, ratio) for name, ratio in clean["applications"]]
-    benchmarks = [*cost_ratio.load_benchmarks(), *extra]
+    examples = form.example_benchmarks()
+    benchmarks = [*examples, *extra]
     report = cost_ratio.cost_ratio_report(cpu=cpu, gpu=gpu, models=models, benchmarks=benchmarks)
     mine: Recommendation = my_application(
         cpu, gpu, cpu_node_hours=clean["cpu_node_hours"], gpu_node_hours=clean["gpu_node_hours"],
@@ -177,7 +179,8 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
         rows.append(
             {
                 "application": benchmark.application,
-                "added": index >= len(benchmarks) - len(extra),
+                "added": index >= len(examples),
+                "edited": index < len(examples) and benchmark != shipped[index],
                 "perf_ratio": per_model[0]["perf_ratio"] if per_model else benchmark.perf_ratio,
                 "cpu_charge": per_model[0]["cpu_charge"] if per_model else None,
                 "models": [
@@ -206,6 +209,7 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
         ],
         optimal_switch=report["energy_optimal_switch_speedup"],
         rows=rows,
+        examples_edited=any(row["edited"] for row in rows),
         chart=chart,
         mine=mine,
         grid_intensity=clean["grid_intensity"],

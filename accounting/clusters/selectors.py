@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, Max, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from accounting.clusters.charging import Charge
@@ -147,21 +147,16 @@ def clusters_by_latest_data(*, at: datetime) -> list[Cluster]:
         .order_by("-end")
         .values("end")[:1]
     )  # one index probe per cluster (job_cluster_end)
-    never = datetime.min.replace(tzinfo=UTC)
-    recency = {
-        pk: (latest or never, newest or never)
-        for pk, latest, newest in Cluster.objects.annotate(
-            latest_end=Subquery(latest_end),
-            newest_version=Max(
-                "partitions__versions__effective_from",
-                filter=Q(partitions__versions__effective_from__lte=at),
-            ),
-        ).values_list("pk", "latest_end", "newest_version")
-    }
-    clusters = Cluster.objects.order_by("name")
-    return sorted(
-        clusters, key=lambda cluster: recency.get(cluster.pk, (never, never)), reverse=True
+    clusters = Cluster.objects.annotate(
+        latest_end=Subquery(latest_end),
+        newest_version=Max(
+            "partitions__versions__effective_from",
+            filter=Q(partitions__versions__effective_from__lte=at),
+        ),
+    ).order_by(
+        F("latest_end").desc(nulls_last=True), F("newest_version").desc(nulls_last=True), "name"
     )
+    return list(clusters)
 
 
 def partition_pair_main(

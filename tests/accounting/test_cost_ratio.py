@@ -143,7 +143,9 @@ def test_benchmarks_file_can_be_replaced(tmp_path):
     ("document", "message"),
     [
         ("[]", 'non-empty "benchmarks" list'),
-        ('{"benchmarks": [{"application": "X"}]}', "benchmark 1: expected exactly"),
+        ('{"benchmarks": [{"application": "X"}]}', 'benchmark 1: expected "application"'),
+        ('{"benchmarks": [{"application": "X", "perf_ratio": 3, "cpu": 6240}]}', "must be strings"),
+        ('{"benchmarks": [{"application": "X", "perf_ratio": 3, "gpus": "A100"}]}', "optionally"),
         ('{"benchmarks": [{"application": "", "perf_ratio": 3}]}', "non-empty string"),
         ('{"benchmarks": [{"application": "X", "perf_ratio": 0}]}', r"\(X\): perf_ratio must be"),
         ('{"benchmarks": [{"application": "X", "perf_ratio": "3"}]}', "must be a number"),

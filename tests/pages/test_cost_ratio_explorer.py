@@ -102,7 +102,7 @@ BAD_SETTINGS = [
     ({"cpu_node_hours": "12345678901"}, "CPU-node hours must be more than 0 and at most 1,000,"),
     ({"cpu_node_hours": "lots"}, "CPU-node hours must be a number, e.g. 10."),
     ({"cpu_node_hours": "1.0005"}, "CPU-node hours takes at most 3 digits after the point."),
-    ({"cpu_node_hours": ""}, "Give the CPU-node hours."),
+    ({"cpu_node_hours": ""}, "Give a number for CPU-node hours, e.g. 10."),
     ({"gpu_node_hours": "-1"}, "GPU-node hours must be more than 0 and at most 1,000,000."),
     ({"gpu_node_hours": "NaN"}, "GPU-node hours must be a number, e.g. 2.5."),
     ({"speedup": "0"}, "Speedup must be more than 0 and at most 10,000."),
@@ -211,3 +211,54 @@ def test_the_explorer_opens_on_the_cluster_with_the_latest_job_and_its_main_part
     assert page.context["system_label"] == f"{site.cluster.name}: work vs gpu"
     option = f'value="{site.cluster.name}/work+gpu" selected>'
     assert option in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_every_example_names_the_hardware_its_speedup_was_measured_on_and_its_source(site):
+    html = client_for(site.users["member"]).get(reverse("accounting:cost-ratio")).content.decode()
+    for example in cost_ratio.load_benchmarks():
+        assert (
+            f'<th scope="row">{example.application}</th><td>2 x Intel Xeon Gold 6240 (18 cores)'
+            "</td><td>4 x NVIDIA A100 SXM</td>" in html
+        )
+    assert html.count('href="https://developer.nvidia.com/hpc-application-performance"') == 13
+    assert '<label class="sr-only" for="id_example_0">Speedup of FUN3D</label>' in html
+
+
+@pytest.mark.django_db
+def test_an_edited_example_speedup_recomputes_the_tables_and_the_csv(site):
+    client = client_for(site.users["pi"])
+    query = {**PAPER, "example_0": "20"}  # FUN3D: 20 CPU nodes per GPU node instead of 41
+    page = client.get(reverse("accounting:cost-ratio"), query)
+    fun3d = next(row for row in page.context["rows"] if row["application"] == "FUN3D")
+    assert (fun3d["perf_ratio"], fun3d["cpu_charge"], fun3d["edited"]) == (20, 720, True)
+    amber = next(row for row in page.context["rows"] if row["application"] == "AMBER")
+    assert (amber["perf_ratio"], amber["edited"]) == (153, False)
+    assert page.context["examples_edited"] is True
+    live = client.get(reverse("accounting:cost-ratio-live"), query).json()
+    assert (
+        '<td>FUN3D <span class="badge role">edited</span></td><td class="num">20</td>'
+        in (live["html"])
+    )
+    table = csv.reader(
+        io.StringIO(client.get(reverse("accounting:cost-ratio"), {**query, "csv": "tables"})
+                    .content.decode())
+    )  # fmt: skip
+    assert next(row for row in table if row[0] == "FUN3D")[1:3] == ["20", "720"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "Speedup of FUN3D must be more than 0 and at most 100,000."),
+        ("100001", "Speedup of FUN3D must be more than 0 and at most 100,000."),
+        ("many", "Speedup of FUN3D must be a number, e.g. 41."),
+        ("", "Give a number for Speedup of FUN3D, e.g. 41."),
+    ],
+)
+def test_an_example_speedup_out_of_range_is_named_with_its_range(site, value, message):
+    page = client_for(site.users["pi"]).get(
+        reverse("accounting:cost-ratio"), {**PAPER, "example_0": value}
+    )
+    assert page.context["error_list"] == [message]
