@@ -293,7 +293,9 @@ def cost_ratio_report(
     ``{"models": {name: {"cpu_node_weight", "gpu_node_weight", "gpu_node_weight_exact",
     "switch_speedup", "rows": [{"application", "perf_ratio", "cpu_charge", "gpu_charge",
     "cost_ratio"}]}}, "energy_optimal_switch_speedup": float, "figure1": [{"speedup",
-    "energy_wh": {name: float}}]}``; cost ratios rounded half-up to 2 decimals.
+    "energy_wh": {name: float}}], "benchmarks": [{"application", "perf_ratio", "cpu", "gpu",
+    "source", "source_url"}]}``: each application with the hardware its ratio was measured on
+    ("" when not stated); cost ratios rounded half-up to 2 decimals.
     """
     if benchmarks is None:
         benchmarks = load_benchmarks()
@@ -325,8 +327,17 @@ def cost_ratio_report(
         }
         for speedup in speedups
     ]
+    measured_on = [
+        {
+            "application": benchmark.application, "perf_ratio": _json_number(benchmark.perf_ratio),
+            "cpu": benchmark.cpu, "gpu": benchmark.gpu,
+            "source": benchmark.source, "source_url": benchmark.source_url,
+        }
+        for benchmark in benchmarks
+    ]  # fmt: skip
     return {
         "models": tables,
         "energy_optimal_switch_speedup": float(energy_optimal_switch_speedup(cpu, gpu)),
         "figure1": figure1,
+        "benchmarks": measured_on,
     }

@@ -457,6 +457,17 @@ class Figure1PointSerializer(serializers.Serializer):
     energy_wh = serializers.DictField(child=serializers.FloatField())
 
 
+class BenchmarkOutputSerializer(serializers.Serializer):
+    """An application of the tables and the CPU and GPU node its ratio was measured on."""
+
+    application = serializers.CharField()
+    perf_ratio = serializers.FloatField(help_text="CPU nodes that match one GPU node")
+    cpu = serializers.CharField(help_text="the CPU node measured on; empty when not stated")
+    gpu = serializers.CharField(help_text="the GPU node measured on; empty when not stated")
+    source = serializers.CharField()  # type: ignore[assignment]  # a JSON key; DRF pops fields
+    source_url = serializers.CharField()
+
+
 class CostRatioOutputSerializer(serializers.Serializer):
     """``cost_ratio --json`` (Tables II-IV, Figure 1) and the partitions compared."""
 
@@ -466,6 +477,7 @@ class CostRatioOutputSerializer(serializers.Serializer):
     models = serializers.DictField(child=CostRatioTableSerializer())
     energy_optimal_switch_speedup = serializers.FloatField()
     figure1 = Figure1PointSerializer(many=True)
+    benchmarks = BenchmarkOutputSerializer(many=True)
     unavailable_models = serializers.DictField(
         child=serializers.CharField(), help_text="models that cannot price the pair, and why"
     )
