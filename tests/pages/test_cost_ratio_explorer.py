@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -96,6 +97,7 @@ def test_added_applications_join_the_tables_and_the_csv(site):
     assert rows[-1][:3] == ["Tiny", "2.5", "90"]
 
 
+CODE_WORDS = re.compile(r"\beq \d|\w_\w|Ensure")  # equation numbers, code names, Django's words
 BAD_SETTINGS = [
     ({"cpu_node_hours": "0"}, "CPU-node hours must be more than 0 and at most 1,000,000."),
     ({"cpu_node_hours": "1000001"}, "CPU-node hours must be more than 0 and at most 1,000,000."),

@@ -52,3 +52,11 @@ def test_with_no_cluster_configured_the_explorer_opens_on_the_papers_reference_s
     page = client_for(UserFactory()).get(reverse("accounting:cost-ratio"))
     assert page.context["form"]["system"].value() == "paper"
     assert page.context["system_label"].startswith("Reference system")
+
+
+@pytest.mark.django_db
+def test_a_newer_cluster_without_gpus_is_passed_over_for_one_that_can_be_compared():
+    user = UserFactory()
+    example_cluster("paper-test-system")
+    PartitionVersionFactory(effective_from=datetime(2026, 6, 1, tzinfo=UTC))  # CPU nodes only
+    assert _opening_system(user) == "paper-test-system/cpu+gpu"
