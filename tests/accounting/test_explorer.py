@@ -9,7 +9,12 @@ import pytest
 
 from accounting.clusters.charging import PartitionSpec
 from accounting.clusters.cost_ratio import paper_test_system
-from accounting.clusters.explorer import lower_side, my_application
+from accounting.clusters.explorer import (
+    comparison_problem,
+    lower_side,
+    my_application,
+    usable_models,
+)
 
 # Setonix as examples/clusters/setonix.json has it: the energy model weighs a CPU node 128 SU
 # and a GPU node 512 SU, and their TDPs are 2 x 280 W and 8 x 280 W, so at speedup 4 one CPU
@@ -112,3 +117,24 @@ def test_an_su_tie_is_settled_by_energy():
 )
 def test_figures_are_compared_as_the_user_sees_them(on_cpu, on_gpu, shown, side):
     assert lower_side(Decimal(on_cpu), Decimal(on_gpu), shown=Decimal(shown)) == side
+
+
+def test_a_cpu_partition_without_a_tdp_cannot_be_compared_and_says_why_in_words():
+    side, sentence = comparison_problem(replace(PAPER_CPU, cpu_tdp_watts=Decimal(0)), PAPER_GPU)
+    assert side == "cpu"
+    assert sentence.startswith("Partition cpu gives no power (TDP) for its CPUs")
+    assert comparison_problem(PAPER_GPU, PAPER_GPU) == (
+        "cpu",
+        "Partition gpu has GPUs: choose a partition without GPUs.",
+    )
+    assert comparison_problem(PAPER_CPU, PAPER_GPU) is None
+
+
+def test_a_model_the_gpu_partition_cannot_feed_says_what_its_specification_lacks():
+    # A CPU node weighs C under every model; the peak model needs both peaks on the GPU node.
+    models, reasons = usable_models(PAPER_CPU, replace(PAPER_GPU, cpu_peak_flops=None))
+    assert models == ["energy", "sm"]
+    assert reasons == {
+        "peak": "It needs the peak FLOP/s of the CPUs and, on a GPU partition, of the GPUs, "
+        "which the specification of partition gpu does not give."
+    }
