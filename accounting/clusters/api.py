@@ -13,8 +13,14 @@ from rest_framework.response import Response
 from rest_framework.serializers import ValidationError
 from rest_framework.views import APIView
 
-from accounting.clusters.charging import SpecError
+from accounting.clusters.charts import MODEL_LABELS
 from accounting.clusters.cost_ratio import cost_ratio_report
+from accounting.clusters.explorer import (
+    COMPARED_MODELS,
+    comparison_problem,
+    my_application,
+    usable_models,
+)
 from accounting.clusters.quotes import QuoteRequest, quote_payload
 from accounting.clusters.selectors import (
     NotFound,
@@ -28,6 +34,7 @@ from accounting.clusters.serializers import (
     ClusterOutputSerializer,
     CostRatioOutputSerializer,
     CostRatioQuerySerializer,
+    MyApplicationSerializer,
     PartitionApplyInputSerializer,
     PartitionDetailOutputSerializer,
     PartitionOutputSerializer,
@@ -47,15 +54,20 @@ def cost_ratio_partitions(
     *, cluster: Cluster, cpu_partition: str | None, gpu_partition: str | None
 ) -> tuple[PartitionVersion, PartitionVersion]:
     """The CPU and GPU partitions to compare (by name, or the first of each kind), as the
-    ``cost_ratio`` command picks them."""
+    ``cost_ratio`` command picks them; a 400 keyed by the parameter that names no such one."""
     versions = partition_versions_current(cluster=cluster)
 
     def pick(name: str | None, *, gpu: bool) -> PartitionVersion:
+        field, kind = ("gpu_partition", "GPU") if gpu else ("cpu_partition", "CPU")
         for version in versions:
-            if (name is None and version.is_gpu == gpu) or version.partition.name == name:
+            if name is None and version.is_gpu == gpu:
                 return version
-        kind = "GPU" if gpu else "CPU"
-        raise NotFound(f"cluster {cluster.name!r} has no {kind} partition {name or ''}".rstrip())
+            if version.partition.name == name:
+                if version.is_gpu != gpu:
+                    break
+                return version
+        named = f" named {name!r}" if name else ""
+        raise ValidationError({field: [f"Cluster {cluster.name} has no {kind} partition{named}."]})
 
     return pick(cpu_partition, gpu=False), pick(gpu_partition, gpu=True)
 
@@ -205,29 +217,44 @@ class CostRatioView(APIView):
         responses=CostRatioOutputSerializer,
     )  # fmt: skip
     def get(self, request: Request) -> Response:
-        """``cost_ratio --json`` for a cluster's CPU and GPU partitions."""
+        """``cost_ratio --json`` for a cluster's CPU and GPU partitions; the models that cannot
+        price them, and why; with a speedup (or GPU-node hours), "my application" as well."""
         query = CostRatioQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         options = query.validated_data
         try:
             cluster = cluster_get(name=options["cluster"])
-            cpu, gpu = cost_ratio_partitions(
-                cluster=cluster,
-                cpu_partition=options.get("cpu_partition"),
-                gpu_partition=options.get("gpu_partition"),
-            )
         except NotFound as error:
             raise ValidationError({"cluster": [str(error)]}) from None
-        models = ("sm", "peak", "energy") if options["model"] == "all" else (options["model"],)
-        try:
-            report = cost_ratio_report(cpu=cpu.spec, gpu=gpu.spec, models=models)
-        except (SpecError, ValueError) as error:
-            raise ValidationError({"cluster": [str(error)]}) from None
-        return Response(
-            {
-                "cluster": cluster.name,
-                "cpu_partition": cpu.partition.name,
-                "gpu_partition": gpu.partition.name,
-                **report,
-            }
+        cpu, gpu = cost_ratio_partitions(
+            cluster=cluster,
+            cpu_partition=options.get("cpu_partition"),
+            gpu_partition=options.get("gpu_partition"),
         )
+        problem = comparison_problem(cpu.spec, gpu.spec)
+        if problem:
+            side, reason = problem
+            raise ValidationError({f"{side}_partition": [reason]})
+        asked = COMPARED_MODELS if options["model"] == "all" else (options["model"],)
+        models, unavailable = usable_models(cpu.spec, gpu.spec, asked)
+        if options["model"] != "all" and unavailable:
+            model = options["model"]
+            reason = (
+                f"The {MODEL_LABELS[model]} cannot price these partitions. {unavailable[model]}"
+            )
+            raise ValidationError({"model": [reason]})
+        body = {
+            "cluster": cluster.name,
+            "cpu_partition": cpu.partition.name,
+            "gpu_partition": gpu.partition.name,
+            **cost_ratio_report(cpu=cpu.spec, gpu=gpu.spec, models=models),
+            "unavailable_models": unavailable,
+        }
+        if "speedup" in options or "gpu_node_hours" in options:
+            mine = my_application(
+                cpu.spec, gpu.spec, cpu_node_hours=options["cpu_node_hours"],
+                gpu_node_hours=options.get("gpu_node_hours"), speedup=options.get("speedup"),
+                grid_g_per_kwh=options["grid_intensity"],
+            )  # fmt: skip
+            body["my_application"] = MyApplicationSerializer(mine).data
+        return Response(body)

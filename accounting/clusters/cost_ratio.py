@@ -30,14 +30,21 @@ Speedup = Decimal | Fraction | int
 
 _WHOLE: Final = Decimal(1)
 _CENTS: Final = Decimal("0.01")
+_REQUIRED: Final = frozenset({"application", "perf_ratio"})
+_OPTIONAL: Final = frozenset({"cpu", "gpu", "source", "source_url"})
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """An application and how many CPU nodes match the performance of one GPU node."""
+    """An application and how many CPU nodes match the performance of one GPU node, with the
+    CPU node and GPU node that was measured on and where the figure comes from (when known)."""
 
     application: str
     perf_ratio: Decimal
+    cpu: str = ""
+    gpu: str = ""
+    source: str = ""
+    source_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,8 @@ class CostRatioTable:
 
 
 def load_benchmarks(path: Path | str | None = None) -> tuple[Benchmark, ...]:
-    """Read ``{"source": ..., "benchmarks": [{"application", "perf_ratio"}, ...]}``.
+    """Read ``{"source": ..., "benchmarks": [{"application", "perf_ratio"}, ...]}``; each entry
+    may also name the ``cpu`` and ``gpu`` node it was measured on, ``source`` and ``source_url``.
 
     Defaults to the shipped Tables II-IV list. Raises ``ValueError`` naming the file and entry.
     """
@@ -84,8 +92,14 @@ def load_benchmarks(path: Path | str | None = None) -> tuple[Benchmark, ...]:
     benchmarks = []
     for position, entry in enumerate(entries, start=1):
         where = f"{path}: benchmark {position}"
-        if not isinstance(entry, dict) or set(entry) != {"application", "perf_ratio"}:
-            raise ValueError(f'{where}: expected exactly "application" and "perf_ratio"')
+        if not isinstance(entry, dict) or not _REQUIRED <= set(entry) <= _REQUIRED | _OPTIONAL:
+            raise ValueError(
+                f'{where}: expected "application" and "perf_ratio", and optionally '
+                + ", ".join(f'"{key}"' for key in sorted(_OPTIONAL))
+            )
+        described = {key: entry.get(key, "") for key in _OPTIONAL}
+        if not all(isinstance(text, str) for text in described.values()):
+            raise ValueError(f"{where}: {', '.join(sorted(_OPTIONAL))} must be strings")
         application, perf_ratio = entry["application"], entry["perf_ratio"]
         if not isinstance(application, str) or not application.strip():
             raise ValueError(f"{where}: application must be a non-empty string")
@@ -93,7 +107,7 @@ def load_benchmarks(path: Path | str | None = None) -> tuple[Benchmark, ...]:
             raise ValueError(f"{where} ({application}): perf_ratio must be a number")
         if not perf_ratio > 0:
             raise ValueError(f"{where} ({application}): perf_ratio must be positive")
-        benchmarks.append(Benchmark(application.strip(), Decimal(perf_ratio)))
+        benchmarks.append(Benchmark(application.strip(), Decimal(perf_ratio), **described))
     return tuple(benchmarks)
 
 
@@ -279,7 +293,9 @@ def cost_ratio_report(
     ``{"models": {name: {"cpu_node_weight", "gpu_node_weight", "gpu_node_weight_exact",
     "switch_speedup", "rows": [{"application", "perf_ratio", "cpu_charge", "gpu_charge",
     "cost_ratio"}]}}, "energy_optimal_switch_speedup": float, "figure1": [{"speedup",
-    "energy_wh": {name: float}}]}``; cost ratios rounded half-up to 2 decimals.
+    "energy_wh": {name: float}}], "benchmarks": [{"application", "perf_ratio", "cpu", "gpu",
+    "source", "source_url"}]}``: each application with the hardware its ratio was measured on
+    ("" when not stated); cost ratios rounded half-up to 2 decimals.
     """
     if benchmarks is None:
         benchmarks = load_benchmarks()
@@ -311,8 +327,17 @@ def cost_ratio_report(
         }
         for speedup in speedups
     ]
+    measured_on = [
+        {
+            "application": benchmark.application, "perf_ratio": _json_number(benchmark.perf_ratio),
+            "cpu": benchmark.cpu, "gpu": benchmark.gpu,
+            "source": benchmark.source, "source_url": benchmark.source_url,
+        }
+        for benchmark in benchmarks
+    ]  # fmt: skip
     return {
         "models": tables,
         "energy_optimal_switch_speedup": float(energy_optimal_switch_speedup(cpu, gpu)),
         "figure1": figure1,
+        "benchmarks": measured_on,
     }

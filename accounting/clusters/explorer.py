@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 from accounting.clusters import charging, cost_ratio
 from accounting.clusters.charging import MODELS, PartitionSpec, SpecError
@@ -22,20 +22,102 @@ COMPARED_MODELS: Final = ("energy", "sm", "peak")
 DEFAULT_GRID_G_PER_KWH: Final = Decimal(500)
 
 
+@dataclass(frozen=True)
+class NumberField:
+    """A number the explorer asks for: its label as the form shows it and its allowed range, so
+    the page and the API say the same sentence when a value is out of range."""
+
+    label: str
+    low: Decimal
+    high: Decimal
+    low_allowed: bool  # False: the value must be more than ``low``
+    decimal_places: int
+    example: str
+    unit: str = ""
+
+    @property
+    def range_message(self) -> str:
+        high = f"{self.high:,}{self.unit}"
+        if self.low_allowed:
+            return f"{self.label} must be between {self.low:,} and {high}."
+        return f"{self.label} must be more than {self.low:,} and at most {high}."
+
+    @property
+    def number_message(self) -> str:
+        return f"{self.label} must be a number, e.g. {self.example}."
+
+    @property
+    def decimals_message(self) -> str:
+        digits = "one digit" if self.decimal_places == 1 else f"{self.decimal_places} digits"
+        return f"{self.label} takes at most {digits} after the point."
+
+    def problem(self, value: Decimal) -> str | None:
+        """The sentence to show when ``value`` is out of range, or None."""
+        too_low = value < self.low if self.low_allowed else value <= self.low
+        return self.range_message if too_low or value > self.high else None
+
+
+_ZERO: Final = Decimal(0)
+FIELDS: Final = {
+    "cpu_node_hours": NumberField("CPU-node hours", _ZERO, Decimal(1_000_000), False, 3, "10"),
+    "gpu_node_hours": NumberField("GPU-node hours", _ZERO, Decimal(1_000_000), False, 4, "2.5"),
+    "speedup": NumberField("Speedup", _ZERO, Decimal(10_000), False, 3, "8"),
+    "grid_intensity": NumberField(
+        "Grid intensity", _ZERO, Decimal(2000), True, 1, "500", " g CO\u2082/kWh"
+    ),
+}
+# An example application's speedup: CPU nodes that match one GPU node (Tables II-IV).
+EXAMPLE_SPEEDUP: Final = NumberField("Speedup", _ZERO, Decimal(100_000), False, 3, "41")
+
+
+# What each model needs from a specification, in words, for a model that cannot price one.
+MODEL_NEEDS: Final = {
+    "energy": "the power (TDP) of the CPUs and, on a GPU partition, of the GPUs",
+    "sm": "the number of streaming multiprocessors per GPU (at least 1)",
+    "peak": "the peak FLOP/s of the CPUs and, on a GPU partition, of the GPUs",
+}
+
+
 def usable_models(
     cpu: PartitionSpec, gpu: PartitionSpec, models: Sequence[str] = COMPARED_MODELS
 ) -> tuple[list[str], dict[str, str]]:
-    """The models that can weigh both partitions, and why each of the others cannot."""
+    """The models that can weigh both partitions, and why each of the others cannot, in words."""
     usable, reasons = [], {}
     for name in models:
-        try:
-            MODELS[name].weight(cpu)
-            MODELS[name].weight(gpu)
-        except SpecError as error:
-            reasons[name] = str(error)
+        unpriced = []
+        for spec in (cpu, gpu):
+            try:
+                MODELS[name].weight(spec)
+            except SpecError:
+                unpriced.append(spec.name)
+        if unpriced:
+            reasons[name] = model_unavailable_reason(name, unpriced)
         else:
             usable.append(name)
     return usable, reasons
+
+
+def comparison_problem(cpu: PartitionSpec, gpu: PartitionSpec) -> tuple[str, str] | None:
+    """(side, sentence) when the pair cannot be compared at all: the explorer weighs energy with
+    the CPU node's power, so a CPU partition without one has nothing to compare."""
+    if cpu.is_gpu:
+        return "cpu", f"Partition {cpu.name} has GPUs: choose a partition without GPUs."
+    if not gpu.is_gpu:
+        return "gpu", f"Partition {gpu.name} has no GPUs: choose a partition with GPUs."
+    if cpu.node_cpu_tdp_watts <= 0:
+        return "cpu", (
+            f"Partition {cpu.name} gives no power (TDP) for its CPUs, which the comparison of "
+            "energy needs; staff can add it to the partition's specification."
+        )
+    return None
+
+
+def model_unavailable_reason(model: str, partitions: Sequence[str]) -> str:
+    """Why ``model`` cannot price ``partitions``: what it needs that their specification lacks."""
+    needs = MODEL_NEEDS.get(model, "figures")
+    names = " and ".join(partitions)
+    whose = "partition" if len(partitions) == 1 else "partitions"
+    return f"It needs {needs}, which the specification of {whose} {names} does not give."
 
 
 def figure1_speedups(
@@ -122,13 +204,67 @@ class NodeRun:
     co2_kg: Decimal
 
 
+Side = Literal["cpu", "gpu", "same"]
+
+# The precision the explorer shows SU and energy in: a tie is what the user sees as one, so the
+# sentence never says "fewer" beside two equal figures.
+SHOWN_SERVICE_UNITS: Final = Decimal("0.01")
+SHOWN_ENERGY_WH: Final = Decimal(1)
+
+
+def lower_side(on_cpu: Decimal, on_gpu: Decimal, *, shown: Decimal) -> Side:
+    """The side with the lower figure as shown (rounded half-up to ``shown``), or "same"."""
+    cpu_shown = on_cpu.quantize(shown, rounding=ROUND_HALF_UP)
+    gpu_shown = on_gpu.quantize(shown, rounding=ROUND_HALF_UP)
+    if cpu_shown == gpu_shown:
+        return "same"
+    return "cpu" if cpu_shown < gpu_shown else "gpu"
+
+
 @dataclass(frozen=True)
 class Recommendation:
+    """The application on both partitions, and which one costs fewer SU and uses less energy."""
+
     cpu: NodeRun
     gpu: NodeRun
     speedup: Decimal
-    recommended: str  # "cpu" or "gpu": fewer SU (the CPU when equal, as in eq 29)
-    also_less_energy: bool
+    fewer_su: Side
+    less_energy: Side
+
+    @property
+    def recommended(self) -> Side:
+        """Fewer SU; on an SU tie the one that uses less energy; "same" when both tie."""
+        return self.less_energy if self.fewer_su == "same" else self.fewer_su
+
+    @property
+    def recommended_partition(self) -> str:
+        return {"cpu": self.cpu.partition, "gpu": self.gpu.partition}.get(self.recommended, "")
+
+    @property
+    def headline(self) -> str:
+        """The pick, in a few words: "Pick the GPU partition (gpu)" or "Either partition"."""
+        if self.recommended == "same":
+            return "Either partition: the same SU and energy"
+        return f"Pick the {self.recommended.upper()} partition ({self.recommended_partition})"
+
+    @property
+    def sentence(self) -> str:
+        """Why, in one sentence that never calls equal figures "fewer" or "less"."""
+        su, energy = self.fewer_su, self.less_energy
+        if su == "same" and energy == "same":
+            return "It costs the same SU and uses the same energy on both nodes."
+        if su == "same":
+            return f"It costs the same SU on both, and uses less energy on the {_node(energy)}."
+        cheaper = f"It costs fewer SU on the {_node(su)}"
+        if energy == su:
+            return f"{cheaper}, and it uses less energy there too."
+        if energy == "same":
+            return f"{cheaper}, and it uses the same energy on both."
+        return f"{cheaper}, although it would use less energy on the {_node(energy)}."
+
+
+def _node(side: Side) -> str:
+    return f"{side.upper()} node"
 
 
 def _run(spec: PartitionSpec, node_hours: Decimal, grid_g_per_kwh: Decimal) -> NodeRun:
@@ -151,21 +287,26 @@ def my_application(
     gpu: PartitionSpec,
     *,
     cpu_node_hours: Decimal,
-    gpu_node_hours: Decimal,
+    gpu_node_hours: Decimal | None = None,
+    speedup: Decimal | None = None,
     grid_g_per_kwh: Decimal = DEFAULT_GRID_G_PER_KWH,
 ) -> Recommendation:
     """SU (energy model), energy (TDP, eq 29) and CO2 of the application on both partitions,
-    and the one a user minimising SU picks."""
+    and the one a user minimising SU picks (on an SU tie, the one that uses less energy).
+
+    The GPU-node hours are given, or the CPU-node hours over the speedup."""
+    if gpu_node_hours is None:
+        if speedup is None or speedup <= 0:
+            raise ValueError("give the GPU-node hours or a positive speedup")
+        gpu_node_hours = cpu_node_hours / speedup
     if cpu_node_hours <= 0 or gpu_node_hours <= 0:
         raise ValueError("node-hours must be positive")
     on_cpu = _run(cpu, cpu_node_hours, grid_g_per_kwh)
     on_gpu = _run(gpu, gpu_node_hours, grid_g_per_kwh)
-    recommended = "cpu" if on_cpu.service_units <= on_gpu.service_units else "gpu"
-    cheaper, other = (on_cpu, on_gpu) if recommended == "cpu" else (on_gpu, on_cpu)
     return Recommendation(
         cpu=on_cpu,
         gpu=on_gpu,
         speedup=cpu_node_hours / gpu_node_hours,
-        recommended=recommended,
-        also_less_energy=cheaper.energy_wh <= other.energy_wh,
+        fewer_su=lower_side(on_cpu.service_units, on_gpu.service_units, shown=SHOWN_SERVICE_UNITS),
+        less_energy=lower_side(on_cpu.energy_wh, on_gpu.energy_wh, shown=SHOWN_ENERGY_WH),
     )

@@ -18,6 +18,7 @@ from accounting.clusters import charging, charts, cost_ratio
 from accounting.clusters.explorer import (
     COMPARED_MODELS,
     Recommendation,
+    comparison_problem,
     figure1_series,
     figure1_speedups,
     my_application,
@@ -26,7 +27,12 @@ from accounting.clusters.explorer import (
 )
 from accounting.clusters.forms import CostRatioForm, QuoteForm
 from accounting.clusters.quotes import QuoteError, QuoteRequest, quote_compute, weight_explanation
-from accounting.clusters.selectors import partition_versions_current, partition_versions_in_effect
+from accounting.clusters.selectors import (
+    clusters_by_latest_data,
+    partition_pair_main,
+    partition_versions_current,
+    partition_versions_in_effect,
+)
 from accounting.models import PartitionVersion
 from kit.csv_export import csv_writer
 
@@ -90,53 +96,73 @@ def quote(request: HttpRequest) -> HttpResponse:
 
 
 PAPER = "paper"
-EXPLORER_DEFAULTS = {
-    "system": PAPER, "cpu_node_hours": "1", "speedup": "8", "grid_intensity": "500",
-}  # fmt: skip
+EXPLORER_DEFAULTS = {"cpu_node_hours": "1", "speedup": "8", "grid_intensity": "500"}
 
 
-def _systems() -> tuple[list[tuple[str, str]], dict[str, tuple[str, Any, Any]]]:
-    """The paper's test system and every CPU/GPU partition pair of the clusters."""
+@dataclass(frozen=True)
+class Systems:
+    choices: list[tuple[str, str]]
+    specs: dict[str, tuple[str, Any, Any]]
+    default: str  # the centre's cluster with the latest data, main partitions; else the paper
+
+
+def _systems() -> Systems:
+    """Every CPU/GPU partition pair of the clusters, the cluster with the latest data first,
+    and the paper's test system last, for reference."""
+    now = timezone.now()
+    by_cluster: dict[int, list[PartitionVersion]] = {}
+    for version in partition_versions_in_effect(at=now):
+        by_cluster.setdefault(version.partition.cluster_id, []).append(version)
+    choices: list[tuple[str, str]] = []
+    specs: dict[str, tuple[str, Any, Any]] = {}
+    default = ""
+    for cluster in clusters_by_latest_data(at=now):
+        versions = by_cluster.get(cluster.pk, [])
+        for cpu_version in (v for v in versions if not v.is_gpu):
+            for gpu_version in (v for v in versions if v.is_gpu):
+                value = f"{cluster.name}/{cpu_version.partition.name}+{gpu_version.partition.name}"
+                label = (
+                    f"{cluster.name}: {cpu_version.partition.name} vs {gpu_version.partition.name}"
+                )
+                choices.append((value, label))
+                specs[value] = (label, cpu_version.spec, gpu_version.spec)
+        main = partition_pair_main(versions)
+        if main and not default:
+            default = f"{cluster.name}/{main[0].partition.name}+{main[1].partition.name}"
     cpu, gpu = cost_ratio.paper_test_system()
     # The energy paper's Table I system, named by its hardware for the reader.
     label = "Reference system: 2 x Xeon Gold 6240 CPU node, 4 x A100 GPU node"
-    choices = [(PAPER, label)]
-    specs: dict[str, tuple[str, Any, Any]] = {PAPER: (label, cpu, gpu)}
-    by_cluster: dict[str, list[PartitionVersion]] = {}
-    for version in partition_versions_in_effect(at=timezone.now()):
-        by_cluster.setdefault(version.partition.cluster.name, []).append(version)
-    for cluster, versions in by_cluster.items():
-        for cpu_version in (v for v in versions if not v.is_gpu):
-            for gpu_version in (v for v in versions if v.is_gpu):
-                value = f"{cluster}/{cpu_version.partition.name}+{gpu_version.partition.name}"
-                label = f"{cluster}: {cpu_version.partition.name} vs {gpu_version.partition.name}"
-                choices.append((value, label))
-                specs[value] = (label, cpu_version.spec, gpu_version.spec)
-    return choices, specs
+    choices.append((PAPER, label))
+    specs[PAPER] = (label, cpu, gpu)
+    return Systems(choices=choices, specs=specs, default=default or PAPER)
 
 
 def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
-    choices, specs = _systems()
-    data = request.GET if "system" in request.GET else EXPLORER_DEFAULTS
-    form = CostRatioForm(data, systems=choices)
+    systems = _systems()
+    data = (
+        request.GET if "system" in request.GET else {**EXPLORER_DEFAULTS, "system": systems.default}
+    )
+    shipped = cost_ratio.load_benchmarks()
+    form = CostRatioForm(data, systems=systems.choices, examples=shipped)
     context: dict[str, Any] = {"form": form}
     if not form.is_valid():
-        context["error_list"] = [
-            f"{form.fields[name].label}: {error}" if name in form.fields else error
-            for name, errors in form.errors.items()
-            for error in errors
-        ]
+        # Each message names its field as the form labels it, and the allowed range.
+        context["error_list"] = [error for errors in form.errors.values() for error in errors]
         return form, context
     clean = form.cleaned_data
-    label, cpu, gpu = specs[clean["system"]]
+    label, cpu, gpu = systems.specs[clean["system"]]
+    problem = comparison_problem(cpu, gpu)
+    if problem:
+        context["error_list"] = [problem[1]]
+        return form, context
     models, unavailable = usable_models(cpu, gpu)
     extra = [cost_ratio.Benchmark(name, ratio) for name, ratio in clean["applications"]]
-    benchmarks = [*cost_ratio.load_benchmarks(), *extra]
+    examples = form.example_benchmarks()
+    benchmarks = [*examples, *extra]
     report = cost_ratio.cost_ratio_report(cpu=cpu, gpu=gpu, models=models, benchmarks=benchmarks)
-    gpu_hours = clean["gpu_node_hours"] or clean["cpu_node_hours"] / clean["speedup"]
     mine: Recommendation = my_application(
-        cpu, gpu, cpu_node_hours=clean["cpu_node_hours"], gpu_node_hours=gpu_hours,
-        grid_g_per_kwh=clean["grid_intensity"],
+        cpu, gpu, cpu_node_hours=clean["cpu_node_hours"], gpu_node_hours=clean["gpu_node_hours"],
+        speedup=clean["speedup"], grid_g_per_kwh=clean["grid_intensity"],
     )  # fmt: skip
     series, optimal = figure1_series(cpu, gpu, models, figure1_speedups(cpu, gpu, models))
     chart = charts.figure1(
@@ -153,7 +179,8 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
         rows.append(
             {
                 "application": benchmark.application,
-                "added": index >= len(benchmarks) - len(extra),
+                "added": index >= len(examples),
+                "edited": index < len(examples) and benchmark != shipped[index],
                 "perf_ratio": per_model[0]["perf_ratio"] if per_model else benchmark.perf_ratio,
                 "cpu_charge": per_model[0]["cpu_charge"] if per_model else None,
                 "models": [
@@ -182,6 +209,7 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
         ],
         optimal_switch=report["energy_optimal_switch_speedup"],
         rows=rows,
+        examples_edited=any(row["edited"] for row in rows),
         chart=chart,
         mine=mine,
         grid_intensity=clean["grid_intensity"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from django.db.models import Max, QuerySet
+from django.db.models import F, Max, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from accounting.clusters.charging import Charge
@@ -13,6 +13,7 @@ from accounting.clusters.quotes import QuoteRequest, quote_compute
 from accounting.models import (
     Cluster,
     ImportRun,
+    Job,
     Partition,
     PartitionVersion,
 )
@@ -135,3 +136,35 @@ def cluster_last_import(*, cluster: Cluster) -> datetime | None:
         last=Max("started_at")
     )["last"]
     return found
+
+
+def clusters_by_latest_data(*, at: datetime) -> list[Cluster]:
+    """Every cluster, the one whose ledger holds the latest job end first; clusters without a
+    finished job follow, the one with the newest partition version in effect at ``at`` first;
+    then by name. The explorer opens on the first with a CPU and a GPU partition."""
+    latest_end = (
+        Job.objects.filter(cluster=OuterRef("pk"), end__isnull=False)
+        .order_by("-end")
+        .values("end")[:1]
+    )  # one index probe per cluster (job_cluster_end)
+    clusters = Cluster.objects.annotate(
+        latest_end=Subquery(latest_end),
+        newest_version=Max(
+            "partitions__versions__effective_from",
+            filter=Q(partitions__versions__effective_from__lte=at),
+        ),
+    ).order_by(
+        F("latest_end").desc(nulls_last=True), F("newest_version").desc(nulls_last=True), "name"
+    )
+    return list(clusters)
+
+
+def partition_pair_main(
+    versions: Iterable[PartitionVersion],
+) -> tuple[PartitionVersion, PartitionVersion] | None:
+    """A cluster's main CPU and main GPU partition (the most nodes, then the first by name), or
+    None when it lacks either kind."""
+    by_size = sorted(versions, key=lambda version: (-version.node_count, version.partition.name))
+    cpu = next((version for version in by_size if not version.is_gpu), None)
+    gpu = next((version for version in by_size if version.is_gpu), None)
+    return (cpu, gpu) if cpu is not None and gpu is not None else None

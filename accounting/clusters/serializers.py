@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounting.clusters.charging import MODELS
+from accounting.clusters.explorer import DEFAULT_GRID_G_PER_KWH, FIELDS, NumberField
 from accounting.clusters.hardware import HARDWARE, HARDWARE_BY_NAME, HardwareField
 from accounting.clusters.quotes import weight_explanation
 from accounting.clusters.selectors import NotFound, cluster_get, partition_get
@@ -366,6 +367,28 @@ class QuoteOutputSerializer(serializers.Serializer):
     nodes_requested = serializers.IntegerField()
 
 
+def explorer_decimal(field: NumberField, **options: Any) -> serializers.DecimalField:
+    """A number of the explorer whose every error is ``field``'s sentence (label and range), the
+    same words the page shows."""
+
+    def in_range(value: Decimal) -> None:
+        problem = field.problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+
+    return serializers.DecimalField(
+        max_digits=len(str(int(field.high))) + field.decimal_places,
+        decimal_places=field.decimal_places,
+        validators=[in_range],
+        error_messages={
+            "invalid": field.number_message, "max_string_length": field.range_message,
+            "max_digits": field.range_message, "max_whole_digits": field.range_message,
+            "max_decimal_places": field.decimals_message,
+        },
+        **options,
+    )  # fmt: skip
+
+
 class CostRatioQuerySerializer(QuerySerializer):
     cluster = serializers.CharField(max_length=64)
     model = serializers.ChoiceField(choices=["all", "energy", "sm", "peak"], default="all")
@@ -375,6 +398,42 @@ class CostRatioQuerySerializer(QuerySerializer):
     gpu_partition = serializers.CharField(
         required=False, max_length=64, help_text="default: the first partition with GPUs"
     )
+    speedup = explorer_decimal(
+        FIELDS["speedup"], required=False,
+        help_text="my application: how many times faster one GPU node is than one CPU node",
+    )  # fmt: skip
+    cpu_node_hours = explorer_decimal(
+        FIELDS["cpu_node_hours"], default=Decimal(1), help_text="my application on a CPU node"
+    )
+    gpu_node_hours = explorer_decimal(
+        FIELDS["gpu_node_hours"], required=False,
+        help_text="my application on a GPU node (instead of a speedup)",
+    )  # fmt: skip
+    grid_intensity = explorer_decimal(
+        FIELDS["grid_intensity"], default=DEFAULT_GRID_G_PER_KWH, help_text="g CO2 per kWh"
+    )
+
+
+class NodeRunSerializer(serializers.Serializer):
+    partition = serializers.CharField()
+    node_hours = serializers.DecimalField(max_digits=None, decimal_places=None)
+    service_units = serializers.DecimalField(max_digits=None, decimal_places=None)
+    energy_wh = serializers.DecimalField(max_digits=None, decimal_places=None)
+    co2_kg = serializers.DecimalField(max_digits=None, decimal_places=None)
+
+
+class MyApplicationSerializer(serializers.Serializer):
+    """The explorer's "my application": both runs, which is lower in SU and in energy ("same"
+    when the figures as shown are equal), the pick and the sentence the page shows."""
+
+    cpu = NodeRunSerializer()
+    gpu = NodeRunSerializer()
+    speedup = serializers.DecimalField(max_digits=None, decimal_places=None)
+    fewer_su = serializers.ChoiceField(choices=["cpu", "gpu", "same"])
+    less_energy = serializers.ChoiceField(choices=["cpu", "gpu", "same"])
+    recommended = serializers.ChoiceField(choices=["cpu", "gpu", "same"])
+    headline = serializers.CharField()
+    sentence = serializers.CharField()
 
 
 class CostRatioRowSerializer(serializers.Serializer):
@@ -398,6 +457,17 @@ class Figure1PointSerializer(serializers.Serializer):
     energy_wh = serializers.DictField(child=serializers.FloatField())
 
 
+class BenchmarkOutputSerializer(serializers.Serializer):
+    """An application of the tables and the CPU and GPU node its ratio was measured on."""
+
+    application = serializers.CharField()
+    perf_ratio = serializers.FloatField(help_text="CPU nodes that match one GPU node")
+    cpu = serializers.CharField(help_text="the CPU node measured on; empty when not stated")
+    gpu = serializers.CharField(help_text="the GPU node measured on; empty when not stated")
+    source = serializers.CharField()  # type: ignore[assignment]  # a JSON key; DRF pops fields
+    source_url = serializers.CharField()
+
+
 class CostRatioOutputSerializer(serializers.Serializer):
     """``cost_ratio --json`` (Tables II-IV, Figure 1) and the partitions compared."""
 
@@ -407,6 +477,13 @@ class CostRatioOutputSerializer(serializers.Serializer):
     models = serializers.DictField(child=CostRatioTableSerializer())
     energy_optimal_switch_speedup = serializers.FloatField()
     figure1 = Figure1PointSerializer(many=True)
+    benchmarks = BenchmarkOutputSerializer(many=True)
+    unavailable_models = serializers.DictField(
+        child=serializers.CharField(), help_text="models that cannot price the pair, and why"
+    )
+    my_application = MyApplicationSerializer(
+        required=False, help_text="with speedup or gpu_node_hours only"
+    )
 
 
 class MessageOutputSerializer(serializers.Serializer):

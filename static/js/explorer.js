@@ -5,12 +5,24 @@
   "use strict";
   var form = document.getElementById("explorer-form");
   var results = document.getElementById("explorer-results");
+  var status = document.getElementById("explorer-status");
   if (!form || !results) { return; }
   var timer = null;
   var latest = 0;
 
   function query() {
     return new URLSearchParams(new FormData(form)).toString();
+  }
+
+  // Tell screen readers the new pick and why (or what to fix), not the whole redrawn results.
+  function announce() {
+    if (!status) { return; }
+    var pick = results.querySelector("#recommended");
+    var reason = results.querySelector("#recommendation");
+    var errors = results.querySelector(".errorlist");
+    var parts = pick ? [pick.textContent, reason ? reason.textContent : ""]
+      : ["Check the settings:", errors ? errors.textContent : ""];
+    status.textContent = parts.join(" ").replace(/\s+/g, " ").trim();
   }
 
   function refresh() {
@@ -28,6 +40,7 @@
         if (ticket !== latest) { return; }
         results.innerHTML = payload.html;
         window.portalCharts.drawAll(results);
+        announce();
         history.replaceState(null, "", "?" + params);
       })
       .catch(function () { /* keep the last results; the Update button still works */ })

@@ -143,7 +143,9 @@ def test_benchmarks_file_can_be_replaced(tmp_path):
     ("document", "message"),
     [
         ("[]", 'non-empty "benchmarks" list'),
-        ('{"benchmarks": [{"application": "X"}]}', "benchmark 1: expected exactly"),
+        ('{"benchmarks": [{"application": "X"}]}', 'benchmark 1: expected "application"'),
+        ('{"benchmarks": [{"application": "X", "perf_ratio": 3, "cpu": 6240}]}', "must be strings"),
+        ('{"benchmarks": [{"application": "X", "perf_ratio": 3, "gpus": "A100"}]}', "optionally"),
         ('{"benchmarks": [{"application": "", "perf_ratio": 3}]}', "non-empty string"),
         ('{"benchmarks": [{"application": "X", "perf_ratio": 0}]}', r"\(X\): perf_ratio must be"),
         ('{"benchmarks": [{"application": "X", "perf_ratio": "3"}]}', "must be a number"),
@@ -320,3 +322,18 @@ def test_report_has_figure_1_for_speedups_1_to_39():
     assert figure[12]["energy_wh"] == pytest.approx(
         {"energy": 1600 / 13, "sm": 1600 / 13, "peak": 1600 / 13}
     )
+
+
+def test_the_report_names_the_hardware_each_ratio_was_measured_on():
+    measured = cost_ratio_report(cpu=CPU, gpu=GPU)["benchmarks"]
+    assert [entry["application"] for entry in measured] == [
+        benchmark.application for benchmark in load_benchmarks()
+    ]
+    assert measured[0] == {
+        "application": "FUN3D", "perf_ratio": 41,
+        "cpu": "2 x Intel Xeon Gold 6240 (18 cores)", "gpu": "4 x NVIDIA A100 SXM",
+        "source": "NVIDIA HPC Application Performance (the energy paper's reference 14)",
+        "source_url": "https://developer.nvidia.com/hpc-application-performance",
+    }  # fmt: skip
+    unstated = cost_ratio_report(cpu=CPU, gpu=GPU, benchmarks=[Benchmark("X", Decimal(3))])
+    assert unstated["benchmarks"][0]["cpu"] == ""

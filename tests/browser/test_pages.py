@@ -9,6 +9,7 @@ import io
 import pytest
 
 from accounting.models import Job
+from tests.browser.test_accessibility import Audit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,12 +33,38 @@ def test_changing_the_speedup_redraws_figure_1_in_place(live_server, scenario, s
     annotation.wait_for()
     assert "8\u00d7" in (annotation.text_content() or "")
     assert "Pick the GPU partition" in page.locator("#recommended").inner_text()
+    # It opens on the cluster with the latest jobs, a mini-Setonix: both nodes cost the same at 4.
     page.fill("#id_speedup", "4")
     page.locator("#chart-figure1 .annotation-text", has_text="your application: 4\u00d7").wait_for()
-    assert "Pick the CPU partition" in page.locator("#recommended").inner_text()
+    assert "Either partition" in page.locator("#recommended").inner_text()
+    assert "Either partition" in page.locator("#explorer-status").inner_text()
     assert "speedup=4" in page.url  # the address follows, so a reload keeps the settings
+    page.fill("#id_speedup", "3")
+    page.locator("#chart-figure1 .annotation-text", has_text="your application: 3\u00d7").wait_for()
+    assert "Pick the CPU partition" in page.locator("#recommended").inner_text()
     page.fill("#id_applications", "MyCode, 20")
     page.locator("#cost-ratio-table", has_text="MyCode").wait_for()
+    assert page.errors == []
+
+
+def test_an_example_speedup_edited_in_the_browser_recomputes_its_row(
+    live_server, scenario, sign_in, axe_script
+):
+    page = sign_in("carol")
+    page.goto(f"{live_server.url}/accounting/cost-ratio/")
+    page.locator("#examples summary").click()
+    assert "2 x Intel Xeon Gold 6240" in page.locator("#examples tbody tr").first.inner_text()
+    page.fill("#id_example_0", "20")  # FUN3D: 20 CPU nodes per GPU node instead of 41
+    row = page.locator("#cost-ratio-table tbody tr", has_text="edited")
+    row.wait_for()
+    assert row.locator("td").nth(1).inner_text() == "20"
+    audit = Audit(str(axe_script))
+    audit.page(page, "the explorer with its examples open and one edited")
+    assert audit.problems == []
+    page.fill("#id_example_0", "0")
+    page.locator("#explorer-results .errorlist").wait_for()
+    status = page.locator("#explorer-status").inner_text()
+    assert "Speedup of FUN3D must be more than 0 and at most 100,000." in status
     assert page.errors == []
 
 
