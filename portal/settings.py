@@ -338,6 +338,8 @@ SPECTACULAR_SETTINGS = {
         "GrantStatusEnum": "allocations.grants.budget.GRANT_STATUS_CHOICES",
         "ResearchOutputKindEnum": "allocations.models.ResearchOutput.Kind",
         "WhatIfMethodEnum": "allocations.models.WhatIfDraft.Method",
+        # The explorer's pick: the CPU node, the GPU node, or the same on both.
+        "ExplorerSideEnum": ["cpu", "gpu", "same"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -21,7 +21,11 @@ from django.utils import timezone
 from accounting.clusters.services import ClusterApplyResult, cluster_apply, next_hour
 from accounting.clusters.specs import ClusterDefinition, cluster_definition_parse
 from accounting.costs.costmodels import CostModel
-from accounting.costs.services import cost_model_check, cost_model_version_create
+from accounting.costs.services import (
+    CostModelRejected,
+    cost_model_check,
+    cost_model_version_create,
+)
 from accounting.models import Cluster, RateDraft
 from kit.errors import ApplicationError
 
@@ -54,7 +58,11 @@ def rate_draft_check(
         )
     model = None
     if cost_model_text.strip():
-        model = cost_model_check(cluster=cluster, text=cost_model_text)
+        try:
+            model = cost_model_check(cluster=cluster, text=cost_model_text)
+        except CostModelRejected as error:
+            error.field = "cost_model"  # shown on that field of the page, under its key by the API
+            raise
     return DraftRates(cluster=cluster, definition=definition, cost_model=model)
 
 
