@@ -57,8 +57,13 @@ class Project(models.Model):
     field_of_science = models.CharField(max_length=120, blank=True)
     # The finance office's cost centre or grant code the project is billed to: monthly
     # statements are made per project and per finance code (docs/costs.md, "Statements").
+    # Empty by default in the database too: rows written in SQL (fills, scripts) need none.
     finance_code = models.CharField(
-        max_length=64, blank=True, db_index=True, help_text="the finance office's code to bill"
+        max_length=64,
+        blank=True,
+        db_default="",
+        db_index=True,
+        help_text="the finance office's code to bill",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='project',
             name='finance_code',
-            field=models.CharField(blank=True, db_index=True, help_text="the finance office's code to bill", max_length=64),
+            field=models.CharField(blank=True, db_default='', db_index=True, help_text="the finance office's code to bill", max_length=64),
         ),
     ]
