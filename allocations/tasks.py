@@ -111,13 +111,17 @@ def slurm_sync_apply_task(self: Task, plan_id: int) -> dict[str, str]:
 
 
 @shared_task(name="allocations.tasks.slurm_sync_check", soft_time_limit=300, time_limit=400)
-def slurm_sync_check_task(cluster_id: int | None = None) -> dict[str, str]:
+def slurm_sync_check_task(
+    cluster_id: int | None = None, request_id: int | None = None
+) -> dict[str, str]:
     """Compare the portal with Slurm on ``cluster_id``, or on every cluster that has resource
     pools, and record the drift (the staff page shows the last check). Beat runs it hourly for
-    every cluster; runs never overlap."""
+    every cluster; runs never overlap. ``request_id``: the staff request it answers."""
     from accounting.models import Cluster
-    from allocations.slurm.sync import slurm_sync_check
+    from allocations.models import SlurmSyncRequest
+    from allocations.slurm.sync import slurm_sync_check, slurm_sync_request_end
 
+    Outcome = SlurmSyncRequest.Outcome
     clusters = Cluster.objects.filter(resource_pools__isnull=False).distinct().order_by("name")
     if cluster_id is not None:
         clusters = clusters.filter(pk=cluster_id)
@@ -130,31 +134,62 @@ def slurm_sync_check_task(cluster_id: int | None = None) -> dict[str, str]:
                 if not check.error:
                     slurm_limits_refresh_task.delay(check.cluster_id)
     except ImportLockBusy:
+        slurm_sync_request_end(request_id, outcome=Outcome.BUSY)
         return {"skipped": "a check is already running"}
+    except Exception as error:
+        slurm_sync_request_end(request_id, outcome=Outcome.FAILED, error=_sentence(error))
+        raise
+    for check in checks:
+        if check.error:
+            slurm_sync_request_end(
+                request_id, outcome=Outcome.FAILED, error=f"Slurm could not be read: {check.error}"
+            )
+        else:
+            slurm_sync_request_end(request_id, outcome=Outcome.CHECKED)
     return {
         check.cluster.name: check.error or f"{len(check.drift)} differences" for check in checks
     }
 
 
 @shared_task(name="allocations.tasks.slurm_sync_plan", soft_time_limit=300, time_limit=400)
-def slurm_sync_plan_task(cluster_id: int, actor_id: int | None = None) -> dict[str, str]:
+def slurm_sync_plan_task(
+    cluster_id: int, actor_id: int | None = None, request_id: int | None = None
+) -> dict[str, str]:
     """Plan the changes that would bring the cluster's Slurm in line with the portal (what the
-    staff page's "Plan now" asks for); the plan waits for review."""
+    staff page's "Plan now" asks for); the plan waits for review. ``request_id``: the staff
+    request it answers, told how it ended."""
     from django.contrib.auth.models import User
 
     from accounting.models import Cluster
-    from allocations.slurm.sync import SlurmUnavailable, slurm_sync_plan
+    from allocations.models import SlurmSyncRequest
+    from allocations.slurm.sync import SlurmUnavailable, slurm_sync_plan, slurm_sync_request_end
 
+    Outcome = SlurmSyncRequest.Outcome
     cluster = Cluster.objects.get(pk=cluster_id)
     actor = User.objects.filter(pk=actor_id).first() if actor_id is not None else None
     try:
         with named_lock(f"slurm sync {cluster_id}"):
             outcome = slurm_sync_plan(cluster=cluster, actor=actor)
     except ImportLockBusy:
+        slurm_sync_request_end(request_id, outcome=Outcome.BUSY)
         return {"skipped": f"a plan or an apply of {cluster.name} is running"}
     except SlurmUnavailable as error:
+        slurm_sync_request_end(
+            request_id, outcome=Outcome.FAILED, error=f"Slurm could not be read: {error}"
+        )
         return {"error": f"Slurm could not be read: {error}"}
-    return {"plan": str(outcome.plan.pk) if outcome.plan else "nothing to do"}
+    except Exception as error:
+        slurm_sync_request_end(request_id, outcome=Outcome.FAILED, error=_sentence(error))
+        raise
+    if outcome.plan is None:
+        slurm_sync_request_end(request_id, outcome=Outcome.NOTHING)
+        return {"plan": "nothing to do"}
+    slurm_sync_request_end(request_id, outcome=Outcome.PLANNED, plan=outcome.plan)
+    return {"plan": str(outcome.plan.pk)}
+
+
+def _sentence(error: BaseException) -> str:
+    return f"it stopped with an error the portal did not expect ({type(error).__name__}: {error})"
 
 
 @shared_task(name="allocations.tasks.slurm_limits_refresh", soft_time_limit=300, time_limit=400)

@@ -40,6 +40,7 @@ from allocations.models.slurm import (
     SlurmDriftCheck,
     SlurmSyncAction,
     SlurmSyncPlan,
+    SlurmSyncRequest,
 )
 from allocations.models.what_if import WhatIfDraft, WhatIfProposal
 from projects.models import AuditedInProject
@@ -73,6 +74,7 @@ __all__ = [
     "SlurmDriftCheck",
     "SlurmSyncAction",
     "SlurmSyncPlan",
+    "SlurmSyncRequest",
     "ThresholdNotice",
     "WhatIfDraft",
     "WhatIfProposal",

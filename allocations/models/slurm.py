@@ -128,3 +128,40 @@ class SlurmDriftCheck(models.Model):
 
     def __str__(self) -> str:
         return f"drift check of {self.cluster} at {self.checked_at}"
+
+
+class SlurmSyncRequest(models.Model):
+    """A staff request from the Slurm page ("Plan now", "Check for drift") and how it ended.
+    The page shows each cluster's last one, so a request never ends in silence: Slurm that
+    cannot be read, nothing to change, a worker busy with another plan."""
+
+    class Kind(models.TextChoices):
+        PLAN = "plan", "plan"
+        CHECK = "check", "drift check"
+
+    class Outcome(models.TextChoices):
+        QUEUED = "queued", "waiting for a worker"
+        PLANNED = "planned", "a plan is waiting for review"
+        NOTHING = "nothing", "nothing to change: Slurm matches the portal"
+        CHECKED = "checked", "checked"
+        BUSY = "busy", "not run: another plan or apply of the cluster was running; ask again"
+        FAILED = "failed", "failed"
+
+    cluster = models.ForeignKey("accounting.Cluster", on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices, default=Outcome.QUEUED)
+    error = models.TextField(blank=True, help_text="why it failed, in a sentence")
+    plan = models.ForeignKey(
+        SlurmSyncPlan, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-requested_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of {self.cluster} asked at {self.requested_at}"

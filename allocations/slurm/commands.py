@@ -9,6 +9,7 @@ else found on the PATH.
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -63,7 +64,32 @@ def slurm_program_run(
             timeout=COMMAND_TIMEOUT_SECONDS, check=False,
         )  # fmt: skip
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:
-        return CommandOutcome(exit_code=-1, output=f"{type(error).__name__}: {error}")
+        return CommandOutcome(exit_code=-1, output=_why_not_run(argv[0] if argv else "", error))
     if data and done.returncode == 0:
         return CommandOutcome(exit_code=0, output=done.stdout)
     return CommandOutcome(exit_code=done.returncode, output=(done.stdout + done.stderr)[-keep:])
+
+
+def _why_not_run(program: str, error: BaseException) -> str:
+    """Why ``program`` did not run, in a sentence a centre's staff can act on."""
+    name = Path(program).name
+    if isinstance(error, FileNotFoundError):
+        if "/" not in program:
+            where = f"on the web host's PATH ({os.environ.get('PATH', '')})"
+        elif settings.SLURM_BIN_DIR and program == str(Path(settings.SLURM_BIN_DIR) / name):
+            where = f"as {program} (SLURM_BIN_DIR)"
+        else:
+            where = f"as {program}"
+        return (
+            f"{name} was not found {where}: install Slurm's client commands on this host "
+            "(Debian: slurm-client) with the cluster's slurm.conf and munge key, or set "
+            "SLURM_BIN_DIR to the directory that holds them"
+        )
+    if isinstance(error, PermissionError):
+        return f"{program} may not be run by the portal's user ({error.strerror}): check its mode"
+    if isinstance(error, subprocess.TimeoutExpired):
+        return (
+            f"{name} did not answer within {COMMAND_TIMEOUT_SECONDS} s: is slurmdbd (or "
+            "slurmctld) running and reachable from this host?"
+        )
+    return f"{name} could not be run: {type(error).__name__}: {error}"

@@ -27,7 +27,13 @@ from django.utils import timezone
 from accounting.clusters.slurmconf import billing_minutes
 from accounting.models import Cluster
 from allocations.grants.selectors import project_balances_get
-from allocations.models import Allocation, SlurmDriftCheck, SlurmSyncAction, SlurmSyncPlan
+from allocations.models import (
+    Allocation,
+    SlurmDriftCheck,
+    SlurmSyncAction,
+    SlurmSyncPlan,
+    SlurmSyncRequest,
+)
 from allocations.slurm.commands import CommandOutcome, slurm_program_run
 from allocations.slurm.plan import (
     ACCOUNT_FORMAT,
@@ -416,6 +422,7 @@ class ClusterSyncView:
     last_check: SlurmDriftCheck | None
     plans: list[SlurmSyncPlan]  # waiting for review or to be applied, newest first
     recent: list[SlurmSyncPlan]  # applied or failed lately, newest first
+    last_request: SlurmSyncRequest | None = None  # the last "Plan now" or "Check for drift"
 
 
 RECENT_PLANS = 10
@@ -446,9 +453,15 @@ def slurm_sync_overview() -> list[ClusterSyncView]:
         : 20 * max(len(clusters), 1)
     ]:
         checks.setdefault(check.cluster_id, check)
+    requests: dict[int, SlurmSyncRequest] = {}
+    for request in SlurmSyncRequest.objects.filter(cluster__in=clusters).select_related(
+        "requested_by"
+    )[: 20 * max(len(clusters), 1)]:
+        requests.setdefault(request.cluster_id, request)
     return [
         ClusterSyncView(
             cluster=cluster,
+            last_request=requests.get(cluster.pk),
             last_check=checks.get(cluster.pk),
             plans=[plan for plan in plans if plan.cluster_id == cluster.pk],
             recent=[plan for plan in recent if plan.cluster_id == cluster.pk][:RECENT_PLANS],
@@ -457,13 +470,36 @@ def slurm_sync_overview() -> list[ClusterSyncView]:
     ]
 
 
-def slurm_sync_request(*, cluster: Cluster, actor: User, check: bool) -> None:
+def slurm_sync_request(*, cluster: Cluster, actor: User, check: bool) -> SlurmSyncRequest:
     """Staff ask for a new plan (or a drift check) of ``cluster``: a task reads Slurm, never
-    the web request."""
+    the web request. The request is kept, and the task says how it ended (the page shows it)."""
     require(is_staff(actor), "only centre staff plan changes to Slurm")
+    kind = SlurmSyncRequest.Kind.CHECK if check else SlurmSyncRequest.Kind.PLAN
+    request = SlurmSyncRequest.objects.create(cluster=cluster, kind=kind, requested_by=actor)
     task_enqueue(
         name="allocations.tasks.slurm_sync_check" if check else "allocations.tasks.slurm_sync_plan",
-        kwargs={"cluster_id": cluster.pk}
+        kwargs={"cluster_id": cluster.pk, "request_id": request.pk}
         if check
-        else {"cluster_id": cluster.pk, "actor_id": actor.pk},
+        else {"cluster_id": cluster.pk, "actor_id": actor.pk, "request_id": request.pk},
+        on_unsent=lambda unsent: slurm_sync_request_end(
+            request.pk,
+            outcome=SlurmSyncRequest.Outcome.FAILED,
+            error=f"it could not be handed to a worker: {unsent}",
+        ),
+    )
+    return request
+
+
+def slurm_sync_request_end(
+    request_id: int | None,
+    *,
+    outcome: SlurmSyncRequest.Outcome,
+    error: str = "",
+    plan: SlurmSyncPlan | None = None,
+) -> None:
+    """Record how a staff request ended (nothing for a run that no request asked for)."""
+    if request_id is None:
+        return
+    SlurmSyncRequest.objects.filter(pk=request_id).update(
+        outcome=outcome, error=error, plan=plan, finished_at=timezone.now()
     )

@@ -391,7 +391,7 @@ def test_a_failing_or_missing_command_is_recorded_as_failed(centre):
     (action,) = priority_actions_propose(cluster=centre.cluster)
     action = priority_action_execute(action=action, reviewed_by=centre.staff)
     assert (action.status, action.exit_code) == ("failed", -1)
-    assert "FileNotFoundError" in action.output
+    assert "sacctmgr was not found as /nonexistent/sacctmgr:" in action.output
 
 
 def test_only_staff_run_or_dismiss(centre):

@@ -156,7 +156,7 @@ def test_a_full_round_from_call_to_enforcement_and_restoration(
     for code, action in ran.items():  # a missing sacctmgr: logged as failed, in its words
         if code != "pawsey0002":
             assert action.status == EnforcementAction.Status.FAILED
-            assert "No such file" in action.output
+            assert "sacctmgr was not found as" in action.output
 
     # Next quarter: the project gets a fresh budget, and the limit is lifted automatically.
     report = thresholds_check(on=date(2027, 1, 5))

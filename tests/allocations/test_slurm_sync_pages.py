@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from allocations import tasks
-from allocations.models import SlurmDriftCheck, SlurmSyncAction, SlurmSyncPlan
+from allocations.models import SlurmDriftCheck, SlurmSyncAction, SlurmSyncPlan, SlurmSyncRequest
 from tests.factories import ResourcePoolFactory, UserFactory, example_cluster
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +75,77 @@ def test_a_member_cannot_approve_a_plan(client, plan):
     assert response.status_code == 404
     plan.refresh_from_db()
     assert plan.status == SlurmSyncPlan.Status.PENDING
+
+
+@pytest.mark.parametrize("what", ["plan", "check"])
+def test_a_request_slurm_cannot_answer_ends_on_the_page_in_a_sentence(
+    client, plan, settings, tmp_path, django_capture_on_commit_callbacks, monkeypatch, what
+):
+    """ "Plan now" and "Check for drift" with no sacctmgr on the host: the page says what
+    failed, which program, where it was looked for and what to set (it said "No plan waiting"
+    and nothing else)."""
+    settings.SLURM_BIN_DIR = str(tmp_path / "no-slurm-here")
+    client.force_login(UserFactory.create(is_staff=True))
+    task = tasks.slurm_sync_plan_task if what == "plan" else tasks.slurm_sync_check_task
+    # The worker's part runs here, with what the page sent it.
+    monkeypatch.setattr(task, "apply_async", lambda args, kwargs, **_: task(*args, **kwargs))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            reverse("allocations:slurm-sync-refresh", args=["slurm-testbed"]), {"what": what}
+        )
+    page = client.get(reverse("allocations:slurm-sync")).content.decode()
+
+    request = SlurmSyncRequest.objects.get()
+    assert request.outcome == SlurmSyncRequest.Outcome.FAILED
+    kind = "plan" if what == "plan" else "drift check"
+    assert f"The {kind} failed: Slurm could not be read: sacctmgr was not found as" in page
+    assert "set SLURM_BIN_DIR to the directory that holds them" in page
+    assert "FileNotFoundError" not in page
+
+
+def test_a_plan_with_nothing_to_change_says_so(
+    client, plan, django_capture_on_commit_callbacks, monkeypatch
+):
+    from allocations.slurm import sync
+
+    monkeypatch.setattr(
+        sync,
+        "actual_state_read",
+        lambda cluster: sync.desired_state_build(cluster=cluster).accounts,
+    )
+    client.force_login(UserFactory.create(is_staff=True))
+    monkeypatch.setattr(
+        tasks.slurm_sync_plan_task, "apply_async",
+        lambda args, kwargs, **_: tasks.slurm_sync_plan_task(*args, **kwargs),
+    )  # fmt: skip
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            reverse("allocations:slurm-sync-refresh", args=["slurm-testbed"]), {"what": "plan"}
+        )
+    page = client.get(reverse("allocations:slurm-sync")).content.decode()
+
+    assert SlurmSyncRequest.objects.get().outcome == SlurmSyncRequest.Outcome.NOTHING
+    assert "nothing to change: Slurm matches the portal" in page
+
+
+def test_a_request_the_queue_would_not_take_fails_at_once_with_the_reason(
+    client, plan, django_capture_on_commit_callbacks, monkeypatch
+):
+    from kombu.exceptions import OperationalError
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.slurm_sync_plan_task, "apply_async", refuse)
+    client.force_login(UserFactory.create(is_staff=True))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            reverse("allocations:slurm-sync-refresh", args=["slurm-testbed"]), {"what": "plan"}
+        )
+    page = client.get(reverse("allocations:slurm-sync")).content.decode()
+
+    assert SlurmSyncRequest.objects.get().outcome == SlurmSyncRequest.Outcome.FAILED
+    assert "The plan failed: it could not be handed to a worker: the task queue" in page
