@@ -9,14 +9,26 @@ retry task by name (``kit.queue``). New projects are announced by ``projects`` w
 
 from __future__ import annotations
 
+import logging
+
 from accounting.models import Cluster, QuarantinedRecord
 from kit.queue import task_enqueue
+
+logger = logging.getLogger(__name__)
 
 
 def quarantine_retry_enqueue(*, cluster: Cluster) -> None:
     """After the commit, retry the cluster's open quarantined lines (their cause may be fixed)."""
     if QuarantinedRecord.objects.filter(cluster=cluster, resolved_at__isnull=True).exists():
-        task_enqueue(name="accounting.tasks.quarantine_retry", args=(cluster.pk,))
+        # What asked for it (a new project, version or cost model) is saved either way: a
+        # retry the queue did not take is logged, and staff can ask again on the quarantine page.
+        task_enqueue(
+            name="accounting.tasks.quarantine_retry",
+            args=(cluster.pk,),
+            on_unsent=lambda unsent: logger.warning(
+                "quarantined lines of %s not retried: %s", cluster.name, unsent
+            ),
+        )
 
 
 def projects_created_received(**kwargs: object) -> None:

@@ -276,8 +276,22 @@ def slurm_sync_approve(
         plan.approved_by, plan.approved_at = actor, timezone.now()
         plan.save(update_fields=["status", "approved_by", "approved_at"])
         if enqueue:
-            task_enqueue(name="allocations.tasks.slurm_sync_apply", args=(plan.pk,))
+            task_enqueue(
+                name="allocations.tasks.slurm_sync_apply",
+                args=(plan.pk,),
+                on_unsent=lambda unsent: _plan_unsent(plan.pk, unsent),
+            )
     return plan
+
+
+def _plan_unsent(plan_id: int, unsent: Exception) -> None:
+    """An approved plan the task queue did not take fails at once, saying why (it waited as
+    "approved" for a worker that would never come). Nothing was run: approve a new plan."""
+    SlurmSyncPlan.objects.filter(pk=plan_id, status=SlurmSyncPlan.Status.APPROVED).update(
+        status=SlurmSyncPlan.Status.FAILED,
+        applied_at=timezone.now(),
+        error=f"nothing was run: the plan could not be handed to a worker: {unsent}",
+    )
 
 
 def _actions_of(plan: SlurmSyncPlan) -> list[tuple[SlurmSyncAction, Action]]:

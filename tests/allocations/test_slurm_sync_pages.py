@@ -149,3 +149,26 @@ def test_a_request_the_queue_would_not_take_fails_at_once_with_the_reason(
 
     assert SlurmSyncRequest.objects.get().outcome == SlurmSyncRequest.Outcome.FAILED
     assert "The plan failed: it could not be handed to a worker: the task queue" in page
+
+
+def test_an_approved_plan_the_queue_would_not_take_fails_with_the_reason(
+    client, plan, django_capture_on_commit_callbacks, monkeypatch
+):
+    """It stayed "approved" for a worker that would never come, after a 500."""
+    from kombu.exceptions import OperationalError
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.slurm_sync_apply_task, "apply_async", refuse)
+    client.force_login(UserFactory.create(is_staff=True))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("allocations:slurm-sync-approve", args=[plan.pk]))
+    page = client.get(reverse("allocations:slurm-sync")).content.decode()
+
+    assert response.status_code == 302
+    plan.refresh_from_db()
+    assert plan.status == SlurmSyncPlan.Status.FAILED
+    assert plan.error.startswith("nothing was run: the plan could not be handed to a worker")
+    assert "nothing was run: the plan could not be handed to a worker" in page
