@@ -8,8 +8,10 @@ its exact rate is the exact sum of its jobs' unrounded charges; the re-priced SU
 are that exact sum rounded once (docs/costs.md, "A rate change seen before it ships").
 
 Money is re-priced the same way: the time rates of a cost model per node-second of the
-partition's nodes, times a shape's node-seconds. Energy rates need each job's energy, which
-the shape sums do not carry, so they are left out of both sides of the comparison.
+partition's nodes, times the node-seconds the model charges (whole nodes, or under a shared
+model each shape's share of them: ``CostModel.charged_share``, the cost pages' one rule).
+Energy rates need each job's energy, which the shape sums do not carry, so they are left out
+of both sides of the comparison.
 """
 
 from __future__ import annotations
@@ -49,12 +51,27 @@ class Repriced:
     jobs: int = 0
     elapsed_seconds: int = 0
     node_seconds: int = 0
+    # The node-seconds by the share of each node the jobs held (eq 1's max fraction on the
+    # hardware they ran on; None where it cannot be derived): what a cost model's one rule
+    # (``CostModel.charged_share``) prices, whole nodes or shares.
+    node_seconds_by_share: dict[Fraction | None, int] = field(default_factory=dict)
     charged_su: Decimal = Decimal(0)
     unpriced_jobs: int = 0  # shapes the draft cannot price (more GPUs than its nodes have)
     problems: set[str] = field(default_factory=set)
     # The draft's SU as exact sums of integers: per rate denominator, the sum of the rate
     # numerators times seconds (integer arithmetic per shape; one division per denominator).
     numerators: dict[int, int] = field(default_factory=dict)
+
+    def paid_node_seconds(self, model: CostModel) -> Fraction:
+        """The node-seconds ``model`` charges time rates for: whole nodes under an exclusive
+        model, each job's share of them under a shared one."""
+        return sum(
+            (
+                model.charged_share(share) * seconds
+                for share, seconds in self.node_seconds_by_share.items()
+            ),
+            Fraction(0),
+        )
 
     @property
     def draft_su_exact(self) -> Fraction:
@@ -90,13 +107,19 @@ def shape_rate(spec: charging.PartitionSpec, shape: Shape) -> tuple[int, int]:
 
 
 def shapes_repriced(
-    shapes: Iterable[Shape], specs: Mapping[str, charging.PartitionSpec]
+    shapes: Iterable[Shape],
+    specs: Mapping[str, charging.PartitionSpec],
+    held_on: Mapping[str, charging.PartitionSpec] | None = None,
 ) -> dict[tuple[int, str], Repriced]:
     """Per (project, partition), the shapes' charged SU and their SU under ``specs`` (the
     draft's partition specs by name; a partition the draft leaves out keeps ``specs``' entry
     for it, which the caller fills with the version in force). Each distinct size is priced
-    once; a size the spec cannot hold is counted in ``unpriced_jobs`` with the reason."""
+    once; a size the spec cannot hold is counted in ``unpriced_jobs`` with the reason.
+    ``held_on``: the specs the jobs ran on, for the share of each node they held (by default
+    ``specs``)."""
+    held_on = specs if held_on is None else held_on
     rates: dict[tuple[str, int, int, int, Decimal], tuple[int, int] | str] = {}
+    shares: dict[tuple[str, int, int, int, Decimal], Fraction | None] = {}
     result: dict[tuple[int, str], Repriced] = {}
     for shape in shapes:
         group = result.get((shape.project_id, shape.partition))
@@ -107,6 +130,11 @@ def shapes_repriced(
         group.node_seconds += shape.nnodes * shape.elapsed_seconds
         group.charged_su += shape.service_units
         size = shape[1:6]  # partition, nnodes, cpus, gpus, memory_mb
+        if size not in shares:
+            shares[size] = _share_held(held_on.get(shape.partition), shape)
+        by_share = group.node_seconds_by_share
+        share = shares[size]
+        by_share[share] = by_share.get(share, 0) + shape.nnodes * shape.elapsed_seconds
         rate = rates.get(size)
         if rate is None:
             spec = specs.get(shape.partition)
@@ -125,6 +153,17 @@ def shapes_repriced(
             sums = group.numerators
             sums[denominator] = sums.get(denominator, 0) + numerator * shape.elapsed_seconds
     return result
+
+
+def _share_held(spec: charging.PartitionSpec | None, shape: Shape) -> Fraction | None:
+    if spec is None:
+        return None
+    try:
+        return charging.node_share_even(
+            spec, nodes=shape.nnodes, cores=shape.cpus, memory_mb=shape.memory_mb, gpus=shape.gpus
+        )
+    except (charging.ChargeError, charging.SpecError):
+        return None  # priced as whole nodes, as the cost pages price such a job
 
 
 def node_second_cost(model: CostModel, nodelist: str) -> Fraction:

@@ -104,7 +104,7 @@ def cluster_rates_impact(
     draft_specs = {**current_specs, **{name: item.charging for name, item in drafted.items()}}
 
     shapes = cluster_shapes_read(cluster=cluster, start=start, end=end)
-    repriced = impact.shapes_repriced(shapes, draft_specs)
+    repriced = impact.shapes_repriced(shapes, draft_specs, held_on=current_specs)
 
     in_force = cost_model_at(cluster=cluster, at=timezone.now())
     current_model = in_force[1] if in_force else None
@@ -137,8 +137,8 @@ def cluster_rates_impact(
             pool_id,
             pool_name,
             groups,
-            current_rates if current_model else None,
-            draft_rates if draft_model else None,
+            (current_model, current_rates) if current_model else None,
+            (draft_model, draft_rates) if draft_model else None,
         )
         for (project_id, pool_id, pool_name), groups in grouped.items()
     ]
@@ -170,16 +170,20 @@ def _pool_impact(
     pool_id: int | None,
     pool_name: str,
     groups: list[tuple[str, impact.Repriced]],
-    current_rates: dict[str, Fraction] | None,
-    draft_rates: dict[str, Fraction] | None,
+    current: tuple[CostModel, dict[str, Fraction]] | None,
+    draft: tuple[CostModel, dict[str, Fraction]] | None,
 ) -> PoolImpact:
     draft_exact = sum((group.draft_su_exact for _, group in groups), Fraction(0))
 
-    def money(rates: dict[str, Fraction] | None) -> Decimal | None:
-        if rates is None:
+    def money(priced: tuple[CostModel, dict[str, Fraction]] | None) -> Decimal | None:
+        if priced is None:
             return None
+        model, rates = priced
         exact = sum(
-            (rates.get(name, Fraction(0)) * group.node_seconds for name, group in groups),
+            (
+                rates.get(name, Fraction(0)) * group.paid_node_seconds(model)
+                for name, group in groups
+            ),
             Fraction(0),
         )
         return impact.rounded(exact)
@@ -194,6 +198,6 @@ def _pool_impact(
         draft_su=impact.rounded(draft_exact),
         unpriced_jobs=sum(group.unpriced_jobs for _, group in groups),
         problems=tuple(sorted({p for _, group in groups for p in group.problems})),
-        current_money=money(current_rates),
-        draft_money=money(draft_rates),
+        current_money=money(current),
+        draft_money=money(draft),
     )

@@ -14,7 +14,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.clusters.charging import SU_QUANTUM, PartitionSpec, charge, split_evenly
+from accounting.clusters.charging import (
+    SU_QUANTUM,
+    PartitionSpec,
+    charge,
+    node_share_even,
+    split_evenly,
+)
 from accounting.clusters.specs import cluster_definition_parse
 from accounting.costs.costmodels import cost_model_parse
 from accounting.ledger.impact import (
@@ -153,3 +159,28 @@ def test_money_per_node_second_is_the_partitions_average_node_hour_cost() -> Non
     # two nodes at 1 EUR and two at 3 EUR per node-hour: 2 EUR per node-hour on average
     assert node_second_cost(model, "nid[1001-1004]") * 3600 == 2
     assert node_second_cost(model, "nid[1003-1004]") * 3600 == 3
+
+
+@given(ledgers())
+def test_money_node_seconds_follow_the_cost_models_one_rule(ledger) -> None:
+    """A shared model charges each job's share of its nodes (eq 1's max fraction), as the cost
+    pages do; an exclusive one whole nodes: the rate-change impact prices money by the same
+    rule (``CostModel.charged_share``), not by whole node-seconds under every model."""
+    spec, jobs = ledger
+    (group,) = shapes_repriced(_sums([(1, shape, s) for _, shape, s in jobs]), {"p": spec}).values()
+    exclusive = cost_model_parse("currency EUR\nnodes all n[1-4]\nrate node 1 1/h\n")
+    shared = cost_model_parse("currency EUR\nnodes-are shared\nnodes all n[1-4]\nrate node 1 1/h\n")
+    whole = sum(shape["nodes"] * seconds for _, shape, seconds in jobs)
+    held = sum(
+        (
+            node_share_even(
+                spec, nodes=shape["nodes"], cores=shape["cores"],
+                memory_mb=shape["memory_mb"], gpus=shape["gpus"],
+            ) * shape["nodes"] * seconds
+            for _, shape, seconds in jobs
+        ),
+        Fraction(0),
+    )  # fmt: skip
+    assert group.paid_node_seconds(exclusive) == whole == group.node_seconds
+    assert group.paid_node_seconds(shared) == held
+    assert held <= whole
