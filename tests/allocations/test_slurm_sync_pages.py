@@ -7,9 +7,17 @@ from django.urls import reverse
 
 from allocations import tasks
 from allocations.models import SlurmDriftCheck, SlurmSyncAction, SlurmSyncPlan, SlurmSyncRequest
+from tests.accounting.test_import_faults import _broker_at
+from tests.conftest import needs_real_services
 from tests.factories import ResourcePoolFactory, UserFactory, example_cluster
+from tests.portal.test_health import _closed_port
 
 pytestmark = pytest.mark.django_db
+
+
+def _nobody_at_the_broker():
+    """This process's sends go to a Redis port nobody listens on (a broker that is down)."""
+    return _broker_at(f"redis://127.0.0.1:{_closed_port()}/0")
 
 
 @pytest.fixture
@@ -79,18 +87,15 @@ def test_a_member_cannot_approve_a_plan(client, plan):
 
 @pytest.mark.parametrize("what", ["plan", "check"])
 def test_a_request_slurm_cannot_answer_ends_on_the_page_in_a_sentence(
-    client, plan, settings, tmp_path, django_capture_on_commit_callbacks, monkeypatch, what
+    client, plan, settings, tmp_path, django_capture_on_commit_callbacks, what
 ):
     """ "Plan now" and "Check for drift" with no sacctmgr on the host: the page says what
     failed, which program, where it was looked for and what to set (it said "No plan waiting"
     and nothing else)."""
     settings.SLURM_BIN_DIR = str(tmp_path / "no-slurm-here")
     client.force_login(UserFactory.create(is_staff=True))
-    task = tasks.slurm_sync_plan_task if what == "plan" else tasks.slurm_sync_check_task
-    # The worker's part runs here, with what the page sent it.
-    monkeypatch.setattr(task, "apply_async", lambda args, kwargs, **_: task(*args, **kwargs))
 
-    with django_capture_on_commit_callbacks(execute=True):
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs eagerly here
         client.post(
             reverse("allocations:slurm-sync-refresh", args=["slurm-testbed"]), {"what": what}
         )
@@ -104,44 +109,14 @@ def test_a_request_slurm_cannot_answer_ends_on_the_page_in_a_sentence(
     assert "FileNotFoundError" not in page
 
 
-def test_a_plan_with_nothing_to_change_says_so(
-    client, plan, django_capture_on_commit_callbacks, monkeypatch
-):
-    from allocations.slurm import sync
-
-    monkeypatch.setattr(
-        sync,
-        "actual_state_read",
-        lambda cluster: sync.desired_state_build(cluster=cluster).accounts,
-    )
-    client.force_login(UserFactory.create(is_staff=True))
-    monkeypatch.setattr(
-        tasks.slurm_sync_plan_task, "apply_async",
-        lambda args, kwargs, **_: tasks.slurm_sync_plan_task(*args, **kwargs),
-    )  # fmt: skip
-
-    with django_capture_on_commit_callbacks(execute=True):
-        client.post(
-            reverse("allocations:slurm-sync-refresh", args=["slurm-testbed"]), {"what": "plan"}
-        )
-    page = client.get(reverse("allocations:slurm-sync")).content.decode()
-
-    assert SlurmSyncRequest.objects.get().outcome == SlurmSyncRequest.Outcome.NOTHING
-    assert "nothing to change: Slurm matches the portal" in page
-
-
+@pytest.mark.worker  # tasks are sent, not run eagerly: to a broker that is down
 def test_a_request_the_queue_would_not_take_fails_at_once_with_the_reason(
-    client, plan, django_capture_on_commit_callbacks, monkeypatch
+    client, plan, django_capture_on_commit_callbacks
 ):
-    from kombu.exceptions import OperationalError
-
-    def refuse(*args, **kwargs):
-        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-
-    monkeypatch.setattr(tasks.slurm_sync_plan_task, "apply_async", refuse)
+    needs_real_services("a task the queue refuses", broker=True)
     client.force_login(UserFactory.create(is_staff=True))
 
-    with django_capture_on_commit_callbacks(execute=True):
+    with _nobody_at_the_broker(), django_capture_on_commit_callbacks(execute=True):
         client.post(
             reverse("allocations:slurm-sync-refresh", args=["slurm-testbed"]), {"what": "plan"}
         )
@@ -151,19 +126,15 @@ def test_a_request_the_queue_would_not_take_fails_at_once_with_the_reason(
     assert "The plan failed: it could not be handed to a worker: the task queue" in page
 
 
+@pytest.mark.worker  # tasks are sent, not run eagerly: to a broker that is down
 def test_an_approved_plan_the_queue_would_not_take_fails_with_the_reason(
-    client, plan, django_capture_on_commit_callbacks, monkeypatch
+    client, plan, django_capture_on_commit_callbacks
 ):
     """It stayed "approved" for a worker that would never come, after a 500."""
-    from kombu.exceptions import OperationalError
-
-    def refuse(*args, **kwargs):
-        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-
-    monkeypatch.setattr(tasks.slurm_sync_apply_task, "apply_async", refuse)
+    needs_real_services("a task the queue refuses", broker=True)
     client.force_login(UserFactory.create(is_staff=True))
 
-    with django_capture_on_commit_callbacks(execute=True):
+    with _nobody_at_the_broker(), django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("allocations:slurm-sync-approve", args=[plan.pk]))
     page = client.get(reverse("allocations:slurm-sync")).content.decode()
 

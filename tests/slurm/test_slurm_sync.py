@@ -23,7 +23,7 @@ from django.utils import timezone
 from accounting.clusters.charging import NodeUsage, charge
 from accounting.models import Cluster
 from allocations.grants.services import adjustment_top_up, allocation_grant
-from allocations.models import SlurmDriftCheck, SlurmSyncPlan
+from allocations.models import SlurmDriftCheck, SlurmSyncPlan, SlurmSyncRequest
 from allocations.slurm.sync import (
     slurm_sync_apply,
     slurm_sync_approve,
@@ -171,6 +171,26 @@ def test_a_granted_project_becomes_an_account_with_its_members_and_su_as_billing
     again = slurm_sync_plan(cluster=cluster)
     assert again.plan is None
     assert [action for action in again.actions if action.applied] == []
+
+
+def test_plan_now_on_the_page_when_slurm_matches_the_portal_says_nothing_to_change(
+    slurm_testbed, on_testbed, client, django_capture_on_commit_callbacks
+):
+    """The staff page's "Plan now" after an apply: the real Slurm matches the portal, and the
+    page says so (it said "No plan waiting." and nothing else)."""
+    centre = _centre(su="100")
+    _apply(slurm_sync_plan(cluster=centre.cluster).plan)
+    client.force_login(UserFactory.create(is_staff=True))
+
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs eagerly here
+        client.post(
+            reverse("allocations:slurm-sync-refresh", args=[centre.cluster.name]),
+            {"what": "plan"},
+        )
+    page = client.get(reverse("allocations:slurm-sync")).content.decode()
+
+    assert SlurmSyncRequest.objects.get().outcome == SlurmSyncRequest.Outcome.NOTHING
+    assert "nothing to change: Slurm matches the portal" in page
 
 
 def test_removing_a_member_deletes_their_association_and_a_top_up_raises_the_limit(
