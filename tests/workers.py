@@ -78,8 +78,9 @@ def start_celery_worker(
 @contextmanager
 def others_not_consuming(queue: str = "imports") -> Iterator[None]:
     """While the block runs, no other worker of this test run takes tasks from ``queue`` (the
-    session's worker stops consuming it and starts again after): a test whose own worker must
-    be the one that runs a task (its environment differs) then cannot lose it to another."""
+    session's worker stops consuming it and starts again after), and nothing left by an earlier
+    test waits in the queues: a test whose own worker must be the one that runs a task (its
+    environment differs) then runs only its own tasks and loses none to another worker."""
     from portal.celery import app
 
     session = f"session-{os.getpid()}@"
@@ -87,6 +88,11 @@ def others_not_consuming(queue: str = "imports") -> Iterator[None]:
     nodes = [name for reply in replies for name in reply if name.startswith(session)]
     if nodes:
         app.control.cancel_consumer(queue, destination=nodes, reply=True)
+    # A task an earlier test of this process left in the queue (each test process has a
+    # broker database of its own, and its tests run one at a time) would go to this test's
+    # worker first: a worker with a fault hook then died on it before it answered its
+    # start-up ping ("did not start"). The block starts with the queues empty.
+    app.control.purge()
     try:
         yield
     finally:
