@@ -19,13 +19,14 @@ SQLite (the demo) keeps one plain table; every function here does nothing there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
 from django.db import connection, transaction
+from psycopg.copy import QueuedLibpqWriter
 
 from kit.pg_copy import rows_copy
 
@@ -239,20 +240,32 @@ def key_table_kept_here(cursor: Any) -> Iterator[None]:
 def job_ids_reserve(cursor: Any, count: int) -> list[int]:
     """``count`` new job ids from the ledger's identity sequence, for rows written with COPY
     whose key rows are written beside them."""
-    cursor.execute(
-        "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-        [TABLE, count],
-    )
+    # The sequence's name is looked up once, not for each id.
+    cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [TABLE])
+    (sequence,) = cursor.fetchone()
+    cursor.execute("SELECT nextval(%s::regclass) FROM generate_series(1, %s)", [sequence, count])
     return [pk for (pk,) in cursor.fetchall()]
 
 
-def keys_insert(cursor: Any, rows: Iterable[Mapping[str, Any]]) -> None:
-    """The key rows of new jobs (each row holds ``id`` and :data:`KEY_COLUMNS`), in one COPY.
-    A key a concurrent import wrote first fails on the unique key, as the ledger's insert
-    would have."""
+def keys_insert(
+    cursor: Any,
+    rows: Iterable[Mapping[str, Any]],
+    text: bytes = b"",
+    *,
+    during: Callable[[], None] | None = None,
+) -> None:
+    """The key rows of new jobs (each row holds ``id`` and :data:`KEY_COLUMNS`), and any
+    more given as ``COPY`` ``text`` in those columns, in one COPY. A key a concurrent import
+    wrote first fails on the unique key, as the ledger's insert would have. ``during`` runs
+    while the server reads them (a worker thread sends what was written)."""
     columns = ", ".join(("job_id", *KEY_COLUMNS))
-    with cursor.cursor.copy(f"COPY {KEY_TABLE} ({columns}) FROM STDIN") as copy:
+    sql = f"COPY {KEY_TABLE} ({columns}) FROM STDIN"
+    with cursor.cursor.copy(sql, writer=QueuedLibpqWriter(cursor.cursor)) as copy:
         rows_copy(copy, list(rows), ("id", *KEY_COLUMNS))
+        if text:
+            copy.write(text)
+        if during is not None:
+            during()
 
 
 def keys_update_from(cursor: Any, changes: str) -> None:

@@ -141,6 +141,10 @@ class FastLine(NamedTuple):
     qos: str
     exit_code: str
     parser: _LineParser
+    # The times as Unix seconds (what the frame of new rows reads: accounting.ledger.frame_rows).
+    submit_s: int
+    start_s: int
+    end_s: int
 
     # What the batch asks of a record: a finished job's only run, its cluster the dump's.
     @property
@@ -388,7 +392,7 @@ class _ChunkReader:
                 _EPOCH + submit * second, _EPOCH + start * second, _EPOCH + end * second,
                 int(elapsed), int(energy) if energy else None, user, account, partition,
                 states[state_raw], state_raw, nodelist, nnodes[nnodes_text], allocs[alloc_text],
-                timelimits[timelimit_text], qos, exit_code, parser,
+                timelimits[timelimit_text], qos, exit_code, parser, submit, start, end,
             )  # fmt: skip
         return result
 
@@ -508,10 +512,12 @@ class Lookups(Protocol):
 
     cluster: Any
     pricer: Any
+    horizon: datetime
 
     def project(self, account: str) -> Any: ...
     def partition(self, name: str) -> Any: ...
     def version(self, partition: Any, at: datetime) -> Any: ...
+    def versions_of(self, partition: Any) -> list[Any]: ...
     def user_id(self, username: str) -> int | None: ...
 
 

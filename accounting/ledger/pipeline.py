@@ -52,11 +52,12 @@ from django.db import (
 from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
+from psycopg.copy import QueuedLibpqWriter
 
 from accounting.clusters import charging, efficiency
 from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer, JobShape
-from accounting.ledger import columnar
+from accounting.ledger import columnar, frame_rows
 from accounting.ledger.limits import CHARGE_LIMITS, INPUT_LIMITS, account_check, limits_check
 from accounting.ledger.policy import booking_for, booking_never_ran, reserved_for
 from accounting.ledger.references import references_check
@@ -67,6 +68,7 @@ from accounting.ledger.rollups import (
     hourly_apply,
     is_booked,
     rollup_add,
+    rollups_add_frame,
     rollups_add_new,
     shapes_apply,
 )
@@ -90,6 +92,7 @@ from accounting.ledger.usage import (
     usage_values,
 )
 from accounting.ledger_storage import (
+    KEY_COLUMNS,
     KEY_TABLE,
     is_partitioned,
     job_ids_reserve,
@@ -282,14 +285,18 @@ class _Lookups:
             ).first()
         return self.partitions[name]
 
-    def version(self, partition: Partition, at: datetime) -> PartitionVersion | None:
+    def versions_of(self, partition: Partition) -> list[PartitionVersion]:
+        """The partition's rate versions, newest first."""
         versions = self.versions.get(partition.pk)
         if versions is None:
             versions = list(partition.versions.order_by("-effective_from"))
             for version in versions:
                 version.partition = partition
             self.versions[partition.pk] = versions
-        for version in versions:
+        return versions
+
+    def version(self, partition: Partition, at: datetime) -> PartitionVersion | None:
+        for version in self.versions_of(partition):
             if version.effective_from <= at:
                 return version
         return None
@@ -578,12 +585,23 @@ def _fingerprint(header: str, raw: str, steps_usage: JobUsage | None = None) -> 
 _INSERT_FIELDS = [f for f in Job._meta.concrete_fields if not f.primary_key]
 
 
-def _jobs_insert(rows: list[dict[str, Any]]) -> None:
+def _jobs_insert(
+    rows: list[dict[str, Any]],
+    framed: frame_rows.NewRows | None = None,
+    *,
+    during: Callable[[], None] | None = None,
+    **frame_values: Any,
+) -> None:
     """Insert new ledger rows: COPY on PostgreSQL (the bulk of a first import), else the ORM.
+    ``framed`` are more new rows as a frame (PostgreSQL only), written in the same COPY;
+    ``frame_values`` are what ``frame_rows.copy_frame`` needs besides them. ``during`` is
+    work of the batch's own that runs while the server reads the rows (or after the insert,
+    off PostgreSQL).
 
     A row inserted meanwhile by a concurrent import makes COPY fail on the unique key; the
     batch is then retried and finds that row existing.
     """
+    framed_count = 0 if framed is None else framed.frame.height
     columns = ", ".join(connection.ops.quote_name(f.column or f.attname) for f in _INSERT_FIELDS)
     attnames = [f.attname for f in _INSERT_FIELDS]
     if connection.vendor != "postgresql":
@@ -598,25 +616,59 @@ def _jobs_insert(rows: list[dict[str, Any]]) -> None:
         ]
         with connection.cursor() as cursor:
             cursor.executemany(sql, prepared)
+        if during is not None:
+            during()
         return
     for row in rows:
         warnings = row["warnings"]
         row["warnings"] = "[]" if warnings == [] else json.dumps(warnings)
     with connection.wrap_database_errors, connection.cursor() as cursor:
         if not is_partitioned():
-            with cursor.cursor.copy(f"COPY {Job._meta.db_table} ({columns}) FROM STDIN") as copy:
+            sql = f"COPY {Job._meta.db_table} ({columns}) FROM STDIN"
+            with cursor.cursor.copy(sql, writer=QueuedLibpqWriter(cursor.cursor)) as copy:
                 rows_copy(copy, rows, attnames)
+                if framed is not None and framed_count:
+                    values = frame_rows.copy_frame(
+                        framed, ids=None, columns=attnames, **frame_values
+                    )
+                    copy.write(frame_rows.copy_text(values))
+                if during is not None:
+                    during()
             return
         # The key rows first, with ids taken from the ledger's sequence: a key a concurrent
         # import wrote first fails here, before the ledger's COPY. The key table's triggers
         # skip these statements (migration 0022).
-        for row, pk in zip(rows, job_ids_reserve(cursor, len(rows)), strict=True):
+        ids = job_ids_reserve(cursor, len(rows) + framed_count)
+        for row, pk in zip(rows, ids, strict=False):
             row["id"] = pk
+        framed_ids = ids[len(rows) :]
+        key_text = b""
+        if framed is not None and framed_count:
+            key_text = frame_rows.copy_text(
+                frame_rows.copy_frame(
+                    framed, ids=framed_ids, columns=["id", *KEY_COLUMNS], **frame_values
+                )
+            )
+        ledger_text: list[bytes] = []
+
+        def ledger_format() -> None:
+            # Formatted while the server reads the key rows (the COPYs' writers are queued:
+            # a write returns at once, a worker thread sends it).
+            if framed is not None and framed_count:
+                values = frame_rows.copy_frame(
+                    framed, ids=framed_ids, columns=["id", *attnames], **frame_values
+                )
+                ledger_text.append(frame_rows.copy_text(values))
+
         with key_table_kept_here(cursor):
-            keys_insert(cursor, rows)
+            keys_insert(cursor, rows, key_text, during=ledger_format)
             sql = f"COPY {Job._meta.db_table} (id, {columns}) FROM STDIN"
-            with cursor.cursor.copy(sql) as copy:
+            with cursor.cursor.copy(sql, writer=QueuedLibpqWriter(cursor.cursor)) as copy:
                 rows_copy(copy, rows, ["id", *attnames])
+                for text in ledger_text:
+                    copy.write(text)
+                if during is not None:
+                    during()  # while the server reads the ledger's rows
 
 
 _UPDATED = [*_COMPARED, "source_hash", "import_run_id", "line_number", "charged_at"]
@@ -763,9 +815,23 @@ def _batch_write(
             run=run, now=now, summary=summary, pricer=pricer,
         )  # fmt: skip
         quarantine.extend(changes.quarantine)
-        references_check([*changes.inserts, *changes.updates])
-        if changes.inserts:
-            _jobs_insert(changes.inserts)
+        references_check(
+            [*changes.inserts, *changes.updates],
+            _framed_references(changes, cluster_id=cluster.pk, run_id=run.pk),
+        )
+        framed = changes.framed
+
+        def framed_rollups() -> None:
+            # The framed rows' roll-up deltas, summed while the server reads their COPY.
+            if framed is not None and changes.framed_hashes:
+                rollups_add_frame(changes.deltas, framed.frame, framed.memories, lookups.zone)
+
+        if changes.inserts or changes.framed_hashes:
+            _jobs_insert(
+                changes.inserts, framed, during=framed_rollups,
+                source_hashes=changes.framed_hashes, cluster_id=cluster.pk, run_id=run.pk,
+                now=now,
+            )  # fmt: skip
         if changes.updates:
             _jobs_update(changes.updates)
         daily_apply(changes.deltas.daily)
@@ -784,6 +850,21 @@ def _batch_write(
             **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
         )
     return summary
+
+
+def _framed_references(changes: _Changes, *, cluster_id: int, run_id: int) -> dict[str, set[Any]]:
+    """The distinct references of the framed new rows, column by column."""
+    if not changes.framed_hashes or changes.framed is None:
+        return {}
+    frame = changes.framed.frame
+    found = {
+        column: set(frame.get_column(name).unique().drop_nulls().to_list())
+        for column, name in (
+            ("project_id", "project_id"), ("partition_id", "partition_id"),
+            ("partition_version_id", "version_id"), ("user_id", "user_id"),
+        )
+    }  # fmt: skip
+    return {**found, "cluster_id": {cluster_id}, "import_run_id": {run_id}}
 
 
 def _repeats_resolve(
@@ -871,6 +952,9 @@ class _Changes:
     quarantine or to mark resolved."""
 
     inserts: list[dict[str, Any]] = field(default_factory=list)
+    # More new rows, as one frame (accounting.ledger.frame_rows), and their fingerprints.
+    framed: frame_rows.NewRows | None = None
+    framed_hashes: list[str] = field(default_factory=list)
     updates: list[Job] = field(default_factory=list)
     deltas: Deltas = field(default_factory=Deltas)
     quarantine: list[_Quarantine] = field(default_factory=list)
@@ -901,18 +985,37 @@ def _changes_for(
     changes = _Changes()
     cluster = lookups.cluster
     new_rows: list[dict[str, Any]] = []  # their roll-up deltas are added in columns
-    fast_rows = (
-        pricer.rows(
+    fast_rows: dict[tuple[str, str], dict[str, Any] | None] = {}
+    framed: set[tuple[str, str]] = set()
+    if pricer is not None:
+        lines = [
             record
             for key, record in batch.records.items()
             if isinstance(record, columnar.FastLine)
             and record.job_id_raw not in batch.usage
             and (key not in known or known[key][1] != fingerprints[key])
-        )
-        if pricer is not None
-        else {}
-    )
+        ]
+        if connection.vendor == "postgresql":
+            # New lines priced into one frame, written and rolled up from it; the rest (and
+            # what the frame leaves) as rows.
+            changes.framed = frame_rows.new_rows_priced(
+                pricer,
+                [line for line in lines if (line.job_id_raw, "") not in known],
+                earliest=EARLIEST,
+                max_held=MAX_HELD,
+            )
+            if changes.framed.frame.height:
+                raw_ids = changes.framed.frame.get_column("job_id_raw").to_list()
+                framed = {(job_id_raw, "") for job_id_raw in raw_ids}
+                changes.framed_hashes = [fingerprints[(raw_id, "")] for raw_id in raw_ids]
+            lines = [line for line in lines if (line.job_id_raw, "") not in framed]
+        fast_rows = pricer.rows(lines)
     for key, record in batch.records.items():
+        if key in framed:
+            summary.add_one("charged")  # booked (charged or refunded), new
+            changes.stored_lines.append(record.raw)
+            changes.stored_ids.append(record.job_id_raw)
+            continue
         stored = known.get(key)
         locked = old_jobs.get(key)
         if locked is not None and locked.source_hash == fingerprints[key]:

@@ -54,19 +54,23 @@ def _distinct(mappings: list[Mapping[str, Any]], jobs: list[Job], name: str) -> 
     return values
 
 
-def references_check(rows: Iterable[Mapping[str, Any] | Job]) -> None:
-    """Check that every row the batch writes (new rows as dicts, changed ones as jobs) points
-    at rows that exist, and keep those from being deleted until the batch commits. Call it in
-    the batch's transaction, before the rows are written. Raises :class:`ReferenceMissing`
-    naming each missing reference."""
+def references_check(
+    rows: Iterable[Mapping[str, Any] | Job], more: Mapping[str, set[Any]] | None = None
+) -> None:
+    """Check that every row the batch writes (new rows as dicts, changed ones as jobs, and
+    ``more`` distinct values per column of rows written as a frame) points at rows that
+    exist, and keep those from being deleted until the batch commits. Call it in the batch's
+    transaction, before the rows are written. Raises :class:`ReferenceMissing` naming each
+    missing reference."""
     rows = list(rows)
-    if not rows:
+    more = more or {}
+    if not rows and not any(more.values()):
         return
     mappings = [row for row in rows if isinstance(row, Mapping)]
     jobs = [row for row in rows if not isinstance(row, Mapping)]
     missing: list[str] = []
     for column, label, model in _referenced():
-        wanted = _distinct(mappings, jobs, column)
+        wanted = _distinct(mappings, jobs, column) | more.get(column, set())
         if not wanted:
             continue
         table = connection.ops.quote_name(model._meta.db_table)

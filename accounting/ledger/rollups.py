@@ -433,6 +433,107 @@ def rollups_add_new(deltas: Deltas, rows: list[dict[str, Any]], zone: tzinfo) ->
     _hours_bulk(deltas, frame, rows=bulk, zone=zone)
 
 
+def rollups_add_frame(
+    deltas: Deltas, frame: pl.DataFrame, memories: list[Decimal], zone: tzinfo
+) -> None:
+    """:func:`rollups_add_new` for the new rows of ``accounting.ledger.frame_rows`` (booked,
+    finished jobs with no cost and no efficiency, of sizes the columns sum), read from their
+    frame without a row in Python. ``memories`` are the AllocTRES memories of the frame's
+    ``alloc`` codes. The local day of each end comes from the zone's offset over its UTC hour,
+    looked up once per hour (per row, with ``_day_of``, in an hour the offset changes in)."""
+    if frame.is_empty():
+        return
+    end = pl.col("end_s")
+    day = pl.lit(local_day_numbers(frame.get_column("end_s"), zone))
+    joules = pl.col("consumed_energy_joules").cast(pl.Int128)
+    measured = pl.when(joules > 0).then(
+        # footprint.measured_energy_wh: joules / 3600 to 6 places, half-even.
+        _half_even_quotient(joules * _MILLION, 3600)
+    )
+    bulk = frame.select(
+        "project_id",
+        "partition_id",
+        pl.col("user").alias("username"),
+        day.cast(pl.Int32).cast(pl.Date).alias("day"),
+        pl.col("su_q").alias("su"),
+        pl.col("wh_q").alias("wh"),
+        measured.alias("measured"),
+        "cpus",
+        "gpus",
+        pl.col("elapsed_seconds").alias("elapsed"),
+        (pl.col("charge_state") == Job.ChargeState.CHARGED).alias("charged"),
+        "nnodes",
+        pl.col("alloc").alias("memory"),
+        pl.col("start_s").alias("start"),
+        end.alias("end"),
+    ).cast(_BULK_SCHEMA)  # type: ignore[arg-type]
+    _daily_bulk(deltas, bulk)
+    _shapes_bulk(
+        deltas, bulk, {code: _shape_memory(memory) for code, memory in enumerate(memories)}
+    )
+    _hours_bulk(deltas, bulk, rows=_FrameRows(frame), zone=zone)
+
+
+_EPOCH_DAY = date(1970, 1, 1)
+
+
+def local_day_numbers(ends: pl.Series, zone: tzinfo) -> pl.Series:
+    """``_day_of`` of each end (Unix seconds), as days since 1970-01-01: the zone's offset is
+    looked up once per UTC hour the ends fall in, and used where it is the same at the
+    hour's first and last second; in an hour the offset changes in, each end is read with
+    ``_day_of`` itself."""
+    offsets: dict[int, int] = {}
+    for hour in (ends // 3600).unique().to_list():
+        first = _offset_seconds(hour * 3600, zone)
+        if first == _offset_seconds(hour * 3600 + 3599, zone):
+            offsets[hour] = first
+    frame = pl.DataFrame({"end": ends}, schema={"end": pl.Int64})
+    end = pl.col("end")
+    offset = (end // 3600).replace_strict(offsets, default=None, return_dtype=pl.Int64)
+    local_days = {
+        seconds: (_day_of(from_epoch_seconds(seconds), zone) - _EPOCH_DAY).days
+        for seconds in frame.filter(offset.is_null()).get_column("end").unique().to_list()
+    }
+    return frame.select(
+        pl.when(offset.is_not_null())
+        .then((end + offset) // 86400)
+        .otherwise(end.replace_strict(local_days, default=None, return_dtype=pl.Int64))
+        .alias("day")
+    ).get_column("day")
+
+
+def _offset_seconds(seconds: int, zone: tzinfo) -> int:
+    offset = datetime.fromtimestamp(seconds, zone).utcoffset()
+    return 0 if offset is None else int(offset.total_seconds())
+
+
+def _half_even_quotient(numerator: pl.Expr, denominator: int) -> pl.Expr:
+    quanta = numerator // denominator
+    twice = (numerator - quanta * denominator) * 2
+    up = (twice > denominator) | ((twice == denominator) & (quanta % 2 == 1))
+    return quanta + up.cast(pl.Int128)
+
+
+class _FrameRows:
+    """The few values ``_hours_add`` reads of a frame's row, for the rows whose local hours
+    are not UTC hours."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        row = self.frame.row(index, named=True)
+        return {
+            "partition_id": row["partition_id"],
+            "start": from_epoch_seconds(row["start_s"]),
+            "end": from_epoch_seconds(row["end_s"]),
+            "cpus": row["cpus"],
+            "gpus": row["gpus"],
+            "charge_state": row["charge_state"],
+            "elapsed_seconds": row["elapsed_seconds"],
+        }
+
+
 _BULK_SCHEMA: dict[str, Any] = {
     "project_id": pl.Int64, "partition_id": pl.Int64, "username": pl.String, "day": pl.Date,
     "su": pl.Int128, "wh": pl.Int128, "measured": pl.Int128, "cpus": pl.Int64,
@@ -523,9 +624,7 @@ def _shapes_bulk(deltas: Deltas, frame: pl.DataFrame, memories: dict[int, Decima
         current[2] += _decimal(su)
 
 
-def _hours_bulk(
-    deltas: Deltas, frame: pl.DataFrame, *, rows: list[dict[str, Any]], zone: tzinfo
-) -> None:
+def _hours_bulk(deltas: Deltas, frame: pl.DataFrame, *, rows: Any, zone: tzinfo) -> None:
     """The hours of the rows in ``frame`` that held cores or GPUs, split by UTC hours; a row
     whose local hours are not UTC hours is split by :func:`_hours_add`."""
     held = frame.with_row_index("row").filter(

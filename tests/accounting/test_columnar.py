@@ -21,7 +21,16 @@ from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger import columnar
 from accounting.ledger.pipeline import jobs_import
 from accounting.ledger.sacct import line_item, parse_sacct
-from accounting.models import Cluster, Job, QuarantinedRecord, UsageDaily, UsageShapeDaily
+from accounting.ledger_storage import KEY_COLUMNS, KEY_TABLE, is_partitioned
+from accounting.models import (
+    Cluster,
+    Job,
+    QuarantinedRecord,
+    UsageDaily,
+    UsageShapeDaily,
+    UsageShapeMonthly,
+    UtilisationHourly,
+)
 from benchmarks.sacct_generator import sacct_lines
 from kit import pg_copy
 from kit.pg_copy import copy_text as pg_copy_text
@@ -61,19 +70,39 @@ def _state():
         key=repr,
     )  # fmt: skip
     shapes = sorted(UsageShapeDaily.objects.values_list(), key=lambda row: repr(row[1:]))
+    hourly = sorted(
+        UtilisationHourly.objects.values_list(
+            "partition_id", "hour_start", "core_seconds", "gpu_seconds"
+        )
+    )
+    months = sorted(UsageShapeMonthly.objects.values_list(), key=lambda row: repr(row[1:]))
     quarantined = sorted(
         (raw, re.sub(r"this import \([^)]*\)", "this import", reason), field_name)
         for raw, reason, field_name in QuarantinedRecord.objects.values_list(
             "raw", "reason", "field"
         )
     )
-    return jobs, daily, [row[1:] for row in shapes], quarantined
+    return (
+        jobs, daily, [row[1:] for row in shapes], quarantined, hourly,
+        [row[1:] for row in months], _keys(),
+    )  # fmt: skip
+
+
+def _keys():
+    """The key table's rows (the partitioned ledger's), without the job's id."""
+    if connection.vendor != "postgresql" or not is_partitioned():
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(KEY_COLUMNS)} FROM {KEY_TABLE}")  # noqa: S608
+        return sorted(cursor.fetchall(), key=repr)
 
 
 def _clear():
     Job.objects.all().delete()
     UsageDaily.objects.all().delete()
     UsageShapeDaily.objects.all().delete()
+    UsageShapeMonthly.objects.all().delete()
+    UtilisationHourly.objects.all().delete()
     QuarantinedRecord.objects.all().delete()
 
 
@@ -140,7 +169,7 @@ AWKWARD = {
     "TimelimitRaw": ["", "UNLIMITED", "Partition_Limit", "x", "99999999999999999999"],
     "ExitCode": ["", "0:0", "x", "1:2:3"],
     "QOS": ["", "q" * 65],
-    "JobName": ["", "n" * 257, "x|y"],
+    "JobName": ["", "n" * 257, "x|y", "back\\slash", "a\ttab", "cr\rhere"],
     "ConsumedEnergyRaw": ["", "x", "123", "99999999999999999999"],
     "Partition": ["", "nope", "gpu"],
     "Account": ["", "pawsey0004", "nobody"],
@@ -167,7 +196,12 @@ def salted_files(draw):
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(text=salted_files(), zone=st.sampled_from(["UTC", "Europe/Berlin", "Australia/Perth"]))
+@given(
+    text=salted_files(),
+    zone=st.sampled_from(
+        ["UTC", "Europe/Berlin", "Australia/Perth", "Asia/Kolkata", "Australia/Lord_Howe"]
+    ),
+)
 def test_salted_files_book_the_same_rows_by_columns_as_line_by_line(testbed, text, zone):
     testbed.timezone = zone
     testbed.save(update_fields=["timezone"])

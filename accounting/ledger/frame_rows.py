@@ -1,0 +1,379 @@
+"""New ledger rows of fast lines as one polars frame, from the pricer to the COPY and the
+roll-ups (docs/importing.md, "Columns end to end").
+
+The import's first pass over a file is almost all new, finished jobs read by the columnar
+reader (:class:`~accounting.ledger.columnar.FastLine`). Their rows used to be priced into one
+Python dict per row, copied, gathered back into columns for the roll-ups and formatted value
+by value for the COPY: most of the write stage. Here the batch's new fast lines become one
+frame, and stay one:
+
+- :func:`new_rows_priced` prices them in columns. Each rule runs once per distinct value with
+  the import's own lookups and the charging engine (the account's project, created in the
+  order the lines name them; the partition; the rate version in force at each start; the
+  user; one :func:`~accounting.clusters.charging.charge_rate` per shape, checked once against
+  ``charge()``; the booking of each state), and per row only integer arithmetic: SU and Wh as
+  ``elapsed x rate`` rounded half-even in 128-bit integers, exactly as the engine rounds.
+  A line the columns do not vouch for (an unknown account or partition, a time the common
+  case does not cover, no rate version, a charge beyond the ledger or beyond 128 bits, a cost
+  model, a size the bulk roll-ups do not sum) is handed back, for ``ShapePricer.rows`` and
+  then the per-line code, which decide as before.
+- :func:`copy_text` makes the ledger's and the key table's ``COPY`` text from the frame in
+  polars, every column formatted by its type in one expression.
+- ``rollups.rollups_add_frame`` sums the frame's roll-up deltas.
+
+The frame's rows are exactly the rows ``ShapePricer.rows`` and ``pipeline._row_for`` make of
+the same lines (``tests/accounting/test_columnar.py`` imports every sample both ways;
+``tests/accounting/test_frame_rows.py`` pins the pieces).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import polars as pl
+
+from accounting.ledger.columnar import FastLine, ShapePricer, _quanta_bound
+from accounting.ledger.limits import account_check
+from accounting.ledger.policy import booking_for
+from accounting.ledger.usage import USAGE_COLUMNS
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECOND = timedelta(seconds=1)
+# Products of elapsed x rate x 10^6 stay below this, so that 128-bit integers hold them.
+_INT128_SAFE = 2**126
+_MILLION = 10**6
+# What the roll-ups sum in columns (rollups._BULK_COUNT_LIMIT, _BULK_SECONDS_LIMIT).
+_COUNT_LIMIT = 2**31
+_SECONDS_LIMIT = 2**40
+
+
+class NewRows(NamedTuple):
+    """The priced rows of a batch's new fast lines, the lines left to the other paths, and
+    the memory of each AllocTRES code (the frame's ``alloc``)."""
+
+    frame: pl.DataFrame
+    left: list[FastLine]
+    memories: list[Decimal]
+
+
+# What each row takes from its FastLine, as typed columns.
+_LINE_COLUMNS: dict[str, Any] = {
+    "line_number": pl.Int64, "job_id": pl.String, "job_id_raw": pl.String,
+    "array_job_id": pl.String, "array_task_id": pl.String, "job_name": pl.String,
+    "submit_s": pl.Int64, "start_s": pl.Int64, "end_s": pl.Int64, "elapsed_seconds": pl.Int64,
+    "consumed_energy_joules": pl.Int64, "user": pl.String, "account": pl.String,
+    "partition": pl.String, "state": pl.String, "state_raw": pl.String, "nodelist": pl.String,
+    "nnodes": pl.Int64, "timelimit_minutes": pl.Int64, "qos": pl.String, "exit_code": pl.String,
+}  # fmt: skip
+
+
+def _whole_seconds_up(moment: datetime) -> int:
+    """The first whole second at or after ``moment``, as Unix seconds."""
+    delta = moment - _EPOCH
+    seconds = delta // _SECOND
+    return seconds + 1 if delta % _SECOND else seconds
+
+
+def _whole_seconds_down(moment: datetime) -> int:
+    return (moment - _EPOCH) // _SECOND
+
+
+def _half_even(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
+    """``numerator / denominator`` rounded half-even to a whole number (both non-negative)."""
+    quanta = numerator // denominator
+    twice = (numerator - quanta * denominator) * 2
+    up = (twice > denominator) | ((twice == denominator) & (quanta % 2 == 1))
+    return quanta + up.cast(pl.Int128)
+
+
+def new_rows_priced(
+    pricer: ShapePricer,
+    lines: Sequence[FastLine],
+    *,
+    earliest: datetime,
+    max_held: timedelta,
+) -> NewRows:
+    """Price ``lines`` (new fast lines of one batch, in the batch's order) in columns.
+
+    ``earliest`` and ``max_held`` are the common case of ``pipeline._time_problem`` (with the
+    lookups' horizon); a line outside it is left to the pricer's own check.
+    """
+    lookups = pricer.lookups
+    if not lines or lookups.pricer is not None:
+        # A cost model prices each job by its node list: the per-line code's work.
+        return NewRows(pl.DataFrame(), list(lines), [])
+    started = time.perf_counter()
+    projects = pricer.projects
+    columns = dict(zip(FastLine._fields, zip(*lines, strict=True), strict=True))
+    # The per-line order: each account's project first (it may be created), in the order the
+    # lines name them; an account the per-line code quarantines creates nothing.
+    project_ids: dict[str, int] = {}
+    for account in dict.fromkeys(columns["account"]):
+        project = projects.get(account)
+        if project is None:
+            if account_check(account) is not None:
+                continue
+            project = projects[account] = lookups.project(account)
+        if project is not None:
+            project_ids[account] = project.pk
+    partitions = {name: lookups.partition(name) for name in set(columns["partition"])}
+    user_ids = {user: lookups.user_id(user) for user in set(columns["user"])}
+    # Each distinct AllocTRES reading (one object per distinct text): its code, sizes and the
+    # text of its decimals as the ledger's COPY reads them.
+    allocs: dict[int, Any] = {}
+    for alloc in columns["alloc"]:
+        allocs.setdefault(id(alloc), alloc)
+    alloc_codes = {key: code for code, key in enumerate(allocs)}
+    alloc_list = list(allocs.values())
+    frame = pl.DataFrame(
+        {
+            "index": range(len(lines)),
+            **{name: columns[name] for name in _LINE_COLUMNS},
+            "alloc": [alloc_codes[id(alloc)] for alloc in columns["alloc"]],
+        },
+        schema={"index": pl.Int64, **_LINE_COLUMNS, "alloc": pl.Int64},
+    )
+    alloc_table = pl.DataFrame(
+        {
+            "alloc": range(len(alloc_list)),
+            "cpus": [alloc.cpus for alloc in alloc_list],
+            "gpus": [alloc.gpus for alloc in alloc_list],
+            "memory_text": [str(alloc.memory_mb) for alloc in alloc_list],
+            "billing_text": [
+                None if alloc.billing is None else str(alloc.billing) for alloc in alloc_list
+            ],
+        },
+        schema={
+            "alloc": pl.Int64, "cpus": pl.Int64, "gpus": pl.Int64, "memory_text": pl.String,
+            "billing_text": pl.String,
+        },
+    )  # fmt: skip
+    horizon = _whole_seconds_down(lookups.horizon)
+    low = _whole_seconds_up(earliest)
+    submit, start, end = pl.col("submit_s"), pl.col("start_s"), pl.col("end_s")
+    partition_of = {name: p.pk for name, p in partitions.items() if p is not None}
+    frame = (
+        frame.join(alloc_table, on="alloc", how="left")
+        .with_columns(
+            pl.col("account")
+            .replace_strict(project_ids, default=None, return_dtype=pl.Int64)
+            .alias("project_id"),
+            pl.col("partition")
+            .replace_strict(partition_of, default=None, return_dtype=pl.Int64)
+            .alias("partition_id"),
+        )
+        .filter(
+            pl.col("project_id").is_not_null()
+            & pl.col("partition_id").is_not_null()
+            # pipeline._time_problem's common case; any other line is the pricer's to judge.
+            & submit.is_between(low, horizon)
+            & (start >= low)
+            & (start <= end)
+            & (end <= horizon)
+            & (end - start <= max_held // _SECOND)
+            # Sizes the roll-ups sum in columns.
+            & (pl.col("cpus") < _COUNT_LIMIT)
+            & (pl.col("gpus") < _COUNT_LIMIT)
+            & (pl.col("elapsed_seconds") < _SECONDS_LIMIT)
+        )
+    )
+    # The rate version in force at each start: the newest that took effect at or before it.
+    versions: dict[int, Any] = {}
+    chain: Any = None
+    for partition in partitions.values():
+        if partition is None:
+            continue
+        for version in lookups.versions_of(partition):
+            versions[version.pk] = version
+            when = (pl.col("partition_id") == partition.pk) & (
+                start >= _whole_seconds_up(version.effective_from)
+            )
+            chain = (pl.when(when) if chain is None else chain.when(when)).then(
+                pl.lit(version.pk, dtype=pl.Int64)
+            )
+    if chain is None:
+        return NewRows(pl.DataFrame(), list(lines), [])
+    frame = frame.with_columns(chain.otherwise(None).alias("version_id")).filter(
+        pl.col("version_id").is_not_null()
+    )
+    # One rate per shape, checked against the engine; shapes whose products could pass 128
+    # bits, or that the engine refuses, are the pricer's.
+    shapes = frame.group_by("version_id", "nnodes", "alloc").agg(pl.col("elapsed_seconds").max())
+    rates: dict[str, list[Any]] = {
+        name: [] for name in ("version_id", "nnodes", "alloc", "su_n", "su_d", "wh_n", "wh_d")
+    }
+    dominant: dict[str, list[Any]] = {"version_id": [], "nnodes": [], "alloc": [], "dom": []}
+    for version_id, nnodes, alloc, longest in shapes.iter_rows():
+        rate = pricer._rate(versions[version_id], nnodes, alloc_list[alloc])
+        if rate is None:
+            continue
+        (su_n, su_d), (wh_n, wh_d) = rate.service_units_per_second, rate.energy_wh_per_second
+        if (
+            max(su_n, wh_n) * _MILLION * max(longest, 1) >= _INT128_SAFE
+            or max(su_d, wh_d) >= _INT128_SAFE
+        ):
+            continue
+        for name, value in zip(
+            rates, (version_id, nnodes, alloc, su_n, su_d, wh_n, wh_d), strict=True
+        ):
+            rates[name].append(value)
+        for name, value in zip(
+            dominant, (version_id, nnodes, alloc, rate.dominant_resource), strict=True
+        ):
+            dominant[name].append(value)
+    rate_table = pl.DataFrame(
+        {**rates, "dom": dominant["dom"]},
+        schema={
+            "version_id": pl.Int64, "nnodes": pl.Int64, "alloc": pl.Int64, "su_n": pl.Int128,
+            "su_d": pl.Int128, "wh_n": pl.Int128, "wh_d": pl.Int128, "dom": pl.String,
+        },
+    )  # fmt: skip
+    elapsed = pl.col("elapsed_seconds").cast(pl.Int128) * _MILLION
+    frame = (
+        frame.join(rate_table, on=["version_id", "nnodes", "alloc"], how="inner")
+        .with_columns(
+            _half_even(elapsed * pl.col("su_n"), pl.col("su_d")).alias("su_q"),
+            _half_even(elapsed * pl.col("wh_n"), pl.col("wh_d")).alias("wh_q"),
+        )
+        .filter(
+            (pl.col("su_q") < _quanta_bound("service_units"))
+            & (pl.col("wh_q") < _quanta_bound("energy_wh"))
+        )
+    )
+    # The booking of each state: how much of the charge is booked, how much held pending.
+    refund = lookups.cluster.refund_node_failures
+    outcome, booked, pending = {}, {}, {}
+    for state in frame.get_column("state").unique().to_list():
+        booking = booking_for(
+            finished=True, state=state, service_units=Decimal(1), refund_node_failures=refund
+        )
+        outcome[state] = str(booking.outcome)
+        booked[state] = int(booking.service_units)
+        pending[state] = int(booking.pending_service_units)
+    state = pl.col("state")
+    frame = frame.with_columns(
+        state.replace_strict(outcome, return_dtype=pl.String).alias("charge_state"),
+        (pl.col("su_q") * state.replace_strict(booked, return_dtype=pl.Int64)).alias("su_q"),
+        (pl.col("su_q") * state.replace_strict(pending, return_dtype=pl.Int64)).alias("pending_q"),
+        pl.col("user").replace_strict(user_ids, default=None, return_dtype=pl.Int64)
+        .alias("user_id"),
+    ).sort("index")  # fmt: skip
+    taken = set(frame.get_column("index").to_list())
+    left = [line for index, line in enumerate(lines) if index not in taken]
+    weights = {pk: version.weight for pk, version in versions.items()}
+    frame = frame.with_columns(
+        pl.col("version_id")
+        .replace_strict(
+            {pk: None if weight is None else str(weight) for pk, weight in weights.items()},
+            return_dtype=pl.String,
+        )
+        .alias("weight_text")
+    )
+    if pricer.stages is not None:
+        pricer.stages.add("price", started)
+    return NewRows(frame, left, [alloc.memory_mb for alloc in alloc_list])
+
+
+def _decimal_text(quanta: pl.Expr) -> pl.Expr:
+    """Whole millionths (non-negative) as the text of a decimal of 6 places."""
+    return pl.format(
+        "{}.{}",
+        (quanta // _MILLION).cast(pl.String),
+        (quanta % _MILLION).cast(pl.String).str.zfill(6),
+    )
+
+
+def _time_text(seconds: pl.Expr) -> pl.Expr:
+    """Unix seconds as a UTC time PostgreSQL reads into timestamptz."""
+    return pl.from_epoch(seconds, time_unit="s").dt.strftime("%Y-%m-%d %H:%M:%S+00")
+
+
+def _escaped(text: pl.Expr) -> pl.Expr:
+    """Text as COPY's text format reads it back (a line never holds a NUL: the reader leaves
+    those to the parser)."""
+    return (
+        text.str.replace_all("\\", "\\\\", literal=True)
+        .str.replace_all("\t", "\\t", literal=True)
+        .str.replace_all("\n", "\\n", literal=True)
+        .str.replace_all("\r", "\\r", literal=True)
+    )
+
+
+def copy_frame(
+    rows: NewRows,
+    *,
+    ids: Sequence[int] | None,
+    source_hashes: Sequence[str],
+    cluster_id: int,
+    run_id: int,
+    now: datetime,
+    columns: Sequence[str],
+) -> pl.DataFrame:
+    """The rows' values as text, one column per ledger column named in ``columns`` (their
+    attribute names, ``id`` among them when ``ids`` are given), NULL as null: what
+    :func:`copy_text` writes. ``source_hashes`` are the lines' fingerprints, in the frame's
+    order."""
+    frame = rows.frame
+    now_text = pl.lit(now.astimezone(UTC).isoformat())
+    null = pl.lit(None, dtype=pl.String)
+    whole = {
+        name: pl.col(name).cast(pl.String)
+        for name in (
+            "project_id", "user_id", "partition_id", "elapsed_seconds", "timelimit_minutes",
+            "nnodes", "cpus", "gpus", "consumed_energy_joules", "line_number",
+        )
+    }  # fmt: skip
+    text = {
+        # An array's ids are "" on a plain job, as the per-line rows have them.
+        name: _escaped(pl.col(name).fill_null(""))
+        for name in (
+            "job_id", "job_name", "array_job_id", "array_task_id", "qos", "state",
+            "state_raw", "exit_code", "nodelist",
+        )
+    }  # fmt: skip
+    made: dict[str, pl.Expr] = {
+        **whole,
+        **text,
+        "job_id_raw": _escaped(pl.col("job_id_raw")),
+        "username": _escaped(pl.col("user")),
+        "partition_version_id": pl.col("version_id").cast(pl.String),
+        "cluster_id": pl.lit(str(cluster_id)),
+        "run": pl.lit(""),
+        "het_job_id": pl.lit(""),
+        "het_offset": null,
+        "submit": _time_text(pl.col("submit_s")),
+        "start": _time_text(pl.col("start_s")),
+        "end": _time_text(pl.col("end_s")),
+        "memory_mb": pl.col("memory_text"),
+        "billing": pl.col("billing_text"),
+        "charge_state": pl.col("charge_state"),
+        "service_units": _decimal_text(pl.col("su_q")),
+        "pending_service_units": _decimal_text(pl.col("pending_q")),
+        "reserved_service_units": null,
+        "weight": pl.col("weight_text"),
+        "dominant_resource": _escaped(pl.col("dom")),
+        "warnings": pl.lit("[]"),
+        "energy_wh": _decimal_text(pl.col("wh_q")),
+        "right_sized_service_units": null,
+        "cost": null,
+        "cost_model_version_id": null,
+        "charged_at": now_text,
+        "import_run_id": pl.lit(str(run_id)),
+        "source_hash": pl.lit(pl.Series("source_hash", source_hashes, dtype=pl.String)),
+        "updated_at": now_text,
+    }
+    made.update(dict.fromkeys(USAGE_COLUMNS, null))  # nothing measured on this path
+    if ids is not None:
+        made["id"] = pl.lit(pl.Series("id", ids, dtype=pl.Int64).cast(pl.String))
+    return frame.select(*(made[name].alias(name) for name in columns))
+
+
+def copy_text(frame: pl.DataFrame) -> bytes:
+    """``frame`` (text columns, NULL as null) as the text of ``COPY ... FROM STDIN``."""
+    return frame.write_csv(
+        separator="\t", include_header=False, quote_style="never", null_value="\\N"
+    ).encode("utf-8")
