@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import Decimal
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -112,52 +112,118 @@ class Stages:
         )  # fmt: skip
 
 
-class FastLine(NamedTuple):
-    """A finished job's line that the columnar reader vouches for: the per-line parser would
-    read it without error or warning. Stands in for a SacctRecord in a batch."""
+class _Chunk:
+    """The lines of one chunk that the reader vouched for, as its polars table: a column is
+    made a Python list when a line first reads it (a re-import reads four), and the chunk
+    keeps the readings of its own repeating values (the reader's caches may be emptied
+    meanwhile)."""
 
-    line_number: int
-    raw: str
-    job_id: str
-    job_id_raw: str
-    array_job_id: str | None
-    array_task_id: str | None
-    job_name: str
-    submit: datetime
-    start: datetime
-    end: datetime
-    elapsed_seconds: int
-    consumed_energy_joules: int | None
-    # The repeating columns, each read once per distinct value by the reader.
-    user: str
-    account: str
-    partition: str
-    state: str
-    state_raw: str
-    nodelist: str
-    nnodes: int
-    alloc: _Resources
-    timelimit_minutes: int | None
-    qos: str
-    exit_code: str
-    parser: _LineParser
-    # The times as Unix seconds (what the frame of new rows reads: accounting.ledger.frame_rows).
-    submit_s: int
-    start_s: int
-    end_s: int
+    __slots__ = ("allocs", "lists", "nnodes", "parser", "states", "table", "timelimits")
+
+    def __init__(
+        self, table: pl.DataFrame, parser: _LineParser, readings: dict[str, dict[str, Any]]
+    ) -> None:
+        self.table = table
+        self.parser = parser
+        self.lists: dict[str, list[Any]] = {}
+        self.states = readings["State"]
+        self.nnodes = readings["NNodes"]
+        self.allocs = readings["AllocTRES"]
+        self.timelimits = readings["TimelimitRaw"]
+
+    def column(self, name: str) -> list[Any]:
+        values = self.lists.get(name)
+        if values is None:
+            values = self.lists[name] = self.table.get_column(name).to_list()
+        return values
+
+
+def _text(column: str) -> property:
+    def read(line: FastLine) -> Any:
+        return line.chunk.column(column)[line.row]
+
+    return property(read)
+
+
+class FastLine:
+    """A finished job's line that the columnar reader vouches for: the per-line parser would
+    read it without error or warning. Stands in for a SacctRecord in a batch; its values are
+    read from its chunk's columns when asked for."""
+
+    __slots__ = ("chunk", "job_id_raw", "line_number", "raw", "row")
 
     # What the batch asks of a record: a finished job's only run, its cluster the dump's.
-    @property
-    def run_key(self) -> str:
-        return ""
+    run_key = ""
+    is_finished = True
+
+    def __init__(self, chunk: _Chunk, row: int, line_number: int, raw: str, job_id_raw: str):
+        self.chunk = chunk
+        self.row = row
+        self.line_number = line_number
+        self.raw = raw
+        self.job_id_raw = job_id_raw
+
+    job_id = _text("job_id")
+    array_job_id = _text("array_job_id")
+    array_task_id = _text("array_task_id")
+    job_name = _text("job_name")
+    # The times as Unix seconds, and as aware times.
+    submit_s = _text("Submit")
+    start_s = _text("Start")
+    end_s = _text("End")
+    # The repeating columns, each read once per distinct value by the reader.
+    user = _text("s0")
+    account = _text("s1")
+    partition = _text("s2")
+    state_raw = _text("s3")
+    nodelist = _text("s4")
+    qos = _text("s11")
+    exit_code = _text("s12")
 
     @property
-    def is_finished(self) -> bool:
-        return True
+    def submit(self) -> datetime:
+        return _EPOCH + timedelta(seconds=self.submit_s)
+
+    @property
+    def start(self) -> datetime:
+        return _EPOCH + timedelta(seconds=self.start_s)
+
+    @property
+    def end(self) -> datetime:
+        return _EPOCH + timedelta(seconds=self.end_s)
+
+    @property
+    def elapsed_seconds(self) -> int:
+        return int(self.chunk.column("elapsed")[self.row])
+
+    @property
+    def consumed_energy_joules(self) -> int | None:
+        energy = self.chunk.column("energy")[self.row]
+        return int(energy) if energy else None
+
+    @property
+    def state(self) -> str:
+        return self.chunk.states[self.state_raw]
+
+    @property
+    def nnodes(self) -> int:
+        return self.chunk.nnodes[self.chunk.column("s5")[self.row]]
+
+    @property
+    def alloc(self) -> _Resources:
+        return self.chunk.allocs[self.chunk.column("s7")[self.row]]
+
+    @property
+    def timelimit_minutes(self) -> int | None:
+        return self.chunk.timelimits[self.chunk.column("s10")[self.row]]
+
+    @property
+    def parser(self) -> _LineParser:
+        return self.chunk.parser
 
     @property
     def cluster(self) -> str | None:
-        return self.parser.cluster
+        return self.chunk.parser.cluster
 
     def parsed(self) -> SacctRecord:
         """The line read by the per-line parser (for the lines the pricer leaves)."""
@@ -369,32 +435,22 @@ class _ChunkReader:
         table = table.filter(pl.all_horizontal(keep))
         if table.is_empty():
             return {}
-        states, nnodes, allocs, timelimits = (
-            readings[STATIC_COLUMNS.index(name)]
-            for name in ("State", "NNodes", "AllocTRES", "TimelimitRaw")
-        )
-        second = timedelta(seconds=1)
+        # The chunk keeps the readings of its own values of the columns its lines read.
+        wanted = {}
+        for name in ("State", "NNodes", "AllocTRES", "TimelimitRaw"):
+            index = STATIC_COLUMNS.index(name)
+            cache = readings[index]
+            wanted[name] = {
+                value: cache[value] for value in table.get_column(f"s{index}").unique().to_list()
+            }
+        vouched = _Chunk(table, parser, wanted)
         columns = [
-            table[name].to_list()
-            for name in (
-                "line_number", "raw", "job_id", "job_id_raw", "array_job_id", "array_task_id",
-                "job_name", "Submit", "Start", "End", "elapsed", "energy",
-                *(f"s{index}" for index in range(len(STATIC_COLUMNS))),
-            )
-        ]  # fmt: skip
-        result: dict[int, FastLine] = {}
-        for values in zip(*columns, strict=True):
-            (number, line, job, job_raw, array_job, array_task, name, submit, start, end,
-             elapsed, energy, user, account, partition, state_raw, nodelist, nnodes_text,
-             _, alloc_text, _, _, timelimit_text, qos, exit_code) = values  # fmt: skip
-            result[number] = FastLine(
-                number, line, job, job_raw, array_job, array_task, name,
-                _EPOCH + submit * second, _EPOCH + start * second, _EPOCH + end * second,
-                int(elapsed), int(energy) if energy else None, user, account, partition,
-                states[state_raw], state_raw, nodelist, nnodes[nnodes_text], allocs[alloc_text],
-                timelimits[timelimit_text], qos, exit_code, parser, submit, start, end,
-            )  # fmt: skip
-        return result
+            table.get_column(name).to_list() for name in ("line_number", "raw", "job_id_raw")
+        ]
+        return {
+            number: FastLine(vouched, row, number, line, job_id_raw)
+            for row, (number, line, job_id_raw) in enumerate(zip(*columns, strict=True))
+        }
 
 
 _REFUSED: Any = object()  # a value the parser would refuse or warn about

@@ -60,17 +60,6 @@ class NewRows(NamedTuple):
     memories: list[Decimal]
 
 
-# What each row takes from its FastLine, as typed columns.
-_LINE_COLUMNS: dict[str, Any] = {
-    "line_number": pl.Int64, "job_id": pl.String, "job_id_raw": pl.String,
-    "array_job_id": pl.String, "array_task_id": pl.String, "job_name": pl.String,
-    "submit_s": pl.Int64, "start_s": pl.Int64, "end_s": pl.Int64, "elapsed_seconds": pl.Int64,
-    "consumed_energy_joules": pl.Int64, "user": pl.String, "account": pl.String,
-    "partition": pl.String, "state": pl.String, "state_raw": pl.String, "nodelist": pl.String,
-    "nnodes": pl.Int64, "timelimit_minutes": pl.Int64, "qos": pl.String, "exit_code": pl.String,
-}  # fmt: skip
-
-
 def _whole_seconds_up(moment: datetime) -> int:
     """The first whole second at or after ``moment``, as Unix seconds."""
     delta = moment - _EPOCH
@@ -88,6 +77,61 @@ def _half_even(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
     twice = (numerator - quanta * denominator) * 2
     up = (twice > denominator) | ((twice == denominator) & (quanta % 2 == 1))
     return quanta + up.cast(pl.Int128)
+
+
+def _lines_frame(lines: Sequence[FastLine]) -> tuple[pl.DataFrame, list[Any]]:
+    """The lines' values as one frame in their order (``index``), gathered from their chunks'
+    tables, with each repeating column's reading joined in by value; and the distinct
+    AllocTRES readings, whose positions are the frame's ``alloc`` codes."""
+    by_chunk: dict[int, tuple[Any, list[int], list[int]]] = {}
+    for index, line in enumerate(lines):
+        entry = by_chunk.get(id(line.chunk))
+        if entry is None:
+            entry = by_chunk[id(line.chunk)] = (line.chunk, [], [])
+        entry[1].append(line.row)
+        entry[2].append(index)
+    allocs: dict[str, Any] = {}
+    parts = []
+    for chunk, rows, indexes in by_chunk.values():
+        part = chunk.table[rows]
+        for text in part.get_column("s7").unique(maintain_order=True).to_list():
+            allocs.setdefault(text, chunk.allocs[text])
+        energy = pl.col("energy")
+        parts.append(
+            part.select(
+                pl.Series("index", indexes, dtype=pl.Int64),
+                "line_number", "job_id", "job_id_raw", "array_job_id", "array_task_id",
+                "job_name",
+                pl.col("Submit").alias("submit_s"),
+                pl.col("Start").alias("start_s"),
+                pl.col("End").alias("end_s"),
+                pl.col("elapsed").cast(pl.Int64).alias("elapsed_seconds"),
+                pl.when(energy != "").then(energy).cast(pl.Int64).alias("consumed_energy_joules"),
+                pl.col("s0").alias("user"),
+                pl.col("s1").alias("account"),
+                pl.col("s2").alias("partition"),
+                pl.col("s3").replace_strict(chunk.states, return_dtype=pl.String).alias("state"),
+                pl.col("s3").alias("state_raw"),
+                pl.col("s4").alias("nodelist"),
+                pl.col("s5").replace_strict(chunk.nnodes, return_dtype=pl.Int64).alias("nnodes"),
+                pl.col("s10")
+                .replace_strict(chunk.timelimits, return_dtype=pl.Int64)
+                .alias("timelimit_minutes"),
+                pl.col("s11").alias("qos"),
+                pl.col("s12").alias("exit_code"),
+                pl.col("s7").alias("alloc_text"),
+            )
+        )  # fmt: skip
+    codes = {text: code for code, text in enumerate(allocs)}
+    frame = (
+        pl.concat(parts)
+        .sort("index")
+        .with_columns(
+            pl.col("alloc_text").replace_strict(codes, return_dtype=pl.Int64).alias("alloc")
+        )
+        .drop("alloc_text")
+    )
+    return frame, list(allocs.values())
 
 
 def new_rows_priced(
@@ -108,11 +152,11 @@ def new_rows_priced(
         return NewRows(pl.DataFrame(), list(lines), [])
     started = time.perf_counter()
     projects = pricer.projects
-    columns = dict(zip(FastLine._fields, zip(*lines, strict=True), strict=True))
+    frame, alloc_list = _lines_frame(lines)
     # The per-line order: each account's project first (it may be created), in the order the
     # lines name them; an account the per-line code quarantines creates nothing.
     project_ids: dict[str, int] = {}
-    for account in dict.fromkeys(columns["account"]):
+    for account in frame.get_column("account").unique(maintain_order=True).to_list():
         project = projects.get(account)
         if project is None:
             if account_check(account) is not None:
@@ -120,23 +164,10 @@ def new_rows_priced(
             project = projects[account] = lookups.project(account)
         if project is not None:
             project_ids[account] = project.pk
-    partitions = {name: lookups.partition(name) for name in set(columns["partition"])}
-    user_ids = {user: lookups.user_id(user) for user in set(columns["user"])}
-    # Each distinct AllocTRES reading (one object per distinct text): its code, sizes and the
-    # text of its decimals as the ledger's COPY reads them.
-    allocs: dict[int, Any] = {}
-    for alloc in columns["alloc"]:
-        allocs.setdefault(id(alloc), alloc)
-    alloc_codes = {key: code for code, key in enumerate(allocs)}
-    alloc_list = list(allocs.values())
-    frame = pl.DataFrame(
-        {
-            "index": range(len(lines)),
-            **{name: columns[name] for name in _LINE_COLUMNS},
-            "alloc": [alloc_codes[id(alloc)] for alloc in columns["alloc"]],
-        },
-        schema={"index": pl.Int64, **_LINE_COLUMNS, "alloc": pl.Int64},
-    )
+    partitions = {
+        name: lookups.partition(name) for name in frame.get_column("partition").unique().to_list()
+    }
+    user_ids = {user: lookups.user_id(user) for user in frame.get_column("user").unique().to_list()}
     alloc_table = pl.DataFrame(
         {
             "alloc": range(len(alloc_list)),
