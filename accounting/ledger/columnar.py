@@ -31,7 +31,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -118,7 +118,9 @@ class _Chunk:
     keeps the readings of its own repeating values (the reader's caches may be emptied
     meanwhile)."""
 
-    __slots__ = ("allocs", "lists", "nnodes", "parser", "states", "table", "timelimits")
+    __slots__ = (
+        "allocs", "lists", "months", "nnodes", "parser", "states", "table", "timelimits",
+    )  # fmt: skip
 
     def __init__(
         self, table: pl.DataFrame, parser: _LineParser, readings: dict[str, dict[str, Any]]
@@ -130,6 +132,20 @@ class _Chunk:
         self.nnodes = readings["NNodes"]
         self.allocs = readings["AllocTRES"]
         self.timelimits = readings["TimelimitRaw"]
+        self.months: set[date] | None = None
+
+    def months_until(self, horizon: datetime) -> set[date]:
+        """The UTC months its lines ended in (``ledger_storage.month_of``), of the ends at or
+        before ``horizon`` (one horizon per import)."""
+        if self.months is None:
+            last = (horizon - _EPOCH) // timedelta(seconds=1)
+            self.months = set(
+                self.table.filter(pl.col("End") <= last)
+                .select(pl.from_epoch("End", time_unit="s").dt.month_start().dt.date().unique())
+                .to_series()
+                .to_list()
+            )
+        return self.months
 
     def column(self, name: str) -> list[Any]:
         values = self.lists.get(name)

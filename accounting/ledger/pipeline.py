@@ -238,9 +238,16 @@ class _Lookups:
         the batch's transaction (the DDL must not wait inside it). An End past the horizon
         is quarantined (``_time_problem``): it needs no partition."""
         horizon = self.horizon
-        months = {
-            month_of(r.end) for r in records if r.end is not None and r.end <= horizon
-        } - self.months
+        chunks: dict[int, Any] = {}
+        months: set[date] = set()
+        for r in records:
+            if isinstance(r, columnar.FastLine):
+                chunks[id(r.chunk)] = r.chunk  # the months of its chunk's lines, at once
+            elif r.end is not None and r.end <= horizon:
+                months.add(month_of(r.end))
+        for chunk in chunks.values():
+            months |= chunk.months_until(horizon)
+        months -= self.months
         if months:
             partitions_ensure(months)
             self.months |= months
