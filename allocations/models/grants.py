@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from allocations.models.rounds import AllocationRequest
+from kit.calendar import last_day
 from projects.models import AuditedInProject, Project, ResourcePool
 
 
@@ -67,7 +68,9 @@ class BudgetPeriod(AuditedInProject, models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.allocation.project} {self.allocation.pool} {self.start}..{self.end}"
+        return (
+            f"{self.allocation.project} {self.allocation.pool} {self.start} to {last_day(self.end)}"
+        )
 
 
 class Adjustment(AuditedInProject, models.Model):
