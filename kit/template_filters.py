@@ -45,6 +45,8 @@ def day(value: date | datetime | None) -> SafeString | str:
     """A date as ``2027-01-07`` in a ``<time>`` that never wraps; empty for None."""
     if value is None or value == "":
         return ""
+    if not isinstance(value, date):
+        return str(value)  # text already (autoescaped like any other)
     if isinstance(value, datetime) and timezone.is_aware(value):
         value = timezone.localtime(value)  # the day as the page's time zone has it, as |date does
     text = numbers.day(value)

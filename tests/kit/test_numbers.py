@@ -4,7 +4,7 @@ plurals and the last day of a period; and su-balance writes SU by the same rule.
 from __future__ import annotations
 
 import importlib.util
-from datetime import date
+from datetime import UTC, date
 from decimal import Decimal
 from pathlib import Path
 
@@ -115,3 +115,17 @@ def test_su_balance_writes_su_as_the_portal_does(value):
     # su-balance is one file people copy to a login node, so it cannot import kit; it
     # follows the same rule, to the cent for its columns.
     assert su_balance._su(value) == numbers.grouped(value, 2)
+
+
+def test_the_day_filter_keeps_a_date_on_one_line_and_the_last_day_filter_reads_an_end():
+    from datetime import datetime
+
+    from kit.template_filters import day, last_day
+
+    assert day(date(2026, 12, 8)) == '<time class="date" datetime="2026-12-08">2026-12-08</time>'
+    assert day(datetime(2026, 12, 8, 23, 30, tzinfo=UTC)).endswith(">2026-12-08</time>")
+    assert day(None) == ""
+    assert day("2026-12-08") == "2026-12-08"
+    assert last_day(date(2027, 1, 8)) == (
+        '<time class="date" datetime="2027-01-07">2027-01-07</time>'
+    )
