@@ -277,10 +277,8 @@ def _line(entry: Any, names: dict[tuple[type[Model], str], str]) -> AuditLine:
             verb = "removed" if change.get("operation") == "delete" else "added"
             rows.append((_label(model, name), "", f"{verb} {objects}"))
             continue
-        if model is not None and _field(model, name) is None and name != "id":
-            continue  # a reverse relation recorded before it was excluded
-        if name == "id":
-            continue
+        if name == "id" or (model is not None and _field(model, name) is None):
+            continue  # the key, or a reverse relation recorded before it was excluded
         before_raw, after_raw = (
             change if isinstance(change, list) and len(change) == 2 else (None, change)
         )
