@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from allocations.models.rounds import AllocationRequest
+from kit import numbers
 from kit.calendar import last_day
 from projects.models import AuditedInProject, Project, ResourcePool
 
@@ -127,7 +128,7 @@ class Adjustment(AuditedInProject, models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.amount_su} SU for {self.project}"
+        return f"{self.get_kind_display()} {numbers.su(self.amount_su)} SU for {self.project}"
 
     def save(self, *args: object, **kwargs: object) -> None:
         if self.pk is not None:
