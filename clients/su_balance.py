@@ -29,7 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import IO, Any
 
@@ -172,10 +172,13 @@ def _settings(environ: Mapping[str, str], stderr: IO[str]) -> tuple[str, str]:
 
 
 def _su(value: Any) -> str:
+    """SU as the portal writes them (kit/numbers.py): grouped, rounded half up to the cent
+    (two decimals kept here, so the columns line up)."""
     try:
-        return f"{Decimal(str(value)):,.2f}"
+        number = Decimal(str(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
     except (InvalidOperation, ValueError):
         return "-"
+    return f"{abs(number) if number == 0 else number:,.2f}"
 
 
 def _signed(value: Any) -> str:
@@ -304,7 +307,7 @@ def render_project(project: Mapping[str, Any], *, year: bool, users: bool) -> li
                 share = Decimal(str(row["service_units"])) * 100 / total if total else Decimal(0)
                 lines.append(
                     f"    {row['user']:<16} {_su(row['service_units']):>12} SU {share:6.1f}%"
-                    f" {row['jobs']:>8} jobs"
+                    f" {row['jobs']:>8,} job{'' if row['jobs'] == 1 else 's'}"
                 )
     if any(pool["current"] and Decimal(str(pool["current"]["pending_su"])) for pool in pools):
         lines.append("  running: SU so far of jobs still running, deducted when they finish")

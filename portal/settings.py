@@ -95,6 +95,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # numbers and dates as people read them, in every template (kit/numbers.py)
+            "builtins": ["kit.template_filters"],
         },
     },
 ]

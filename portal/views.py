@@ -20,7 +20,7 @@ from allocations.project_requests.selectors import (
 from allocations.rounds.selectors import changes_for_staff, rounds_for_user
 from kit.access import is_staff, require
 from portal import health
-from portal.audit import audit_changes, audit_entries, audit_kind
+from portal.audit import audit_entries, audit_lines
 from projects.access import leads_a_project, projects_visible
 from projects.models import Project
 
@@ -85,10 +85,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         raise Http404("no such project")
     entries = audit_entries(user=request.user, project=code)
     page = Paginator(entries, AUDIT_ENTRIES_PER_PAGE).get_page(request.GET.get("page"))
-    rows = [
-        {"entry": entry, "kind": audit_kind(entry), "changes": audit_changes(entry)}
-        for entry in page
-    ]
+    rows = audit_lines(page)
     context = {"page": page, "rows": rows, "project": code, "current": "audit"}
     return render(request, "portal/audit.html", context)
 

@@ -26,6 +26,7 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Final, NamedTuple
 
 from accounting.clusters import charging
+from kit import numbers
 
 RATIO_QUANTUM: Final = Decimal("0.0001")
 _ZERO: Final = Decimal(0)
@@ -232,7 +233,7 @@ def waste_named(
         gaps.append(
             (
                 Decimal(held.gpus - request.gpus) / spec.gpus,
-                f"asked for {held.gpus} GPUs, used {busy:.1f}",
+                f"asked for {numbers.plural(held.gpus, 'GPU')}, used {busy:.1f}",
             )
         )
     if request.cores < held.cpus:

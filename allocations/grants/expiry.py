@@ -26,6 +26,7 @@ from django.utils import timezone
 from allocations.grants import lifecycle
 from allocations.grants.selectors import balance_get, grant_balances_of
 from allocations.models import Allocation, GrantExpiryNotice
+from kit import numbers
 from kit.access import is_staff, require
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 from projects.models import Membership, Project
@@ -65,14 +66,15 @@ def _notice_text(allocation: Allocation, *, days_left: int, today: date) -> str:
     last_day = allocation.period_end - timedelta(days=1)
     balance = balance_get(project=project, pool=pool, on=today)
     left = (
-        f"{balance.remaining_su:,.2f} SU of its current budget period are left"
+        f"{numbers.su(balance.remaining_su)} SU of its current budget period are left"
         if balance is not None
         else "no budget period of it runs today"
     )
     return (
-        f"The grant of {allocation.granted_su:,.2f} SU to {project.code} on {pool.name} "
-        f"({allocation.period_start:%Y-%m-%d} to {last_day:%Y-%m-%d}) ends in {days_left} "
-        f"days, on {last_day:%Y-%m-%d}; {left}. SU left at its end are not carried beyond it.\n"
+        f"The grant of {numbers.su(allocation.granted_su)} SU to {project.code} on {pool.name} "
+        f"({numbers.period(allocation.period_start, allocation.period_end)}) ends in "
+        f"{numbers.plural(days_left, 'day')}, on {last_day:%Y-%m-%d}; {left}. "
+        f"SU left at its end are not carried beyond it.\n"
         f"To go on computing on {pool.name} after that, ask for a renewal or an extension from "
         f"the project's page. Without a grant, the project expires when its last grant ends "
         f"and is archived (read-only) {settings.PORTAL_ARCHIVE_AFTER_DAYS} days later."
@@ -183,10 +185,10 @@ def final_summary_text(*, project: Project, summaries: list[PoolSummary]) -> str
     ]
     for item in summaries:
         lines += [
-            f"{item.pool} ({item.start:%Y-%m-%d} to {item.last_day:%Y-%m-%d})",
-            f"  granted: {item.granted_su:,.2f} SU (with top-ups, refunds and transfers)",
-            f"  used: {item.used_su:,.2f} SU",
-            f"  remaining: {item.remaining_su:,.2f} SU, unused",
+            f"{item.pool} ({numbers.day(item.start)} to {numbers.day(item.last_day)})",
+            f"  granted: {numbers.su(item.granted_su)} SU (with top-ups, refunds and transfers)",
+            f"  used: {numbers.su(item.used_su)} SU",
+            f"  remaining: {numbers.su(item.remaining_su)} SU, unused",
         ]
     lines += [
         "",

@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import F, Q
 
 from allocations.models.rounds import AllocationRequest
+from kit import numbers
+from kit.calendar import last_day
 from projects.models import AuditedInProject, Project, ResourcePool
 
 
@@ -67,7 +69,9 @@ class BudgetPeriod(AuditedInProject, models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.allocation.project} {self.allocation.pool} {self.start}..{self.end}"
+        return (
+            f"{self.allocation.project} {self.allocation.pool} {self.start} to {last_day(self.end)}"
+        )
 
 
 class Adjustment(AuditedInProject, models.Model):
@@ -124,7 +128,7 @@ class Adjustment(AuditedInProject, models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.amount_su} SU for {self.project}"
+        return f"{self.get_kind_display()} {numbers.su(self.amount_su)} SU for {self.project}"
 
     def save(self, *args: object, **kwargs: object) -> None:
         if self.pk is not None:

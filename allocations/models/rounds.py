@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from kit import numbers
 from kit.calendar import last_day
 from projects.models import Project, ResourcePool
 
@@ -62,7 +63,7 @@ class RoundPool(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.available_su} SU on {self.pool} in {self.round}"
+        return f"{numbers.su(self.available_su)} SU on {self.pool} in {self.round}"
 
 
 class CommitteeMember(models.Model):

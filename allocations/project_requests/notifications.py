@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from allocations.access import approvers_of_project_requests
 from allocations.models import ProjectRequest
+from kit import numbers
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 
 
@@ -74,7 +75,7 @@ def notify_decided(request: ProjectRequest) -> None:
     if request.state == ProjectRequest.State.APPROVED:
         assert request.project is not None
         granted = ", ".join(
-            f"{amount.granted_su.normalize():f} SU on {amount.pool}"
+            f"{numbers.su(amount.granted_su)} SU on {amount.pool}"
             for amount in request.amounts.select_related("pool")
             if amount.granted_su
         )

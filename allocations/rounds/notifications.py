@@ -20,6 +20,7 @@ from allocations.access import (
 from allocations.models import AllocationRequest, CommitteeMember
 from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.selectors import decision_letter_of
+from kit import numbers
 from kit.access import staff_members
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 from projects.models import Membership
@@ -88,7 +89,7 @@ def notify_decision(request: AllocationRequest) -> None:
         if person is not None
     }
     granted = ", ".join(
-        f"{amount.granted_su.normalize():f} SU on {amount.pool}"
+        f"{numbers.su(amount.granted_su)} SU on {amount.pool}"
         for amount in request.amounts.select_related("pool")
         if amount.granted_su
     )

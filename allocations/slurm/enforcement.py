@@ -20,6 +20,7 @@ from django.utils import timezone
 from allocations.grants.selectors import balance_for_period, pool_today
 from allocations.models import BudgetPeriod, EnforcementAction, ThresholdNotice
 from allocations.slurm.commands import slurm_command_run
+from kit import numbers
 from kit.access import is_staff, require
 from people.mail import MailKind, mail_recipients, mail_send, portal_link
 from projects.models import Membership
@@ -82,7 +83,8 @@ def _notices_mail(period: BudgetPeriod, notices: list[ThresholdNotice], percent:
     subject = f"{allocation.project.code} has used {percent}% of its {allocation.pool} budget"
     body = (
         f"Project {allocation.project.code} has used {percent}% of its budget on "
-        f"{allocation.pool} for {period.start} to {period.end} (threshold {threshold}%).\n"
+        f"{allocation.pool} for {numbers.period(period.start, period.end)} "
+        f"(threshold {threshold}%).\n"
     )
     if threshold >= 100 and allocation.pool.limit_command:
         body += "Jobs will keep running at a lower priority until the next budget period.\n"

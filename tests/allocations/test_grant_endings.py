@@ -118,7 +118,7 @@ def test_the_pi_and_managers_are_told_30_14_and_7_days_before_once_each(
     assert sorted(mail.to) == ["alice@example.org", "mallory@example.org"]  # not carol
     assert mail.subject == "[SU portal] pawsey0001: the grant on testbed CPU ends in 30 days"
     assert "ends in 30 days, on 2026-12-31" in mail.body
-    assert "400.00 SU to pawsey0001 on testbed CPU (2026-10-01 to 2026-12-31)" in mail.body
+    assert "400 SU to pawsey0001 on testbed CPU (2026-10-01 to 2026-12-31)" in mail.body
     assert "/allocations/projects/pawsey0001/" in mail.body
     assert "ends in 7 days, on 2026-12-31" in mailoutbox[2].body
 
@@ -230,11 +230,11 @@ def test_a_project_expires_when_its_last_grant_ends_and_its_pi_gets_the_final_su
     body = mailoutbox[0].body
     assert mailoutbox[0].subject == "[SU portal] pawsey0001: final usage summary of its last grant"
     assert "testbed CPU (2026-10-01 to 2026-11-30)" in body
-    assert "  granted: 425.00 SU" in body
+    assert "  granted: 425 SU" in body
     assert f"  used: {used:,.2f} SU" in body
     assert f"  remaining: {Decimal('425') - used:,.2f} SU" in body
     assert "testbed GPU (2026-10-01 to 2026-11-30)" in body
-    assert "  granted: 50.00 SU" in body
+    assert "  granted: 50 SU" in body
 
     assert _follow(date(2026, 12, 1), capture).expired == []  # once
     assert len(mailoutbox) == 1

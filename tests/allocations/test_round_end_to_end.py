@@ -130,6 +130,8 @@ def test_a_full_round_from_call_to_enforcement_and_restoration(
     assert len(to_bob) == 1
     assert "pawsey0002 has used" in to_bob[0].subject
     assert "(threshold 100%)" in to_bob[0].body
+    # The period by its last day, as the pages say it (its stored end is 2027-01-01).
+    assert "testbed CPU for 2026-10-01 to 2026-12-31 (threshold" in to_bob[0].body
     assert "lower priority" in to_bob[0].body
     assert thresholds_check(on=SAMPLE_DAY).notices == []  # idempotent
     limit = EnforcementAction.objects.get(project=centre.p2, pool=centre.cpu)

@@ -127,3 +127,48 @@ def test_a_member_who_leads_nothing_is_refused_and_a_stranger_sent_to_sign_in(wo
     assert refused.status_code == 403
     assert "for project PIs and centre staff" in refused.content.decode()
     assert Client().get("/audit/")["Location"].startswith("/accounts/login/")
+
+
+def test_the_audit_page_reads_a_grant_as_a_sentence_with_names_and_amounts(world):
+    """Issue 31, item 7: "budget_periods: None → allocations.BudgetPeriod.None", "granted_by:
+    None → 5" and "project: None → 4" read as names and amounts."""
+    LogEntry.objects.all().delete()
+    response = world.client("staff").post(
+        "/api/v1/allocations/",
+        {"project": "pawsey0004", "pool": "testbed CPU", "amount": "80000",
+         "period_start": "2027-01-01", "period_end": "2028-01-01", "reason": "merit"},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 201, response.json()
+    (grant,) = _entries("allocation")
+    assert "budget_periods" not in grant.changes  # a reverse relation is not a value
+    staff = world.users["staff"].username
+    html = _page(world.users["staff"], "?project=pawsey0004").content.decode()
+    assert (
+        f"Granted 80,000 SU to pawsey0004 (testbed CPU) for 2027-01-01 to 2027-12-31 by {staff}"
+        in html
+    )
+    assert "allocations.BudgetPeriod.None" not in html
+    assert f"<strong>granted by</strong>: {staff}</li>" in html
+    assert "<strong>project</strong>: pawsey0004</li>" in html
+    assert "<strong>last day</strong>: 2027-12-31</li>" in html  # stored end 2028-01-01
+
+
+def test_memberships_and_adjustments_read_as_sentences(world):
+    pi = world.client("pi")
+    pi_name = world.users["pi"].username
+    pi.post("/api/v1/projects/pawsey0003/members/", {"username": "bob"}, format="json")
+    pi.delete("/api/v1/projects/pawsey0003/members/bob/")
+    response = pi.post(
+        "/api/v1/adjustments/transfer/",
+        {"source": "pawsey0003", "target": "pawsey0002", "pool": "testbed CPU",
+         "amount": "7", "reason": "shared run", "on": "2026-11-22"},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 201
+    html = _page(world.users["staff"]).content.decode()
+    assert f"Added bob to pawsey0003 as member by {pi_name}" in html
+    assert f"Removed bob from pawsey0003 by {pi_name}" in html
+    assert f"Transfer out of 7 SU from pawsey0003 by {pi_name} (to pawsey0002: shared run)" in html
+    assert f"Transfer in of 7 SU to pawsey0002 by {pi_name} (from pawsey0003: shared run)" in html
+    assert "<del>" not in html.split("Removed bob")[1].split("</tr>")[0]  # what was deleted

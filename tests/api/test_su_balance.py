@@ -227,5 +227,6 @@ def test_the_period_reads_the_same_last_day_in_su_balance_the_json_and_the_page(
     browser = Client()
     browser.force_login(centre.carol)
     dashboard = browser.get("/").content.decode()
-    assert f'<div class="value">{current["period_last_day"]}</div>' in dashboard
-    assert f'<div class="value">{current["period_end"]}</div>' not in dashboard
+    last_day, end = current["period_last_day"], current["period_end"]
+    assert f'<time class="date" datetime="{last_day}">{last_day}</time>' in dashboard
+    assert f'datetime="{end}"' not in dashboard

@@ -61,7 +61,7 @@ def test_staff_check_then_save_a_model_and_see_its_node_hour_range(site):
     assert "v1 · demo" in page
     assert "Hardware" in page
     # CPU nodes 10.3 kEuro a year, GPU nodes 33.7: per node-hour (8760 h a year)
-    assert "node-hour range: 1.1758\u20133.8470 Euro" in page
+    assert "node-hour range: 1.18\u20133.85 Euro" in page  # to the cent
     assert "Nodes are shared: a job pays each node's time rates times its share" in page
 
 

@@ -39,7 +39,7 @@ def test_a_job_page_shows_measured_energy_and_its_co2e(site):
     )
     text = page.content.decode()
     assert "10,000.0 Wh measured by Slurm" in text
-    assert "4,500.0 g CO<sub>2</sub>e</strong> at 450.0 g/kWh" in text
+    assert "4.5 kg CO<sub>2</sub>e</strong> at 450.0 g/kWh" in text
 
 
 def test_the_project_energy_page_tables_the_months_and_says_when_no_intensity_is_set(site):
