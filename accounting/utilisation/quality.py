@@ -954,26 +954,33 @@ def utilisation_columns(
     :data:`FIGURE_FIELDS`, a value per bucket, each exactly what :func:`utilisation_figures`
     gives that bucket. A year of hours is 8,760 values per list instead of 8,760 objects."""
     columns: dict[str, dict[str, list[str | int | None]]] = {}
-    for name in (*names, TOTAL):
-        figures = [
-            (window.total if name == TOTAL else window.partitions[name])._figures
-            for window in windows
-        ]
-        used, capacity, scale, cores, available_cores, gpus, available_gpus = (
-            list(column) for column in zip(*figures, strict=True)
-        ) if figures else ([] for _ in range(7))  # fmt: skip
-        columns[name] = {
-            "q_percent": list(_percent_column(used, capacity)),
-            "core_percent": list(_percent_column(cores, available_cores)),
-            "gpu_percent": list(_percent_column(gpus, available_gpus)),
-            "used_flop": list(_flop_column(used, scale)),
-            "capacity_flop": list(_flop_column(capacity, scale)),
-            "core_seconds": list(cores),
-            "available_core_seconds": list(available_cores),
-            "gpu_seconds": list(gpus),
-            "available_gpu_seconds": list(available_gpus),
-        }
+    with collector_paused():  # ~250,000 values that all live on (see collector_paused)
+        for name in (*names, TOTAL):
+            columns[name] = _series_columns(windows, name)
     return columns
+
+
+def _series_columns(
+    windows: Sequence[UtilisationWindow], name: str
+) -> dict[str, list[str | int | None]]:
+    """One series' columns (:func:`utilisation_columns`)."""
+    figures = [
+        (window.total if name == TOTAL else window.partitions[name])._figures for window in windows
+    ]
+    used, capacity, scale, cores, available_cores, gpus, available_gpus = (
+        list(column) for column in zip(*figures, strict=True)
+    ) if figures else ([] for _ in range(7))  # fmt: skip
+    return {
+        "q_percent": list(_percent_column(used, capacity)),
+        "core_percent": list(_percent_column(cores, available_cores)),
+        "gpu_percent": list(_percent_column(gpus, available_gpus)),
+        "used_flop": list(_flop_column(used, scale)),
+        "capacity_flop": list(_flop_column(capacity, scale)),
+        "core_seconds": list(cores),
+        "available_core_seconds": list(available_cores),
+        "gpu_seconds": list(gpus),
+        "available_gpu_seconds": list(available_gpus),
+    }
 
 
 ROW_FIELDS: Final = ("start", "end", "partition", *FIGURE_FIELDS)
