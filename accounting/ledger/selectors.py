@@ -511,11 +511,13 @@ def pools_ledger_get(*, wanted: Mapping[int, LedgerWanted]) -> dict[int, PoolLed
         rows = cursor.fetchall()
     pools_of = {project: set(asked.pool_ids) for project, asked in wanted.items()}
     partitions: dict[int, list[str]] = defaultdict(list)
-    for kind, project, pool, name, day, amount, cost in sorted(
-        rows, key=lambda row: str(row[3] or "")
-    ):
+    for kind, _project, pool, name, *_ in rows:
         if kind == "partition":
             partitions[pool].append(name)
+    for names in partitions.values():
+        names.sort()
+    for kind, project, pool, _name, day, amount, cost in rows:
+        if kind == "partition":
             continue
         if pool not in pools_of[project]:
             continue
