@@ -23,6 +23,7 @@ def benches(quick: bool) -> dict[str, list[str]]:
         "balance": [python, "benchmarks/bench_balance.py", "--jobs", big],
         "api": [python, "benchmarks/bench_api.py", "--jobs", big],
         "pages": [python, "benchmarks/bench_pages.py", "--jobs", size],
+        "scale": [python, "benchmarks/bench_scale.py", "--jobs", big],
         "overhead": [python, "benchmarks/bench_overhead.py"],
         "coststats": [python, "benchmarks/bench_coststats.py"],
         "utilisation": [python, "benchmarks/bench_utilisation.py"],

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from allocations.access import approves_project_requests
 from allocations.grants import charts
-from allocations.grants.selectors import balances_for_project, projects_of_member
+from allocations.grants.selectors import balances_for_projects, projects_of_member
 from allocations.project_requests.selectors import (
     project_requests_open_of,
     project_requests_waiting,
@@ -30,9 +30,10 @@ AUDIT_ENTRIES_PER_PAGE = 50
 
 def _project_cards(projects: list[Project]) -> list[dict[str, Any]]:
     cards = []
+    balances = balances_for_projects(projects=projects)  # one read for all my projects
     for project in projects:
         pools = []
-        for item in balances_for_project(project=project):
+        for item in balances[project.pk]:
             balance = item.balance
             entry: dict[str, Any] = {"pool": item.pool, "balance": balance, "gauge": None}
             if balance is not None:
@@ -67,8 +68,10 @@ def home(request: HttpRequest) -> HttpResponse:
     if is_staff(request.user):
         everything = Project.objects.select_related("pi").order_by("code")
         page = Paginator(everything, STAFF_PROJECTS_PER_PAGE).get_page(request.GET.get("page"))
-        for project in page:  # a page of 25: each project's balances, one read per project
-            project.pool_use = balances_for_project(project=project)  # type: ignore[attr-defined]
+        shown = list(page)  # a page of 25: their balances in one read, however many projects
+        balances = balances_for_projects(projects=shown)
+        for project in shown:
+            project.pool_use = balances[project.pk]  # type: ignore[attr-defined]
         context["all_projects"] = page
         context["staff_changes"] = changes_for_staff()
     return render(request, "portal/dashboard.html", context)

@@ -435,28 +435,37 @@ class PoolLedger:
 
 
 @cache
-def _pool_ledger_sql(pools: int, partitioned: bool) -> str:
+def _pool_ledger_sql(projects: int, pools: int, partitioned: bool) -> str:
     member, partition, usage, job = table_names(PoolPartition, Partition, UsageDaily, Job)
     if partitioned:
         # The running jobs' pending SU from the ledger's key table, which keeps them (and has
         # an index of them): the monthly partitions are not read at all.
         job = KEY_TABLE
-    return (  # partitions of the pools; usage per day and running jobs per pool
-        f"SELECT 'partition', pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
+    return (  # partitions of the pools; usage per project, pool and day; running jobs
+        f"SELECT 'partition', NULL, pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
         f"FROM {member} pp "
         f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {placeholders(pools)} "
         "UNION ALL "
-        "SELECT 'usage', pp.pool_id, NULL, u.day, SUM(u.service_units), SUM(u.cost) "
-        f"FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
-        f"WHERE u.project_id = %s AND pp.pool_id IN {placeholders(pools)} "
-        "AND u.day >= %s AND u.day < %s GROUP BY pp.pool_id, u.day "
+        "SELECT 'usage', u.project_id, pp.pool_id, NULL, u.day, SUM(u.service_units), "
+        f"SUM(u.cost) FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
+        f"WHERE u.project_id IN {placeholders(projects)} AND pp.pool_id IN {placeholders(pools)} "
+        "AND u.day >= %s AND u.day < %s GROUP BY u.project_id, pp.pool_id, u.day "
         "UNION ALL "
-        "SELECT 'pending', pp.pool_id, NULL, NULL, SUM(j.pending_service_units), "
+        "SELECT 'pending', j.project_id, pp.pool_id, NULL, NULL, SUM(j.pending_service_units), "
         "SUM(COALESCE(j.reserved_service_units, j.pending_service_units)) "
         f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
-        f"WHERE j.project_id = %s AND pp.pool_id IN {placeholders(pools)} "
-        "AND j.charge_state = %s GROUP BY pp.pool_id"
+        f"WHERE j.project_id IN {placeholders(projects)} AND pp.pool_id IN {placeholders(pools)} "
+        "AND j.charge_state = %s GROUP BY j.project_id, pp.pool_id"
     )
+
+
+@dataclass(frozen=True)
+class LedgerWanted:
+    """What the balance asks of one project's ledger: its pools and the days [since, until)."""
+
+    pool_ids: list[int]
+    since: date
+    until: date
 
 
 def pool_ledger_get(
@@ -466,33 +475,67 @@ def pool_ledger_get(
     ``[since, until)``) and the queued and running jobs, never over the jobs' history. The
     balance itself is allocations' (``allocations.grants.selectors``); this is the only place
     that knows how the ledger stores charges."""
-    partitions: dict[int, list[str]] = defaultdict(list)
-    used: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
-    spent: dict[int, list[tuple[date, Decimal]]] = defaultdict(list)
-    pending: dict[int, Decimal] = defaultdict(Decimal)
-    reserved: dict[int, Decimal] = defaultdict(Decimal)
+    wanted = {project_id: LedgerWanted(pool_ids=pool_ids, since=since, until=until)}
+    return pools_ledger_get(wanted=wanted)[project_id]
+
+
+def pools_ledger_get(*, wanted: Mapping[int, LedgerWanted]) -> dict[int, PoolLedger]:
+    """:func:`pool_ledger_get` for many projects at once (a page of the staff dashboard), keyed
+    by project id, in the same one query: the roll-ups of every project and pool asked for over
+    the union of their days. Each project keeps only its own pools and days, so its answer is
+    exactly the one :func:`pool_ledger_get` gives it alone."""
+    if not wanted:
+        return {}
+    project_ids = list(wanted)
+    pool_ids = sorted({pool for asked in wanted.values() for pool in asked.pool_ids})
+    result = {
+        project: PoolLedger(
+            partitions=defaultdict(list), used=defaultdict(list), spent=defaultdict(list),
+            pending=defaultdict(Decimal), reserved=defaultdict(Decimal),
+        )
+        for project in project_ids
+    }  # fmt: skip
+    if not pool_ids:
+        return result
+    since = min(asked.since for asked in wanted.values())
+    until = max(asked.until for asked in wanted.values())
     with connection.cursor() as cursor:
         cursor.execute(
-            _pool_ledger_sql(len(pool_ids), is_partitioned()),
+            _pool_ledger_sql(len(project_ids), len(pool_ids), is_partitioned()),
             [
                 *pool_ids,
-                project_id, *pool_ids, since, until,
-                project_id, *pool_ids, Job.ChargeState.PENDING,
+                *project_ids, *pool_ids, since, until,
+                *project_ids, *pool_ids, Job.ChargeState.PENDING,
             ],
         )  # fmt: skip
         rows = cursor.fetchall()
-    for kind, pool, name, day, amount, cost in sorted(rows, key=lambda row: str(row[2] or "")):
+    pools_of = {project: set(asked.pool_ids) for project, asked in wanted.items()}
+    partitions: dict[int, list[str]] = defaultdict(list)
+    for kind, _project, pool, name, *_ in rows:
         if kind == "partition":
             partitions[pool].append(name)
-        elif kind == "usage":
-            used[pool].append((sql_day(day), sql_decimal(amount)))
-            spent[pool].append((sql_day(day), sql_decimal(cost)))
+    for names in partitions.values():
+        names.sort()
+    for kind, project, pool, _name, day, amount, cost in rows:
+        if kind == "partition":
+            continue
+        if pool not in pools_of[project]:
+            continue
+        ledger = result[project]
+        if kind == "usage":
+            on = sql_day(day)
+            if not wanted[project].since <= on < wanted[project].until:
+                continue
+            ledger.used[pool].append((on, sql_decimal(amount)))
+            ledger.spent[pool].append((on, sql_decimal(cost)))
         else:  # the pending SU and, in the money's place, the reserved SU
-            pending[pool] = sql_decimal(amount)
-            reserved[pool] = sql_decimal(cost)
-    return PoolLedger(
-        partitions=partitions, used=used, spent=spent, pending=pending, reserved=reserved
-    )
+            ledger.pending[pool] = sql_decimal(amount)
+            ledger.reserved[pool] = sql_decimal(cost)
+    for project, ledger in result.items():
+        for pool in wanted[project].pool_ids:
+            if pool in partitions:
+                ledger.partitions[pool] = list(partitions[pool])
+    return result
 
 
 # --- A project's month, for its statement (allocations.statements) ------------------------

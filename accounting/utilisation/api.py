@@ -9,7 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -25,11 +25,13 @@ from accounting.utilisation.quality import (
     WindowError,
     requested_window,
     utc_text,
+    utilisation_columns,
     utilisation_figures,
     utilisation_rows,
 )
 from accounting.utilisation.selectors import UtilisationReport, utilisation_report_get
 from accounting.utilisation.serializers import (
+    UtilisationColumnsOutputSerializer,
     UtilisationOutputSerializer,
     UtilisationQuerySerializer,
 )
@@ -71,10 +73,15 @@ def _peak_body(peak: PeakInForce | None) -> dict[str, Any] | None:
     }
 
 
-def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
-    """The JSON of ``UtilisationOutputSerializer``, built directly: a year of hours is 8,760
-    buckets, too many to pass through serializer fields one by one."""
+SHAPES = ("columns", "buckets")
+"""The JSON shapes of a series: ``columns`` (the default since issue 33: the buckets' start
+times once, then per series one array per figure) and ``buckets`` (the former default: an
+object per bucket, kept for clients written against it)."""
+
+
+def _report_head(report: UtilisationReport, shape: str) -> dict[str, Any]:
     return {
+        "shape": shape,
         "cluster": report.cluster.name,
         "partition": report.partition.name if report.partition else None,
         "timezone": report.cluster.timezone,
@@ -89,6 +96,25 @@ def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
             }
             for peaks in report.peaks
         ],
+    }
+
+
+def utilisation_columns_body(report: UtilisationReport) -> dict[str, Any]:
+    """The ``columns`` shape: ``starts`` (each bucket's start; a bucket ends where the next
+    starts, the last at ``end``) and ``series`` (per partition and ``total``, one array per
+    figure). The figures are those of the ``buckets`` shape, value for value."""
+    return {
+        **_report_head(report, "columns"),
+        "starts": [utc_text(window.start) for window in report.windows],
+        "series": utilisation_columns(report.windows, [peaks.name for peaks in report.peaks]),
+    }
+
+
+def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
+    """The ``buckets`` shape (``UtilisationOutputSerializer``), built directly: an object per
+    bucket, too many to pass through serializer fields one by one."""
+    return {
+        **_report_head(report, "buckets"),
         "buckets": [
             {
                 "start": utc_text(window.start),
@@ -119,7 +145,11 @@ class UtilisationView(APIView):
         tags=["utilisation"],
         parameters=[UtilisationQuerySerializer],
         responses={
-            (200, "application/json"): UtilisationOutputSerializer,
+            (200, "application/json"): PolymorphicProxySerializer(
+                component_name="UtilisationSeries",
+                serializers=[UtilisationColumnsOutputSerializer, UtilisationOutputSerializer],
+                resource_type_field_name=None,
+            ),
             (200, "text/csv"): OpenApiResponse(
                 OpenApiTypes.STR,
                 description="header, then per bucket one row per partition and one 'total'",
@@ -155,7 +185,9 @@ class UtilisationView(APIView):
             filename = utilisation_csv_filename(report)
             response["Content-Disposition"] = f'attachment; filename="{filename}"'
             return response
-        return Response(utilisation_body(report))
+        if options["shape"] == "buckets":
+            return Response(utilisation_body(report))
+        return Response(utilisation_columns_body(report))
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         # Errors are JSON (the API's error shape) even when CSV was asked for.

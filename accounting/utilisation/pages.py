@@ -27,12 +27,14 @@ from accounting.utilisation import charts
 from accounting.utilisation.peak import PeakError, PeakSource
 from accounting.utilisation.quality import (
     DEFAULT_WINDOW_DAYS,
+    TOTAL,
     PeakInForce,
     Step,
     Utilisation,
     UtilisationError,
     WindowError,
     requested_window,
+    utilisation_columns,
 )
 from accounting.utilisation.selectors import (
     UtilisationReport,
@@ -112,8 +114,9 @@ def _peak_row(peak: PeakInForce, zone: Any) -> dict[str, Any]:
     }
 
 
-def _percent(value: Decimal | None) -> float | None:
-    return None if value is None else round(float(value), 3)
+def _floats(percents: list[Any]) -> list[float | None]:
+    """A column of percentages (decimal strings, None without capacity) as the chart's y."""
+    return [None if value is None else round(float(value), 3) for value in percents]
 
 
 def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[Chart]:
@@ -129,18 +132,17 @@ def _charts(report: UtilisationReport, zone: Any, flagged: list[Any]) -> list[Ch
         for window in flagged
     }  # fmt: skip
     names = [peaks.name for peaks in report.peaks]
-    quality = {
-        name: [_percent(window.partitions[name].q_percent) for window in report.windows]
-        for name in names
-    }
+    # Drawn from the columns the API answers (``utilisation_columns``): one array per figure.
+    columns = utilisation_columns(report.windows, names)
+    quality = {name: _floats(columns[name]["q_percent"]) for name in names}
     total_label = report.partition.name if report.partition else "cluster total"
     if report.partition is None:
-        quality["cluster total"] = [_percent(window.total.q_percent) for window in report.windows]
+        quality["cluster total"] = _floats(columns[TOTAL]["q_percent"])
     classical = {
-        "Q(T), peak FLOP": [_percent(window.total.q_percent) for window in report.windows],
-        "core-hours": [_percent(window.total.core_percent) for window in report.windows],
+        "Q(T), peak FLOP": _floats(columns[TOTAL]["q_percent"]),
+        "core-hours": _floats(columns[TOTAL]["core_percent"]),
     }
-    gpu = [_percent(window.total.gpu_percent) for window in report.windows]
+    gpu = _floats(columns[TOTAL]["gpu_percent"])
     if any(value is not None for value in gpu):
         classical["GPU-hours"] = gpu
     return [

@@ -36,6 +36,11 @@ class UtilisationQuerySerializer(QuerySerializer):
         choices=["hour", "day", "week", "month"], default="day",
         help_text="bucket size on the cluster's wall clock; weeks start on Monday",
     )  # fmt: skip
+    shape = serializers.ChoiceField(
+        choices=["columns", "buckets"], default="columns",
+        help_text="JSON shape: columns (the bucket starts once, an array per figure and series; "
+        "the default) or buckets (an object per bucket, the former default)",
+    )  # fmt: skip
     format = serializers.ChoiceField(
         choices=["json", "csv"], required=False,
         help_text="csv: one row per bucket and partition, plus the total (or Accept: text/csv)",
@@ -108,8 +113,9 @@ class UtilisationPartitionSerializer(serializers.Serializer):
 
 
 class UtilisationOutputSerializer(serializers.Serializer):
-    """Q(T) and core/GPU utilisation per bucket, per partition and in total."""
+    """Q(T) and core/GPU utilisation per bucket, per partition and in total (``shape=buckets``)."""
 
+    shape = serializers.ChoiceField(choices=["buckets"])
     cluster = serializers.CharField()
     partition = serializers.CharField(allow_null=True, help_text="null: every partition")
     timezone = serializers.CharField(help_text="the cluster's: buckets follow its wall clock")
@@ -118,3 +124,38 @@ class UtilisationOutputSerializer(serializers.Serializer):
     end = UtcDateTimeField()
     partitions = UtilisationPartitionSerializer(many=True)
     buckets = UtilisationBucketSerializer(many=True)
+
+
+class UtilisationColumnsSerializer(serializers.Serializer):
+    """One series (a partition, or ``total``): an array per figure, a value per bucket."""
+
+    q_percent = serializers.ListField(child=serializers.CharField(allow_null=True))
+    core_percent = serializers.ListField(child=serializers.CharField(allow_null=True))
+    gpu_percent = serializers.ListField(child=serializers.CharField(allow_null=True))
+    used_flop = serializers.ListField(child=serializers.CharField())
+    capacity_flop = serializers.ListField(child=serializers.CharField())
+    core_seconds = serializers.ListField(child=serializers.IntegerField())
+    available_core_seconds = serializers.ListField(child=serializers.IntegerField())
+    gpu_seconds = serializers.ListField(child=serializers.IntegerField())
+    available_gpu_seconds = serializers.ListField(child=serializers.IntegerField())
+
+
+class UtilisationColumnsOutputSerializer(serializers.Serializer):
+    """Q(T) and core/GPU utilisation as columns (``shape=columns``, the default): the buckets'
+    starts once, then per partition and ``total`` an array per figure."""
+
+    shape = serializers.ChoiceField(choices=["columns"])
+    cluster = serializers.CharField()
+    partition = serializers.CharField(allow_null=True, help_text="null: every partition")
+    timezone = serializers.CharField(help_text="the cluster's: buckets follow its wall clock")
+    step = serializers.ChoiceField(choices=["hour", "day", "week", "month"])
+    start = UtcDateTimeField()
+    end = UtcDateTimeField()
+    partitions = UtilisationPartitionSerializer(many=True)
+    starts = serializers.ListField(
+        child=UtcDateTimeField(),
+        help_text="each bucket's start; a bucket ends where the next starts, the last at end",
+    )
+    series = serializers.DictField(
+        child=UtilisationColumnsSerializer(), help_text="by partition name, and 'total'"
+    )

@@ -4,6 +4,7 @@ roll-ups, never jobs."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -16,12 +17,12 @@ from django.db.models import DecimalField, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounting.ledger.selectors import pool_ledger_get
+from accounting.ledger.selectors import LedgerWanted, PoolLedger, pools_ledger_get
 from accounting.models import Cluster, CostModelVersion
 from allocations.grants.budget import Balance, GrantBalance
 from allocations.models import Adjustment, Allocation, BudgetPeriod
 from kit.access import Actor
-from kit.sql import sql_day, sql_decimal, table_names
+from kit.sql import placeholders, sql_day, sql_decimal, table_names
 from projects import access as projects_access
 from projects.accounts import pool_account, submit_commands
 from projects.models import Project, ResourcePool
@@ -79,9 +80,10 @@ def allocations_in_force(*, project: Project, on: date | None = None) -> list[Al
 # --- Balances: one implementation ----------------------------------------------------------
 #
 # Every balance the portal shows or acts on (pages, dashboard, API and su-balance, enforcement,
-# budget e-mails, transfers) is computed by ``_balances`` below from two SQL queries: the
-# project's budget periods with their adjustments, then what the ledger holds for its pools
-# (``accounting.ledger.selectors.pool_ledger_get``: partitions, usage per day, pending charges,
+# budget e-mails, transfers) is computed by ``_balances`` below from two SQL queries, for one
+# project or for many at once (a page of the staff dashboard): the projects' budget periods
+# with their adjustments, then what the ledger holds for their pools
+# (``accounting.ledger.selectors.pools_ledger_get``: partitions, usage per day, pending charges,
 # what queued and running jobs reserve). The functions after it only choose which balances to
 # return; with ``grants`` it also sums each grant of a pool as a whole (``GrantBalance``).
 
@@ -119,7 +121,7 @@ def _between(daily: list[tuple[date, Decimal]], since: date, until: date) -> Dec
 
 
 @cache
-def _periods_sql() -> str:
+def _periods_sql(projects: int) -> str:
     period, allocation, pool, cluster, cost_model, adjustment = table_names(
         BudgetPeriod, Allocation, ResourcePool, Cluster, CostModelVersion, Adjustment
     )
@@ -131,10 +133,11 @@ def _periods_sql() -> str:
         f"(SELECT cm.currency FROM {cost_model} cm WHERE cm.cluster_id = c.id "
         " ORDER BY cm.effective_from DESC LIMIT 1), a.id, "
         f"(SELECT SUM(ad.amount_su) FROM {adjustment} ad WHERE ad.budget_period_id = bp.id), "
-        "p.slurm_account_suffix "
+        "p.slurm_account_suffix, a.project_id "
         f"FROM {period} bp JOIN {allocation} a ON a.id = bp.allocation_id "
         f"JOIN {pool} p ON p.id = a.pool_id JOIN {cluster} c ON c.id = p.cluster_id "
-        "WHERE a.project_id = %s ORDER BY p.name, bp.start, bp.id"
+        f"WHERE a.project_id IN {placeholders(projects)} "
+        "ORDER BY a.project_id, p.name, bp.start, bp.id"
     )
 
 
@@ -234,36 +237,87 @@ def _balances(
     period_id: int | None = None,
     grants: bool = False,
 ) -> ProjectBalances:
-    """The project's balances on each pool it holds a grant on (or on ``pool_id``): the budget
-    period containing ``on`` (today on the pool's cluster) and, with ``all_periods``, every
-    budget period of the grant covering that day (with ``period_id``: that period only); with
-    ``grants``, every grant of each pool as a whole (past, current and future). Two queries,
-    none over the jobs' history."""
+    """One project's balances (:func:`_balances_of`)."""
+    found = _balances_of(
+        projects=[project], on=on, pool_id=pool_id, all_periods=all_periods,
+        period_id=period_id, grants=grants,
+    )  # fmt: skip
+    return found[project.pk]
+
+
+@dataclass
+class _Held:
+    """What one project holds, read from the budget periods: per pool its name, cluster,
+    carry-over and currency, its Slurm account suffix, its today and its periods."""
+
+    pools: dict[int, tuple[str, str, bool, str | None]] = field(default_factory=dict)
+    suffixes: dict[int, str] = field(default_factory=dict)
+    days: dict[int, date] = field(default_factory=dict)
+    periods: dict[int, list[_Period]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _balances_of(
+    *,
+    projects: Sequence[Project],
+    on: date | None,
+    pool_id: int | None = None,
+    all_periods: bool = False,
+    period_id: int | None = None,
+    grants: bool = False,
+) -> dict[int, ProjectBalances]:
+    """Each project's balances on each pool it holds a grant on (or on ``pool_id``), keyed by
+    project id: the budget period containing ``on`` (today on the pool's cluster) and, with
+    ``all_periods``, every budget period of the grant covering that day (with ``period_id``:
+    that period only); with ``grants``, every grant of each pool as a whole (past, current and
+    future). Two queries whatever the number of projects, none over the jobs' history: a
+    project's figures are the same read alone or among many."""
+    if not projects:
+        return {}
     with connection.cursor() as cursor:
-        cursor.execute(_periods_sql(), [project.pk])
+        cursor.execute(_periods_sql(len(projects)), [project.pk for project in projects])
         rows = [row for row in cursor.fetchall() if pool_id is None or row[4] == pool_id]
-    pools: dict[int, tuple[str, str, bool, str | None]] = {}
-    suffixes: dict[int, str] = {}
-    days: dict[int, date] = {}
-    periods: dict[int, list[_Period]] = defaultdict(list)
+    held: dict[int, _Held] = {project.pk: _Held() for project in projects}
     adjusted: dict[int, Decimal] = defaultdict(Decimal)
     now = timezone.now()
     for row in rows:
-        pool = row[4]
-        if pool not in pools:
-            pools[pool] = (row[7], row[9], bool(row[8]), row[11])
-            suffixes[pool] = row[14] or ""
-            days[pool] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
+        pool, own = row[4], held[row[15]]
+        if pool not in own.pools:
+            own.pools[pool] = (row[7], row[9], bool(row[8]), row[11])
+            own.suffixes[pool] = row[14] or ""
+            own.days[pool] = on or timezone.localtime(now, ZoneInfo(row[10])).date()
         start, stop, grant_start, grant_end = map(sql_day, (row[1], row[2], row[5], row[6]))
-        periods[pool].append(
+        own.periods[pool].append(
             _Period(row[0], row[12], start, stop, sql_decimal(row[3]), grant_start, grant_end)
         )
         adjusted[row[0]] = sql_decimal(row[13])
-    if not pools:
-        return ProjectBalances(project=project, pools=[])
 
-    # Read only the days the wanted balances need: their periods, the 30 days before ``on``
-    # for the burn rates and, where SU carry over, the grant's earlier periods.
+    wanted_of: dict[int, dict[int, list[_Period]]] = {}
+    asked: dict[int, LedgerWanted] = {}
+    for project in projects:
+        own = held[project.pk]
+        if not own.pools:
+            continue
+        wanted_of[project.pk], asked[project.pk] = _ledger_wanted(
+            own, all_periods=all_periods, period_id=period_id, grants=grants
+        )
+    ledgers = pools_ledger_get(wanted=asked)
+    return {
+        project.pk: _project_balances(
+            project, held[project.pk], wanted=wanted_of.get(project.pk, {}),
+            ledger=ledgers.get(project.pk), adjusted=adjusted, all_periods=all_periods,
+            period_id=period_id, grants=grants,
+        )
+        for project in projects
+    }  # fmt: skip
+
+
+def _ledger_wanted(
+    own: _Held, *, all_periods: bool, period_id: int | None, grants: bool
+) -> tuple[dict[int, list[_Period]], LedgerWanted]:
+    """The periods wanted on each pool, and the ledger's days their balances need: their
+    periods, the 30 days before ``on`` for the burn rates and, where SU carry over, the
+    grant's earlier periods."""
+    pools, periods, days = own.pools, own.periods, own.days
     wanted: dict[int, list[_Period]] = {
         k: _wanted(periods[k], day=days[k], all_periods=all_periods, period_id=period_id)
         for k in pools
@@ -280,9 +334,25 @@ def _balances(
     ]
     first = min([start for start, _ in spans] + [days[k] - timedelta(days=30) for k in pools])
     last = max([end for _, end in spans] + [days[k] for k in pools])
-    ledger = pool_ledger_get(project_id=project.pk, pool_ids=list(pools), since=first, until=last)
-    used, spent, pending, reserved = ledger.used, ledger.spent, ledger.pending, ledger.reserved
+    return wanted, LedgerWanted(pool_ids=list(pools), since=first, until=last)
 
+
+def _project_balances(
+    project: Project,
+    own: _Held,
+    *,
+    wanted: dict[int, list[_Period]],
+    ledger: PoolLedger | None,
+    adjusted: dict[int, Decimal],
+    all_periods: bool,
+    period_id: int | None,
+    grants: bool,
+) -> ProjectBalances:
+    """One project's balances from its periods and its ledger."""
+    if ledger is None:
+        return ProjectBalances(project=project, pools=[])
+    pools, periods, days = own.pools, own.periods, own.days
+    used, spent, pending, reserved = ledger.used, ledger.spent, ledger.pending, ledger.reserved
     result = []
     for pool, (pool_name, cluster_name, _carry_over, currency) in pools.items():
         day = days[pool]
@@ -304,7 +374,7 @@ def _balances(
             PoolBalances(
                 pool=pool_name, cluster=cluster_name, partitions=ledger.partitions[pool],
                 current=current_balance, periods=history, currency=currency, pool_id=pool,
-                account=pool_account(project.code, suffixes[pool]),
+                account=pool_account(project.code, own.suffixes[pool]),
                 grants=(
                     _grants_of(periods[pool], used=used[pool], adjusted=adjusted, day=day)
                     if grants else []
@@ -341,12 +411,12 @@ def balance_for_period(*, period: BudgetPeriod, on: date) -> Balance:
 
 def grant_balances_of(*, allocations: list[Allocation]) -> dict[int, GrantBalance]:
     """Each allocation's figures as a whole (``GrantBalance``: status, used, remaining), from
-    the one balance: one balance read per project among ``allocations`` (a page of the API),
-    not per grant."""
+    the one balance: one balance read for all the projects among ``allocations`` (a page of the
+    API), not one per project or per grant."""
     found: dict[int, GrantBalance] = {}
     projects = {allocation.project_id: allocation.project for allocation in allocations}
-    for project in projects.values():
-        for pool in _balances(project=project, on=None, grants=True).pools:
+    for balances in _balances_of(projects=list(projects.values()), on=None, grants=True).values():
+        for pool in balances.pools:
             found.update((grant.allocation_id, grant) for grant in pool.grants)
     return found
 
@@ -373,19 +443,35 @@ def balances_for_project(
 ) -> list[PoolBalance]:
     """Every pool the project holds a grant on, with the current balance (the pages' form);
     with ``grants``, every grant on each pool as a whole (the project page)."""
-    found = {item.pool_id: item for item in _balances(project=project, on=on, grants=grants).pools}
-    pools = ResourcePool.objects.filter(pk__in=found).select_related("cluster").order_by("name")
-    return [
-        PoolBalance(
-            pool=pool,
-            balance=found[pool.pk].current,
-            currency=found[pool.pk].currency,
-            account=found[pool.pk].account,
-            partitions=found[pool.pk].partitions,
-            grants=found[pool.pk].grants,
-        )
-        for pool in pools
-    ]
+    return balances_for_projects(projects=[project], on=on, grants=grants)[project.pk]
+
+
+def balances_for_projects(
+    *, projects: Sequence[Project], on: date | None = None, grants: bool = False
+) -> dict[int, list[PoolBalance]]:
+    """:func:`balances_for_project` of many projects at once, keyed by project id (the
+    dashboards, a page of projects at a time): three queries whatever the number of projects
+    and pools, and each project's figures exactly those it has alone."""
+    found = _balances_of(projects=projects, on=on, grants=grants)
+    pool_ids = {item.pool_id for balances in found.values() for item in balances.pools}
+    pools = ResourcePool.objects.filter(pk__in=pool_ids).select_related("cluster").order_by("name")
+    pools_in_order = list(pools) if pool_ids else []
+    result: dict[int, list[PoolBalance]] = {}
+    for project in projects:
+        held = {item.pool_id: item for item in found[project.pk].pools}
+        result[project.pk] = [
+            PoolBalance(
+                pool=pool,
+                balance=held[pool.pk].current,
+                currency=held[pool.pk].currency,
+                account=held[pool.pk].account,
+                partitions=held[pool.pk].partitions,
+                grants=held[pool.pk].grants,
+            )
+            for pool in pools_in_order
+            if pool.pk in held
+        ]
+    return result
 
 
 def cost_currency_of(cluster: Any) -> Subquery:

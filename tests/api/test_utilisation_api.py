@@ -6,8 +6,9 @@ The world's sample jobs ran on 2026-11-22 around 02:00 UTC on the testbed cluste
 from __future__ import annotations
 
 import csv
+import gzip
 import io
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -35,7 +36,7 @@ def test_only_staff_read_utilisation(world, role, status):
 
 
 def test_the_series_has_every_partition_the_total_and_the_peak_sources(world):
-    body = world.client("staff").get(f"{URL}?{DAY}&step=hour").json()
+    body = world.client("staff").get(f"{URL}?{DAY}&step=hour&shape=buckets").json()
     assert (body["cluster"], body["partition"], body["step"]) == ("slurm-testbed", None, "hour")
     assert (body["start"], body["end"]) == ("2026-11-22T00:00:00Z", "2026-11-23T00:00:00Z")
     assert body["timezone"] == "UTC"
@@ -53,7 +54,7 @@ def test_the_series_has_every_partition_the_total_and_the_peak_sources(world):
 
 
 def test_the_figures_are_those_of_the_selector(world):
-    body = world.client("staff").get(f"{URL}?{DAY}&step=day&partition=work").json()
+    body = world.client("staff").get(f"{URL}?{DAY}&step=day&partition=work&shape=buckets").json()
     (bucket,) = body["buckets"]
     work = Partition.objects.get(cluster=world.centre.cluster, name="work")
     (window,) = utilisation_series_get(
@@ -78,7 +79,7 @@ def test_the_csv_has_a_row_per_bucket_and_partition_and_the_total(world):
     assert tuple(rows[0]) == ROW_FIELDS
     assert len(rows) == 1 + 24 * 3
     assert [row[2] for row in rows[1:4]] == ["gpu", "work", "total"]
-    json_body = world.client("staff").get(f"{URL}?{DAY}&step=hour").json()
+    json_body = world.client("staff").get(f"{URL}?{DAY}&step=hour&shape=buckets").json()
     busy = json_body["buckets"][2]["total"]
     assert rows[9][3] == busy["q_percent"]  # 02:00, total
 
@@ -124,13 +125,13 @@ def test_times_off_the_hour_are_widened_and_naive_ones_are_the_clusters_clock(wo
     query = "cluster=slurm-testbed&start=2026-11-22T01:30&end=2026-11-22T02:10&step=hour"
     body = world.client("staff").get(f"{URL}?{query}").json()
     assert (body["start"], body["end"]) == ("2026-11-22T01:00:00Z", "2026-11-22T03:00:00Z")
-    assert len(body["buckets"]) == 2
+    assert body["starts"] == ["2026-11-22T01:00:00Z", "2026-11-22T02:00:00Z"]
 
 
 def test_without_a_window_it_is_the_last_30_days_by_day(world):
     body = world.client("staff").get(f"{URL}?cluster=slurm-testbed").json()
     assert body["step"] == "day"
-    assert 30 <= len(body["buckets"]) <= 31
+    assert 30 <= len(body["starts"]) <= 31
 
 
 def test_a_partition_without_a_peak_is_a_400_not_a_500(world):
@@ -145,3 +146,67 @@ def test_a_partition_without_a_peak_is_a_400_not_a_500(world):
 def test_writes_are_not_allowed(world):
     assert world.client("staff").post(URL, {}).status_code == 405
     assert world.client("member").post(URL, {}).status_code == 403
+
+
+def test_the_columns_shape_is_the_default_and_holds_the_buckets_figures_value_for_value(world):
+    staff = world.client("staff")
+    columns = staff.get(f"{URL}?{DAY}&step=hour").json()
+    buckets = staff.get(f"{URL}?{DAY}&step=hour&shape=buckets").json()
+    assert (columns["shape"], buckets["shape"]) == ("columns", "buckets")
+    head = {key: value for key, value in buckets.items() if key not in ("shape", "buckets")}
+    assert {key: columns[key] for key in head} == head
+    assert columns["starts"] == [bucket["start"] for bucket in buckets["buckets"]]
+    assert [b["end"] for b in buckets["buckets"]] == [*columns["starts"][1:], columns["end"]]
+    assert set(columns["series"]) == {"gpu", "work", "total"}
+    for name, figures in columns["series"].items():
+        for field, values in figures.items():
+            old = [
+                (bucket["total"] if name == "total" else bucket["partitions"][name])[field]
+                for bucket in buckets["buckets"]
+            ]
+            assert values == old, (name, field)
+    assert Decimal(columns["series"]["total"]["q_percent"][2]) > 0  # the sample's hour
+
+
+def test_an_unknown_shape_is_a_400_naming_it(world):
+    response = world.client("staff").get(f"{URL}?{DAY}&shape=rows")
+    assert response.status_code == 400
+    assert "shape" in response.json()["errors"]
+
+
+def _a_year_of_hours(cluster):
+    """Every hour of 2025 on the testbed's partitions, busy between 35 % and 95 %: what the
+    import leaves in the hourly roll-ups whatever the number of jobs."""
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    rows = []
+    for partition in Partition.objects.filter(cluster=cluster):
+        version = partition.versions.order_by("effective_from").first()
+        cores = version.node_count * version.sockets * version.cores_per_socket * 3600
+        gpus = version.node_count * version.gpus * 3600
+        for hour in range(8760):
+            share = 35 + (hour * 7 + hour // 24 * 13) % 61
+            rows.append(
+                UtilisationHourly(
+                    partition=partition, hour_start=start + timedelta(hours=hour),
+                    core_seconds=cores * share // 100, gpu_seconds=gpus * share // 100,
+                )
+            )  # fmt: skip
+    UtilisationHourly.objects.bulk_create(rows)
+
+
+def test_a_year_by_the_hour_is_under_a_megabyte_compressed_with_the_old_figures(world):
+    _a_year_of_hours(world.centre.cluster)
+    year = "cluster=slurm-testbed&start=2025-01-01T00:00:00Z&end=2026-01-01T00:00:00Z&step=hour"
+    staff = world.client("staff")
+    columns = staff.get(f"{URL}?{year}")
+    buckets = staff.get(f"{URL}?{year}&shape=buckets")
+    assert len(columns.json()["starts"]) == 8760
+    wire = staff.get(f"{URL}?{year}", HTTP_ACCEPT_ENCODING="gzip, br")
+    assert wire["Content-Encoding"] == "gzip"  # kit/compression.py
+    assert len(wire.content) <= 1_000_000
+    assert gzip.decompress(wire.content) == columns.content
+    assert len(columns.content) < len(buckets.content) / 2
+    series, old = columns.json()["series"], buckets.json()["buckets"]
+    for field in ("q_percent", "used_flop", "core_seconds", "gpu_percent"):
+        assert series["total"][field] == [bucket["total"][field] for bucket in old]
+        assert series["work"][field] == [bucket["partitions"]["work"][field] for bucket in old]

@@ -1,0 +1,52 @@
+"""Data answers are gzipped for clients that accept it; pages and small answers never."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from django.http import HttpResponse, JsonResponse
+from django.test import RequestFactory
+
+from kit.compression import DataGZipMiddleware, gzip_with_random_header
+
+BIG = {"starts": [f"2026-01-01T{hour % 24:02d}:00:00Z" for hour in range(2000)]}
+
+
+def _through(response, accept="gzip, deflate"):
+    request = RequestFactory().get("/api/v1/utilisation/", HTTP_ACCEPT_ENCODING=accept)
+    return DataGZipMiddleware(lambda _request: response)(request)
+
+
+def test_a_large_json_answer_is_gzipped_and_reads_back_the_same():
+    answer = _through(JsonResponse(BIG))
+    assert answer["Content-Encoding"] == "gzip"
+    assert "Accept-Encoding" in answer["Vary"]
+    assert int(answer["Content-Length"]) == len(answer.content) < len(json.dumps(BIG)) / 5
+    assert json.loads(gzip.decompress(answer.content)) == BIG
+
+
+def test_a_page_is_never_compressed():
+    page = HttpResponse("<p>" + "csrf " * 2000 + "</p>", content_type="text/html")
+    answer = _through(page)
+    assert not answer.has_header("Content-Encoding")
+    assert answer.content.startswith(b"<p>csrf")
+
+
+def test_a_client_that_does_not_accept_gzip_gets_plain_json():
+    answer = _through(JsonResponse(BIG), accept="identity")
+    assert not answer.has_header("Content-Encoding")
+    assert json.loads(answer.content) == BIG
+    assert "Accept-Encoding" in answer["Vary"]
+
+
+def test_a_small_answer_is_left_as_it_is():
+    answer = _through(JsonResponse({"database": "ok"}))
+    assert not answer.has_header("Content-Encoding")
+
+
+def test_the_same_content_compresses_to_different_lengths():
+    content = json.dumps(BIG).encode()
+    lengths = {len(gzip_with_random_header(content)) for _ in range(20)}
+    assert len(lengths) > 1  # the random header: a length tells an eavesdropper nothing
+    assert all(gzip.decompress(gzip_with_random_header(content)) == content for _ in range(3))
