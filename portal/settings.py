@@ -392,6 +392,10 @@ CELERY_TASK_ROUTES = {"accounting.tasks.*import*": {"queue": "imports"}}
 # Where Slurm's commands (sacctmgr, scontrol) are, when not on the PATH of the web host.
 SLURM_BIN_DIR = env_str("SLURM_BIN_DIR", "")
 
+# Each import batch is written on a second connection while the next is priced (on
+# PostgreSQL, outside a caller's transaction): docs/importing.md, "Batches overlapped".
+IMPORT_OVERLAP = env_bool("PORTAL_IMPORT_OVERLAP", True)
+
 # Test-only fault injection: the importing process kills itself (SIGKILL) right after its Nth
 # batch commits, so fault tests stop an import at a chosen point, never after a sleep. 0: off.
 IMPORT_FAULT_AFTER_BATCH = env_int("PORTAL_IMPORT_FAULT_AFTER_BATCH", 0, minimum=0)

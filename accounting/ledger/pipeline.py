@@ -32,6 +32,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
@@ -783,6 +784,108 @@ def _new_row(
     }
 
 
+@dataclass
+class _Prepared:
+    """A batch read, compared with the ledger and priced: what :func:`_batch_apply` writes."""
+
+    batch: _Batch
+    summary: ImportSummary
+    changes: _Changes
+    quarantine: list[_Quarantine]
+    now: datetime
+
+
+def _commit_unflushed() -> None:
+    if connection.vendor == "postgresql":
+        # Do not wait for the WAL flush of each batch. A database crash can then lose the
+        # last batches committed, whole (jobs, roll-ups and counters go together), and the
+        # rerun an interrupted import needs anyway books them again.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _batch_prepare(
+    batch: _Batch,
+    *,
+    run: ImportRun,
+    lookups: _Lookups,
+    header: str,
+    pricer: columnar.ShapePricer | None = None,
+) -> _Prepared:
+    """In the caller's transaction: compare the batch with the ledger and price what it
+    changes (projects an account needs are created here). Nothing else is written."""
+    summary = ImportSummary(
+        lines=batch.lines,
+        blank=batch.blank,
+        other_clusters=batch.other_clusters,
+        steps_skipped=batch.steps,
+    )
+    cluster = lookups.cluster
+    now = timezone.now()
+    quarantine = list(batch.quarantine)
+    ledger_write_lock()  # before any table lock: see accounting.ledger_storage
+    # The cost model versions this batch prices with stay the newest until it commits.
+    cluster_row_lock(cluster, exclusive=False)
+    lookups.pricer_refresh()
+    if batch.repeated:
+        quarantine.extend(_repeats_resolve(batch, lookups, pricer, summary))
+    known, old_jobs, fingerprints = _stored_rows(batch, cluster=cluster, header=header)
+    changes = _changes_for(
+        batch, known=known, old_jobs=old_jobs, fingerprints=fingerprints, lookups=lookups,
+        run=run, now=now, summary=summary, pricer=pricer,
+    )  # fmt: skip
+    quarantine.extend(changes.quarantine)
+    return _Prepared(batch, summary, changes, quarantine, now)
+
+
+def _batch_apply(
+    prepared: _Prepared,
+    *,
+    cluster: Cluster,
+    run: ImportRun,
+    zone: tzinfo,
+    header: str,
+    resolve_quarantine: bool,
+) -> ImportSummary:
+    """In the caller's transaction: write what :func:`_batch_prepare` found -- jobs, roll-ups,
+    quarantined lines and the run's counters -- and return the batch's counts."""
+    changes, summary, now = prepared.changes, prepared.summary, prepared.now
+    references_check(
+        [*changes.inserts, *changes.updates],
+        _framed_references(changes, cluster_id=cluster.pk, run_id=run.pk),
+    )
+    framed = changes.framed
+
+    def framed_rollups() -> None:
+        # The framed rows' roll-up deltas, summed while the server reads their COPY.
+        if framed is not None and changes.framed_hashes:
+            rollups_add_frame(changes.deltas, framed.frame, framed.memories, zone)
+
+    if changes.inserts or changes.framed_hashes:
+        _jobs_insert(
+            changes.inserts, framed, during=framed_rollups,
+            source_hashes=changes.framed_hashes, cluster_id=cluster.pk, run_id=run.pk, now=now,
+        )  # fmt: skip
+    if changes.updates:
+        _jobs_update(changes.updates)
+    daily_apply(changes.deltas.daily)
+    efficiency_apply(changes.deltas)
+    shapes_apply(changes.deltas.shapes)
+    hourly_apply(changes.deltas.hourly)
+
+    _quarantine_store(
+        prepared.quarantine, cluster=cluster, run=run, header=header, summary=summary,
+        resolve_lines=changes.stored_lines if resolve_quarantine else [],
+        resolve_jobs=changes.stored_ids if resolve_quarantine else [], now=now,
+    )  # fmt: skip
+
+    ImportRun.objects.filter(pk=run.pk).update(
+        heartbeat_at=now,  # committed with the counters: the run's sign of life
+        **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
+    )
+    return summary
+
+
 def _batch_write(
     batch: _Batch,
     *,
@@ -794,69 +897,13 @@ def _batch_write(
 ) -> ImportSummary:
     """Write one batch in one transaction -- jobs, roll-ups, quarantined lines and the run's
     counters together -- and return its counts."""
-    summary = ImportSummary(
-        lines=batch.lines,
-        blank=batch.blank,
-        other_clusters=batch.other_clusters,
-        steps_skipped=batch.steps,
-    )
-    cluster = lookups.cluster
-    now = timezone.now()
-    quarantine = list(batch.quarantine)
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # Do not wait for the WAL flush of each batch. A database crash can then lose the
-            # last batches committed, whole (jobs, roll-ups and counters go together), and
-            # the rerun an interrupted import needs anyway books them again.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        ledger_write_lock()  # before any table lock: see accounting.ledger_storage
-        # The cost model versions this batch prices with stay the newest until it commits.
-        cluster_row_lock(cluster, exclusive=False)
-        lookups.pricer_refresh()
-        if batch.repeated:
-            quarantine.extend(_repeats_resolve(batch, lookups, pricer, summary))
-        known, old_jobs, fingerprints = _stored_rows(batch, cluster=cluster, header=header)
-        changes = _changes_for(
-            batch, known=known, old_jobs=old_jobs, fingerprints=fingerprints, lookups=lookups,
-            run=run, now=now, summary=summary, pricer=pricer,
+        _commit_unflushed()
+        prepared = _batch_prepare(batch, run=run, lookups=lookups, header=header, pricer=pricer)
+        return _batch_apply(
+            prepared, cluster=lookups.cluster, run=run, zone=lookups.zone, header=header,
+            resolve_quarantine=resolve_quarantine,
         )  # fmt: skip
-        quarantine.extend(changes.quarantine)
-        references_check(
-            [*changes.inserts, *changes.updates],
-            _framed_references(changes, cluster_id=cluster.pk, run_id=run.pk),
-        )
-        framed = changes.framed
-
-        def framed_rollups() -> None:
-            # The framed rows' roll-up deltas, summed while the server reads their COPY.
-            if framed is not None and changes.framed_hashes:
-                rollups_add_frame(changes.deltas, framed.frame, framed.memories, lookups.zone)
-
-        if changes.inserts or changes.framed_hashes:
-            _jobs_insert(
-                changes.inserts, framed, during=framed_rollups,
-                source_hashes=changes.framed_hashes, cluster_id=cluster.pk, run_id=run.pk,
-                now=now,
-            )  # fmt: skip
-        if changes.updates:
-            _jobs_update(changes.updates)
-        daily_apply(changes.deltas.daily)
-        efficiency_apply(changes.deltas)
-        shapes_apply(changes.deltas.shapes)
-        hourly_apply(changes.deltas.hourly)
-
-        _quarantine_store(
-            quarantine, cluster=cluster, run=run, header=header, summary=summary,
-            resolve_lines=changes.stored_lines if resolve_quarantine else [],
-            resolve_jobs=changes.stored_ids if resolve_quarantine else [], now=now,
-        )  # fmt: skip
-
-        ImportRun.objects.filter(pk=run.pk).update(
-            heartbeat_at=now,  # committed with the counters: the run's sign of life
-            **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
-        )
-    return summary
 
 
 def _framed_references(changes: _Changes, *, cluster_id: int, run_id: int) -> dict[str, set[Any]]:
@@ -1164,8 +1211,12 @@ def _bucket_new(values: dict[str, Any]) -> str:
     return "charged"
 
 
-def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
+def _batch_write_with_retry(
+    batch: _Batch, write: Callable[..., Any] = _batch_write, **kwargs: Any
+) -> Any:
     """Retry a batch that lost a race with a concurrent import (unique key or deadlock).
+    ``write`` is the batch's work (``_batch_write``, or ``_batch_prepare_only`` of an
+    overlapped import); what it returns is returned.
 
     The retry runs in a new transaction, which sees the other import's committed rows as
     existing, so each job is booked once. Projects the failed attempt created went with its
@@ -1177,7 +1228,7 @@ def _batch_write_with_retry(batch: _Batch, **kwargs: Any) -> ImportSummary:
     while True:
         try:
             kwargs["lookups"].months_ready(batch.records.values())
-            summary = _batch_write(batch, **kwargs)
+            summary = write(batch, **kwargs)
             kwargs["lookups"].batch_committed()
             if lost:
                 run_interrupted(
@@ -1248,6 +1299,126 @@ def _fault_point(batches_written: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+class _NotOverlapped(Exception):
+    """A batch to write whole, in one transaction on the import's own connection: it changes
+    stored rows (locked where they are read), or it is priced by a cost model."""
+
+
+def _batch_prepare_only(
+    batch: _Batch,
+    *,
+    run: ImportRun,
+    lookups: _Lookups,
+    header: str,
+    resolve_quarantine: bool,
+    pricer: columnar.ShapePricer | None = None,
+) -> _Prepared:
+    """The first half of an overlapped batch, in a transaction of its own that commits the
+    projects it created (the writer's transaction must see them). Raises
+    :class:`_NotOverlapped`, rolling back, for a batch to write whole."""
+    del resolve_quarantine  # the writer's
+    with transaction.atomic():
+        prepared = _batch_prepare(batch, run=run, lookups=lookups, header=header, pricer=pricer)
+        if prepared.changes.updates or lookups.pricer is not None:
+            raise _NotOverlapped
+        return prepared
+
+
+def _batch_apply_on_own_connection(
+    prepared: _Prepared, *, cluster: Cluster, **kwargs: Any
+) -> ImportSummary:
+    """The second half of an overlapped batch, in the writer thread (on its own connection):
+    the batch's locks taken again, then everything written and committed at once."""
+    try:
+        with transaction.atomic():
+            _commit_unflushed()
+            ledger_write_lock()
+            cluster_row_lock(cluster, exclusive=False)
+            if JobPricer.refreshed(None, cluster=cluster) is not None:
+                raise _NotOverlapped  # a cost model was saved after the batch was priced
+            return _batch_apply(prepared, cluster=cluster, **kwargs)
+    except BaseException:
+        connection.close()  # the next batch opens a new one
+        raise
+
+
+def _close_own_connection() -> None:
+    connection.close()
+
+
+class _Overlap:
+    """Batch k written and committed on a second connection, by a thread, while batch k+1 is
+    compared with the ledger and priced on the import's own (docs/importing.md, "Batches
+    overlapped"). Batches still commit one at a time and in order, and each is still one
+    transaction: its jobs, roll-ups, quarantined lines and counters. A batch that shares a run
+    with the one being written waits for it (it must see that row); a batch that changes stored
+    rows or is priced by a cost model is written whole on the import's connection; a batch the
+    writer could not commit (a concurrent import's row, a lost connection, a cost model saved
+    meanwhile) is written again, whole, there, with the retries a single import has."""
+
+    def __init__(
+        self,
+        *,
+        prepare: Callable[[_Batch], _Prepared],
+        apply: Callable[[_Prepared], ImportSummary],
+        write: Callable[[_Batch], ImportSummary],
+        forget: Callable[[], None],
+        committed: Callable[[ImportSummary], None],
+        whole: Callable[[], bool],
+    ) -> None:
+        self.prepare, self.apply, self.write = prepare, apply, write
+        self.forget, self.committed, self.whole = forget, committed, whole
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-writer")
+        self.pending: tuple[_Batch, Future[ImportSummary]] | None = None
+
+    def submit(self, batch: _Batch) -> None:
+        if self.pending is not None and not self.pending[0].records.keys().isdisjoint(
+            batch.records
+        ):
+            self.drain()  # a run of both: its row must be in the ledger when this one reads
+        if self.whole():  # a cost model prices the cluster's jobs: every batch is written whole
+            self.drain()
+            self.committed(self.write(batch))
+            return
+        try:
+            prepared = self.prepare(batch)
+        except _NotOverlapped:
+            self.forget()  # the projects it created were rolled back with it
+            self.drain()
+            self.committed(self.write(batch))
+            return
+        self.drain()
+        self.pending = (batch, self.executor.submit(self.apply, prepared))
+
+    def drain(self) -> None:
+        """Wait for the batch being written, and count it once committed."""
+        if self.pending is None:
+            return
+        batch, future = self.pending
+        self.pending = None
+        try:
+            summary = future.result()
+        except (_NotOverlapped, IntegrityError, OperationalError, InterfaceError) as error:
+            logger.info("batch written again on the import's connection: %s", error)
+            self.forget()
+            summary = self.write(batch)
+        self.committed(summary)
+
+    def close(self, *, failed: bool) -> None:
+        """Drain (quietly when the import already failed), then close the writer."""
+        try:
+            if failed:
+                if self.pending is not None:
+                    wait([self.pending[1]])
+                    self.pending = None
+            else:
+                self.drain()
+        finally:
+            # The writer thread's own connection (looked up in that thread).
+            self.executor.submit(_close_own_connection).result()
+            self.executor.shutdown()
+
+
 def jobs_import(
     *,
     cluster: Cluster,
@@ -1267,6 +1438,7 @@ def jobs_import(
     finish_run: bool = True,
     resume_after: int = 0,
     columnar_pricing: bool = True,
+    overlap_batches: bool | None = None,
 ) -> tuple[ImportRun, ImportSummary]:
     """Import ``sacct --parsable2`` lines (or, given ``json_stream``, ``sacct --json`` output)
     for ``cluster``; return the run and its summary.
@@ -1278,6 +1450,8 @@ def jobs_import(
     is ``header`` (``accounting.ledger.sources.file_import_parallel``); with ``finish_run``
     false the run is left running for the caller to finish. ``columnar_pricing`` false reads
     every line with the per-line code (the fast path's tests compare the two).
+    ``overlap_batches`` (by default ``settings.IMPORT_OVERLAP``) writes each batch on a second
+    connection while the next is priced (``_Overlap``); never inside a caller's transaction.
     ``resume_after`` skips that many data lines (items of JSON): those an interrupted attempt
     at ``run`` already committed and counted, so a redelivered or requeued import counts each
     line once.
@@ -1328,26 +1502,55 @@ def jobs_import(
         )
     to_skip = resume_after
 
+    def write(batch: _Batch, how: Callable[..., Any] = _batch_write) -> Any:
+        return _batch_write_with_retry(
+            batch, how, run=run, lookups=lookups, header=tap.header or "",
+            resolve_quarantine=resolve, pricer=pricer,
+        )  # fmt: skip
+
+    def committed(summary: ImportSummary) -> None:
+        nonlocal batches_written
+        total.add(summary)
+        batches_written += 1
+        _fault_point(batches_written)
+        if progress is not None:
+            progress(total)
+
+    def forget() -> None:
+        lookups.forget_created()
+        if pricer is not None:
+            pricer.forget()
+
+    overlap = None
+    if (overlap_batches if overlap_batches is not None else settings.IMPORT_OVERLAP) and (
+        connection.vendor == "postgresql" and not connection.in_atomic_block
+    ):
+        overlap = _Overlap(
+            prepare=lambda batch: write(batch, _batch_prepare_only),
+            apply=functools.partial(
+                _batch_apply_on_own_connection,
+                cluster=cluster,
+                run=run,
+                zone=lookups.zone,
+                header=tap.header or "",
+                resolve_quarantine=resolve,
+            ),
+            write=write,
+            forget=forget,
+            committed=committed,
+            whole=lambda: lookups.pricer is not None,
+        )
+
     def flush() -> None:
-        nonlocal batch, batches_written
+        nonlocal batch
         if batch.lines:
             started, priced = time.perf_counter(), stages.seconds["price"]
-            total.add(
-                _batch_write_with_retry(
-                    batch,
-                    run=run,
-                    lookups=lookups,
-                    header=tap.header or "",
-                    resolve_quarantine=resolve,
-                    pricer=pricer,
-                )
-            )
+            if overlap is not None:
+                overlap.submit(batch)
+            else:
+                committed(write(batch))
             stages.add("write", started)
             stages.seconds["write"] -= stages.seconds["price"] - priced
-            batches_written += 1
-            _fault_point(batches_written)
-            if progress is not None:
-                progress(total)
         batch = _Batch()
 
     try:
@@ -1419,10 +1622,17 @@ def jobs_import(
                     del batch.records[key]  # the run's place in the batch is its last line's
                 batch.records[key] = item
         flush()
+        if overlap is not None:
+            overlap.close(failed=False)
+            overlap = None
     except SacctHeaderError as error:
+        if overlap is not None:
+            overlap.close(failed=True)
         _run_failed(run, str(error))
         raise ImportFatal(str(error)) from None
     except BaseException as error:
+        if overlap is not None:
+            overlap.close(failed=True)
         _run_failed(run, f"{type(error).__name__}: {error}")
         raise
     stages.log(run.pk)
