@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
 from functools import cache
 from typing import Any, Literal
@@ -30,8 +31,15 @@ from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from accounting.carbon.footprint import job_energy
 from accounting.clusters import charging
 from accounting.clusters.hardware import HARDWARE_NAMES
+from accounting.ledger.cursor import JobCursor
 from accounting.ledger.month import MonthJob
-from accounting.ledger_storage import KEY_TABLE, is_partitioned
+from accounting.ledger_storage import (
+    KEY_TABLE,
+    is_partitioned,
+    job_end_of,
+    month_of,
+    partitions_list,
+)
 from accounting.models import (
     Cluster,
     CostModelVersion,
@@ -42,6 +50,7 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
+from kit.calendar import add_months
 from kit.sql import placeholders, sql_day, sql_decimal, table_names
 from projects.models import PoolPartition, Project
 
@@ -253,6 +262,106 @@ def jobs_of_project(
     return jobs.order_by(*JOB_SORTS.get(sort, JOB_SORTS["-end"]))
 
 
+# --- A page of jobs by keyset, newest end first (the jobs API, docs/api.md) ------------------
+
+# Running jobs (no end) first, then the newest end; among equal ends the newest id.
+KEYSET_ORDER = (F("end").desc(nulls_first=True), F("id").desc())
+# The months each query of a page reads, one window after the other while the page is not
+# full: two, four, then eight at a time. A query naming at most eight monthly partitions plans
+# in about a millisecond; one naming all of six years' in 7 to 15 (docs/importing.md, "A hundred
+# million jobs").
+_WINDOW_MONTHS = (2, 4)
+_WIDEST_WINDOW = 8
+
+
+def jobs_after(
+    *,
+    jobs: QuerySet[Job],
+    after: JobCursor | None,
+    size: int,
+    columns: Iterable[str],
+    ended_from: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Up to ``size`` rows (``values(*columns)``) of ``jobs`` in :data:`KEYSET_ORDER` that
+    come after ``after`` (from the first when None): a keyset page, whose cost does not grow
+    with the pages before it or the jobs after it.
+
+    On the partitioned ledger the page is read a window of months at a time, newest first
+    (the running jobs, then two months, four, eight, ... and at last everything older),
+    stopping once it is full or at ``ended_from`` (the caller's lower bound of ``end``, if
+    any): each query names a few partitions, so it plans in about the time of one."""
+    wanted = list(columns)
+    if not is_partitioned():
+        return list(_after(jobs, after).order_by(*KEYSET_ORDER).values(*wanted)[:size])
+    rows: list[dict[str, Any]] = []
+    if after is None or after.end is None:
+        running = jobs.filter(end__isnull=True)
+        if after is not None:
+            running = running.filter(pk__lt=after.pk)
+        rows += running.order_by("-id").values(*wanted)[:size]
+    top = after.end if after is not None and after.end is not None else None
+    ended = jobs.filter(end__isnull=False)
+    if top is not None and after is not None:
+        ended = ended.filter(Q(end__lt=top) | Q(end=top, pk__lt=after.pk))
+    high, oldest = top, _oldest_month()
+    for months in itertools.chain(_WINDOW_MONTHS, itertools.repeat(_WIDEST_WINDOW)):
+        low: datetime | None = _months_before(high, months)
+        if oldest is None or (low is not None and low <= oldest):
+            low = None  # the last window: everything older (and the open partition's)
+        if ended_from is not None:
+            low = ended_from if low is None else max(low, ended_from)
+        window = ended if low is None else ended.filter(end__gte=low)
+        if high is not None and high != top:
+            window = window.filter(end__lt=high)
+        rows += window.order_by(*KEYSET_ORDER).values(*wanted)[: size - len(rows)]
+        if low is None or len(rows) >= size or _reached(low, ended_from):
+            break
+        high = low
+    return rows
+
+
+def _oldest_month() -> datetime | None:
+    """The first instant of the ledger's oldest monthly partition, remembered by the process:
+    a partition made later for an older month (a backfill) only makes the last window of a
+    page wider than it need be, never a job missed."""
+    database = str(connection.settings_dict["NAME"])
+    if database not in _OLDEST:
+        months = [p.month for p in partitions_list() if p.month is not None]
+        _OLDEST[database] = (
+            datetime(months[0].year, months[0].month, 1, tzinfo=UTC) if months else None
+        )
+    return _OLDEST[database]
+
+
+_OLDEST: dict[str, datetime | None] = {}
+
+
+def _reached(high: datetime | None, ended_from: datetime | None) -> bool:
+    return high is not None and ended_from is not None and high <= ended_from
+
+
+def _after(jobs: QuerySet[Job], after: JobCursor | None) -> QuerySet[Job]:
+    if after is None:
+        return jobs
+    if after.end is None:
+        return jobs.filter(Q(end__isnull=True, pk__lt=after.pk) | Q(end__isnull=False))
+    return jobs.filter(Q(end__lt=after.end) | Q(end=after.end, pk__lt=after.pk))
+
+
+def _months_before(moment: datetime | None, months: int) -> datetime:
+    """The first instant (UTC) of the month ``months - 1`` before ``moment``'s month (now's
+    when None): a window of ``months`` calendar months ending with ``moment``'s."""
+    start = month_of(moment or datetime.now(UTC))
+    first = add_months(start, 1 - months)
+    return datetime(first.year, first.month, 1, tzinfo=UTC)
+
+
+def jobs_count(*, jobs: QuerySet[Job]) -> int:
+    """How many of ``jobs`` there are (their count from the ``(project, end)`` index; call it
+    only where a filter bounds them: docs/api.md, "Jobs")."""
+    return jobs.count()
+
+
 def job_partitions(*, project: Project) -> QuerySet[Partition]:
     """The partitions the project's jobs ran on (from the roll-ups), for the jobs filter."""
     ran_on = UsageDaily.objects.filter(project=project).values("partition_id").distinct()
@@ -275,17 +384,34 @@ def job_usernames(*, project: Project) -> list[str]:
 
 def job_get(*, pk: int, projects: QuerySet[Project]) -> Job | None:
     """One job with what its detail page shows, if it belongs to one of ``projects``."""
-    return (
-        Job.objects.select_related(
+    return job_find(
+        jobs=Job.objects.select_related(
             "project",
             "cluster",
             "partition__cluster",
             "partition_version__partition__cluster",
             "cost_model_version",
-        )
-        .filter(pk=pk, project__in=projects)
-        .first()
+        ).filter(project__in=projects),
+        pk=pk,
     )
+
+
+def job_find(*, jobs: QuerySet[Job], pk: int) -> Job | None:
+    """Job ``pk`` among ``jobs``, read from its own monthly partition.
+
+    A job's id is not the ledger's partition key, so ``id = pk`` alone plans a probe of every
+    partition (15 ms of planning with six years of months). The key table keeps each job's end
+    (migration 0025): read there first by its primary key, the end then prunes the ledger to
+    one partition (the open one for a running job). Where the ledger has moved on meanwhile (a
+    running job ended between the two reads), every partition is asked, as before."""
+    if not is_partitioned():
+        return jobs.filter(pk=pk).first()
+    known, end = job_end_of(pk)
+    if not known:
+        return None  # every job of the ledger has its key row
+    in_partition = jobs.filter(end__isnull=True) if end is None else jobs.filter(end=end)
+    found = in_partition.filter(pk=pk).first()
+    return found if found is not None else jobs.filter(pk=pk).first()
 
 
 def job_node_fractions(job: Job) -> list[dict[str, str]]:
@@ -408,12 +534,26 @@ def usage_per_day(
     return {row["day"]: Decimal(row["total"]) for row in rows}
 
 
-def top_jobs(*, project: Project, ended_from: datetime, limit: int = 10) -> list[Job]:
-    """The project's most expensive jobs that ended since ``ended_from``."""
+# The costliest first; among equal SU the newest end, then the newest id: one order, ties too.
+TOP_JOBS_ORDER = ("-service_units", "-end", "-id")
+
+
+def top_jobs(
+    *, project: Project, ended_from: datetime, ended_before: datetime, limit: int = 10
+) -> list[Job]:
+    """The project's most expensive jobs that ended in ``[ended_from, ended_before)`` (a budget
+    period's days), :data:`TOP_JOBS_ORDER`.
+
+    A bounded read whatever the project's history: both bounds prune the ledger to the
+    period's monthly partitions, and each of them walks its ``(project, SU descending)`` index
+    (``job_project_su``, charged jobs only) from the top, so PostgreSQL reads about ``limit``
+    rows plus one per partition, never every job of the period (docs/pages.md)."""
     return list(
-        Job.objects.filter(project=project, end__gte=ended_from, service_units__gt=0)
+        Job.objects.filter(
+            project=project, end__gte=ended_from, end__lt=ended_before, service_units__gt=0
+        )
         .select_related("partition")
-        .order_by("-service_units", "-end")[:limit]
+        .order_by(*TOP_JOBS_ORDER)[:limit]
     )
 
 
