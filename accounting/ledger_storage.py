@@ -270,6 +270,17 @@ def _quoted(column: str) -> str:
     return connection.ops.quote_name(column)
 
 
+def job_ends_of(pks: Iterable[int]) -> dict[int, datetime | None]:
+    """:func:`job_end_of` of many jobs in one read: the jobs the key table holds, with their
+    ends."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT job_id, "end" FROM {KEY_TABLE} WHERE job_id = ANY(%s)',  # noqa: S608
+            [list(pks)],
+        )
+        return dict(cursor.fetchall())
+
+
 def job_end_of(pk: int) -> tuple[bool, datetime | None]:
     """Whether the key table holds job ``pk``, and its end as the key table keeps it (None:
     still running, or a key row written before migration 0025). One read of the key table's

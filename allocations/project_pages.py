@@ -24,7 +24,7 @@ from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
 from allocations.grants.selectors import (
     PoolBalance,
-    adjustments_for_project,
+    adjustments_recent,
     allocations_in_force,
     balances_for_project,
 )
@@ -206,7 +206,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
             ended_before=datetime.combine(top_until, time.min, tzinfo=UTC),
         ),
         "top_jobs_since": top_since,
-        "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
+        "adjustments": adjustments_recent(project=project),
         "members": memberships_of(project=project),
         "requests": requests,
         # Decided requests whose letter the viewer may download (``can_read_letter``).

@@ -37,6 +37,7 @@ from accounting.ledger_storage import (
     KEY_TABLE,
     is_partitioned,
     job_end_of,
+    job_ends_of,
     month_of,
     partitions_list,
 )
@@ -412,6 +413,23 @@ def job_find(*, jobs: QuerySet[Job], pk: int) -> Job | None:
     in_partition = jobs.filter(end__isnull=True) if end is None else jobs.filter(end=end)
     found = in_partition.filter(pk=pk).first()
     return found if found is not None else jobs.filter(pk=pk).first()
+
+
+def jobs_by_id(*, pks: Iterable[int]) -> dict[int, Job]:
+    """Jobs by id, for a list that points at a few of them (a project's adjustments), each
+    read from its own monthly partition: their ends from the key table prune the ledger to
+    the partitions that hold them (:func:`job_find`, for many)."""
+    wanted = set(pks)
+    if not wanted or not is_partitioned():
+        return Job.objects.in_bulk(wanted) if wanted else {}
+    ends = job_ends_of(wanted)
+    ended = {end for end in ends.values() if end is not None}
+    where = Q(end__in=ended) if ended else Q(pk__in=[])
+    if None in ends.values():
+        where |= Q(end__isnull=True)
+    found = Job.objects.filter(where, pk__in=list(ends)).in_bulk()
+    moved = set(ends) - set(found)  # ended between the two reads: asked everywhere
+    return {**found, **(Job.objects.in_bulk(moved) if moved else {})}
 
 
 def job_node_fractions(job: Job) -> list[dict[str, str]]:

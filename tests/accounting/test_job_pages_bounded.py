@@ -172,6 +172,19 @@ def test_a_job_is_read_from_its_own_partition_only(ledger):
     assert selectors.job_get(pk=10**15, projects=projects) is None
 
 
+def test_jobs_by_id_are_read_from_their_partitions_only(ledger):
+    months = [add_months(ledger["first"], n) for n in (3, 40, 41)]
+    jobs = [_job(ledger, end=_at(month, 9)) for month in months] + [_job(ledger, end=None)]
+    _job(ledger, end=_at(add_months(ledger["first"], 50), 9))  # not asked for
+    with CaptureQueriesContext(connection) as queries:
+        found = selectors.jobs_by_id(pks=[job.pk for job in jobs] + [10**15])
+    assert set(found) == {job.pk for job in jobs}
+    ledger_reads = [q["sql"] for q in queries.captured_queries if _touched(q["sql"])]
+    assert [_touched(sql) for sql in ledger_reads] == [
+        {partition_name(month) for month in months} | {OPEN_PARTITION}
+    ]
+
+
 def test_a_job_is_found_when_it_ended_between_the_two_reads(ledger):
     running = _job(ledger, end=None)
     assert _key_end(running.pk) is None
