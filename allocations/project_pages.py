@@ -197,9 +197,9 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "usage_start": start,
         "by_partition": by_partition,
         "by_user": by_user,
-        # The ten costliest jobs of the budget period: a bounded read of the period's monthly
-        # partitions (about ten index entries each), so it is not cached: the first view
-        # after an import costs what any other does (docs/pages.md).
+        # The ten costliest jobs of the budget period, kept per month under the month's
+        # roll-ups: after an import only the months it touched are read again, each from its
+        # own partition (docs/pages.md, "Performance").
         "top_jobs": top_jobs(
             project=project,
             ended_from=datetime.combine(top_since, time.min, tzinfo=UTC),

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from functools import cache
 from typing import Any, Literal
 
+from django.core.cache import cache as shared_cache
 from django.db import connection
 from django.db.models import (
     Count,
@@ -554,6 +556,9 @@ def usage_per_day(
 
 # The costliest first; among equal SU the newest end, then the newest id: one order, ties too.
 TOP_JOBS_ORDER = ("-service_units", "-end", "-id")
+# A month's list is kept under its roll-ups' signature, so it is never stale: this only bounds
+# what the cache holds.
+TOP_JOBS_SECONDS = 30 * 86400
 
 
 def top_jobs(
@@ -562,17 +567,97 @@ def top_jobs(
     """The project's most expensive jobs that ended in ``[ended_from, ended_before)`` (a budget
     period's days), :data:`TOP_JOBS_ORDER`.
 
-    A bounded read whatever the project's history: both bounds prune the ledger to the
-    period's monthly partitions, and each of them walks its ``(project, SU descending)`` index
-    (``job_project_su``, charged jobs only) from the top, so PostgreSQL reads about ``limit``
-    rows plus one per partition, never every job of the period (docs/pages.md)."""
-    return list(
-        Job.objects.filter(
-            project=project, end__gte=ended_from, end__lt=ended_before, service_units__gt=0
-        )
-        .select_related("partition")
+    Kept per UTC month of the window (each the top ``limit`` of one monthly partition, read
+    from its ``(project, end)`` index) in the cache, under the signature of the roll-ups of
+    the month's days (:func:`_month_signatures`): a month an import did not touch is never
+    read again, one it touched (the open month, after each import) is read alone. Both bounds
+    prune each read to its month's partition. No index of the ledger serves it: the import's
+    write path keeps only the lean ledger's three (docs/pages.md, "Performance")."""
+    months = _month_slices(ended_from, ended_before)
+    signatures = _month_signatures(project_id=project.pk, months=months)
+    keys = {
+        month: "top-jobs:" + hashlib.sha256(
+            repr((project.pk, month, limit, signatures[month])).encode()
+        ).hexdigest()
+        for month in months
+    }  # fmt: skip
+    cached = shared_cache.get_many(list(keys.values()))
+    missing = [month for month, key in keys.items() if key not in cached]
+    fresh = _months_top(project=project, months=missing, limit=limit)
+    if fresh:
+        kept = {keys[month]: jobs for month, jobs in fresh.items()}
+        shared_cache.set_many(kept, TOP_JOBS_SECONDS)
+    found = [job for month, key in keys.items() for job in cached.get(key, fresh.get(month, []))]
+    found.sort(key=lambda job: (job.service_units, job.end, job.pk), reverse=True)
+    return found[:limit]
+
+
+def _months_top(
+    *, project: Project, months: list[tuple[datetime, datetime]], limit: int
+) -> dict[tuple[datetime, datetime], list[Job]]:
+    """The top ``limit`` jobs of each month slice, in one query however many months: a
+    ``UNION ALL`` of one bounded read per month, each pruned to its month's partition."""
+    if not months:
+        return {}
+    reads = [
+        Job.objects.select_related("partition")
+        .filter(project=project, end__gte=since, end__lt=until, service_units__gt=0)
         .order_by(*TOP_JOBS_ORDER)[:limit]
+        for since, until in months
+    ]
+    if len(reads) > 1 and connection.features.supports_slicing_ordering_in_compound:
+        jobs = list(reads[0].union(*reads[1:], all=True))
+    else:  # SQLite: one query a month
+        jobs = [job for read in reads for job in read]
+    by_month: dict[tuple[datetime, datetime], list[Job]] = {month: [] for month in months}
+    for job in jobs:
+        for since, until in months:
+            if job.end is not None and since <= job.end < until:
+                by_month[(since, until)].append(job)
+    return by_month
+
+
+def _month_slices(since: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
+    """``[since, until)`` cut at the first instant (UTC) of each month: one slice per ledger
+    partition."""
+    slices = []
+    low = since.astimezone(UTC)
+    while low < until:
+        after = month_of(low)
+        after = add_months(after, 1)
+        high = min(until, datetime(after.year, after.month, 1, tzinfo=UTC))
+        slices.append((low, high))
+        low = high
+    return slices
+
+
+def _month_signatures(
+    *, project_id: int, months: list[tuple[datetime, datetime]]
+) -> dict[tuple[datetime, datetime], str]:
+    """Per month slice, what the import's daily roll-ups hold of the days its jobs may have
+    ended on (each cluster's local days: a day more each side): it moves whenever an import
+    charges, re-prices or refunds a job of the slice, in the same transaction. One read of
+    the roll-ups for the whole window, never of the jobs."""
+    if not months:
+        return {}
+    first, last = months[0][0].date() - timedelta(days=1), months[-1][1].date() + timedelta(days=1)
+    days = list(
+        UsageDaily.objects.filter(project_id=project_id, day__gte=first, day__lte=last)
+        .values("day")
+        .annotate(jobs=Sum("jobs"), units=Sum("service_units"))
+        .order_by("day")
+        .values_list("day", "jobs", "units")
     )
+    return {
+        (since, until): repr(
+            [
+                row
+                for row in days
+                if since.date() - timedelta(days=1) <= row[0] <= until.date() + timedelta(days=1)
+            ]
+        )
+        for since, until in months
+    }
 
 
 # --- What the balance reads of the ledger ---------------------------------------------------

@@ -1,20 +1,17 @@
-"""The job pages read a bounded part of the ledger, however many months it holds (issue 33,
-docs/importing.md "A hundred million jobs", docs/pages.md):
+"""A job looked up by id is read from its own monthly partition, however many months the
+ledger holds (issue 33, docs/importing.md "A hundred million jobs"): on the partitioned ledger
+the key table keeps each job's ``end`` (the ledger's partition key), so the key row is read
+first (its primary key), then the ledger with ``id`` and ``end``
+(``accounting.ledger.selectors.job_find``). The key table's triggers keep it for every writer
+but the import, which writes it with the key rows (``accounting.ledger_storage.KEY_COLUMNS``).
+Rows already there get it from the ledger in one ``UPDATE`` (the key table is rewritten once:
+minutes at a hundred million jobs). No index is added to the ledger: its write path keeps the
+three of the lean ledger (migration 0022).
 
-- ``job_project_su``: a project's charged jobs by SU, highest first, on every monthly
-  partition. The project page's costliest jobs walk it in order and read about ten rows
-  (``accounting.ledger.selectors.top_jobs``), not every job of the budget period.
-- On the partitioned ledger, the key table keeps each job's ``end`` (the ledger's partition
-  key), so a job looked up by id is read from its own partition: the key row first (its primary
-  key), then the ledger with ``id`` and ``end`` (``accounting.ledger.selectors.job_get``).
-  The key table's triggers keep it for every writer but the import, which writes it with the
-  key rows (``accounting.ledger_storage.KEY_COLUMNS``). Rows already there get it from the
-  ledger in one ``UPDATE`` (the key table is rewritten once: minutes at 100 million jobs).
-
-Backwards, the column and the index go and the triggers are 0020's again.
+Backwards, the column goes and the triggers are 0020's again.
 """
 
-from django.db import migrations, models
+from django.db import migrations
 
 TABLE = "accounting_job"
 KEY = "accounting_job_key"
@@ -90,13 +87,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
-                condition=models.Q(service_units__gt=0),
-                fields=["project", "-service_units"],
-                name="job_project_su",
-            ),
-        ),
         migrations.RunPython(key_table_end, key_table_end_removed, elidable=False),
     ]

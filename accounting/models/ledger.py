@@ -246,19 +246,10 @@ class Job(models.Model):
         ]
         # Only what the pages read (docs/importing.md, "The lean ledger"): a project's jobs by
         # end (its job list, its page of a month), a cluster's jobs by end (utilisation, true
-        # overhead, money and exports of a window), a project's jobs by SU (its page's
-        # costliest). The balance reads the key table.
+        # overhead, money and exports of a window). The balance reads the key table.
         indexes = [
             models.Index(fields=["project", "end"], name="job_project_end"),
             models.Index(fields=["cluster", "end"], name="job_cluster_end"),
-            # The project page's costliest jobs: walked in order, ten rows read, not a period's
-            # (accounting.ledger.selectors.top_jobs). Charged jobs only: the running and the
-            # free ones (0 SU) are no entry.
-            models.Index(
-                fields=["project", "-service_units"],
-                name="job_project_su",
-                condition=Q(service_units__gt=0),
-            ),
         ]
 
     def __str__(self) -> str:

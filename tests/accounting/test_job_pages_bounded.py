@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -115,36 +116,65 @@ def test_the_costliest_jobs_are_the_unbounded_querys_with_ties_in_su_and_end(led
         assert [job.pk for job in found] == [job.pk for job in wanted], (since, until)
 
 
-def test_the_costliest_jobs_plan_names_only_the_periods_partitions(ledger):
+def _ledger_reads(queries) -> list[set[str]]:
+    return [touched for query in queries.captured_queries if (touched := _touched(query["sql"]))]
+
+
+def test_the_costliest_jobs_plans_name_only_the_months_of_the_period(ledger):
     first = ledger["first"]
     for index in range(40):
         _job(ledger, end=_at(add_months(first, index), 3), service_units=str(index + 1))
     since, until = add_months(first, 20), add_months(first, 23)  # three months
     with CaptureQueriesContext(connection) as queries:
-        selectors.top_jobs(
+        found = selectors.top_jobs(
             project=ledger["project"], ended_from=_at(since, 1), ended_before=_at(until, 1)
         )
-    (query,) = queries.captured_queries
-    assert _touched(query["sql"]) == {
-        partition_name(month) for month in months_between(since, until - timedelta(days=1))
+    assert [job.service_units for job in found] == [Decimal(23), Decimal(22), Decimal(21)]
+    wanted = {partition_name(month) for month in months_between(since, until - timedelta(days=1))}
+    assert _ledger_reads(queries) == [wanted]  # one query, each month's partition once
+
+
+def test_a_cached_view_reads_no_job_and_an_import_has_only_its_months_read_again(ledger):
+    first = ledger["first"]
+    this_month = timezone.now().date().replace(day=1)
+    for index in range(50, 75):
+        _job(ledger, end=_at(add_months(first, index), 2), service_units=str(index))
+    window = {
+        "project": ledger["project"],
+        "ended_from": _at(add_months(this_month, -11), 1),
+        "ended_before": timezone.now() + timedelta(days=1),
     }
+    with CaptureQueriesContext(connection) as cold:
+        before = selectors.top_jobs(**window)
+    twelve_months = {partition_name(add_months(this_month, -n)) for n in range(12)}
+    assert _ledger_reads(cold) == [twelve_months]
+    with CaptureQueriesContext(connection) as warm:
+        assert selectors.top_jobs(**window) == before
+    assert _ledger_reads(warm) == []  # the roll-ups only
 
-
-def test_every_monthly_partition_has_the_index_the_costliest_jobs_walk(ledger):
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_indexes WHERE tablename LIKE %s "
-            "AND indexdef LIKE %s AND indexdef LIKE %s",
-            [f"{Job._meta.db_table}_p%", "%(project_id, service_units DESC)%", "%WHERE%"],
-        )
-        (indexed,) = cursor.fetchone()
-        cursor.execute(
-            "SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass(%s)",
-            [Job._meta.db_table],
-        )
-        (partitions,) = cursor.fetchone()
-    assert partitions >= 74
-    assert indexed == partitions - 1  # every month's partition (the open one is named apart)
+    for code in ("pawsey0002", "pawsey0003", "pawsey0004"):
+        Project.objects.get_or_create(code=code)
+    now = timezone.now()
+    dump = sacct_lines(
+        lines=200, seed=8, start=now - timedelta(days=3), mean_gap_seconds=1200, now=now,
+        allocations=True,
+    )  # fmt: skip
+    jobs_import(cluster=ledger["cluster"], lines=dump, source="an import")
+    imported_months = {
+        end.astimezone(UTC).date().replace(day=1)
+        for end in Job.objects.filter(
+            project=ledger["project"], import_run__isnull=False
+        ).values_list("end", flat=True)
+        if end is not None
+    }
+    with CaptureQueriesContext(connection) as after_import:
+        after = selectors.top_jobs(**window)
+    reads = _ledger_reads(after_import)
+    assert reads  # the import's months are read again, and only they
+    assert set().union(*reads) <= {partition_name(month) for month in imported_months}
+    # what a view with nothing cached finds
+    cache.clear()
+    assert after == selectors.top_jobs(**window)
 
 
 # --- A job by id ---------------------------------------------------------------------------
