@@ -134,6 +134,52 @@ for name, url in pages:
 """
 
 
+# The project page cached, then the first view after each of a few imports: a small sacct
+# import (its run moves the ledger's stamp, so the charts are read again) and, as an import
+# charging the project would, a job of the project that ended now with its roll-up.
+AFTER_IMPORT = """
+import statistics, time
+from datetime import timedelta
+from decimal import Decimal
+from django.contrib.auth.models import User
+from django.db.models import F
+from django.test import Client
+from django.utils import timezone
+from accounting.ledger.pipeline import jobs_import
+from accounting.models import Cluster, Job, UsageDaily
+from benchmarks.sacct_generator import sacct_lines
+from projects.models import Project
+project = Project.objects.get(code="{project}")
+cluster = Cluster.objects.get(name="slurm-testbed")
+client = Client(SERVER_NAME="localhost")
+client.force_login(User.objects.get(username="bench-researcher"))
+url = "/allocations/projects/{project}/"
+client.get(url)
+cached = []
+for _ in range({rounds}):
+    started = time.perf_counter()
+    client.get(url)
+    cached.append((time.perf_counter() - started) * 1000)
+first = []
+template = Job.objects.filter(project=project).order_by("-end").first()
+for number in range({rounds}):
+    now = timezone.now()
+    jobs_import(cluster=cluster, source=f"bench {{number}}", lines=sacct_lines(
+        lines=20, seed=number, start=now - timedelta(hours=2), mean_gap_seconds=300, now=now))
+    template.pk, template.job_id_raw = None, f"bench-new-{{time.time_ns()}}"
+    template.end, template.start = now, now - timedelta(hours=1)
+    template.service_units = Decimal(900 + number)
+    template.save(force_insert=True)
+    UsageDaily.objects.filter(project=project, day=now.date()).update(
+        jobs=F("jobs") + 1, service_units=F("service_units") + template.service_units)
+    started = time.perf_counter()
+    client.get(url)
+    first.append((time.perf_counter() - started) * 1000)
+print(f"PROJECT PAGE cached view: median {{statistics.median(cached):.1f}} ms; first view "
+      f"after an import: median {{statistics.median(first):.1f}} ms ({rounds} imports)")
+"""
+
+
 def manage_shell(env: dict[str, str], code: str) -> str:
     done = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env,
@@ -167,6 +213,7 @@ def main() -> None:
         manage_shell(env, SETUP.format(project=PROJECT))
     try:
         print(manage_shell(env, MEASURE.format(project=PROJECT, rounds=args.rounds)))
+        print(manage_shell(env, AFTER_IMPORT.format(project=PROJECT, rounds=args.rounds)))
     finally:
         if not args.keep:
             database_drop(DB)
