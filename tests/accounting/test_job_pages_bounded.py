@@ -330,7 +330,7 @@ def test_each_query_of_a_page_plans_a_few_partitions_of_the_74(ledger, member_cl
             body = member_client.get(url).json()
         for query in queries.captured_queries:
             if Job._meta.db_table in query["sql"]:
-                assert len(_touched(query["sql"])) <= 9, query["sql"]  # 8 months and open
+                assert len(_touched(query["sql"])) <= 17, query["sql"]  # 16 months and open
         url = body["next"]
 
 
