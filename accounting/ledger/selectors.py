@@ -297,7 +297,7 @@ def jobs_after(
     if not is_partitioned():
         return list(_after(jobs, after).order_by(*KEYSET_ORDER).values(*wanted)[:size])
     rows: list[dict[str, Any]] = []
-    if after is None or after.end is None:
+    if ended_from is None and (after is None or after.end is None):  # no end: not in a window
         running = jobs.filter(end__isnull=True)
         if after is not None:
             running = running.filter(pk__lt=after.pk)
