@@ -37,10 +37,11 @@ OPEN_PARTITION = "accounting_job_open"
 # create its partition once, one after the other. Batches that write the ledger hold it
 # shared (ledger_write_lock), so the DDL and the writes are ordered by this one lock first.
 _LOCK_KEY = 0x5055_4A4F  # "PUJO"
-# What the key table keeps of a job beside its id (migrations 0013 and 0020).
+# What the key table keeps of a job beside its id (migrations 0013, 0020 and 0025: ``end``,
+# the ledger's partition key, so that a job found by id is read from its partition alone).
 KEY_COLUMNS = (
     "cluster_id", "job_id_raw", "run", "source_hash", "charge_state", "project_id",
-    "partition_id", "pending_service_units", "reserved_service_units",
+    "partition_id", "pending_service_units", "reserved_service_units", "end",
 )  # fmt: skip
 # Of those, what an update can change (the key itself never changes).
 _KEY_CHANGING = KEY_COLUMNS[3:]
@@ -258,7 +259,7 @@ def keys_insert(
     more given as ``COPY`` ``text`` in those columns, in one COPY. A key a concurrent import
     wrote first fails on the unique key, as the ledger's insert would have. ``during`` runs
     while the server reads them (a worker thread sends what was written)."""
-    columns = ", ".join(("job_id", *KEY_COLUMNS))
+    columns = ", ".join(("job_id", *(_quoted(name) for name in KEY_COLUMNS)))
     sql = f"COPY {KEY_TABLE} ({columns}) FROM STDIN"
     with cursor.cursor.copy(sql, writer=QueuedLibpqWriter(cursor.cursor)) as copy:
         rows_copy(copy, list(rows), ("id", *KEY_COLUMNS))
@@ -271,8 +272,33 @@ def keys_insert(
 def keys_update_from(cursor: Any, changes: str) -> None:
     """Bring the key rows of changed jobs in step with ``changes``, a table of the changed
     ledger rows (``id`` and at least the key table's changing columns), in one ``UPDATE``."""
-    assignments = ", ".join(f"{name} = c.{name}" for name in _KEY_CHANGING)
+    assignments = ", ".join(f"{_quoted(name)} = c.{_quoted(name)}" for name in _KEY_CHANGING)
     cursor.execute(
         f"UPDATE {KEY_TABLE} AS k SET {assignments} FROM {changes} AS c "  # noqa: S608
         "WHERE k.job_id = c.id"
     )
+
+
+def _quoted(column: str) -> str:
+    return connection.ops.quote_name(column)
+
+
+def job_ends_of(pks: Iterable[int]) -> dict[int, datetime | None]:
+    """:func:`job_end_of` of many jobs in one read: the jobs the key table holds, with their
+    ends."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT job_id, "end" FROM {KEY_TABLE} WHERE job_id = ANY(%s)',  # noqa: S608
+            [list(pks)],
+        )
+        return dict(cursor.fetchall())
+
+
+def job_end_of(pk: int) -> tuple[bool, datetime | None]:
+    """Whether the key table holds job ``pk``, and its end as the key table keeps it (None:
+    still running, or a key row written before migration 0025). One read of the key table's
+    primary key: the ledger's partitions are not touched."""
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT "end" FROM {KEY_TABLE} WHERE job_id = %s', [pk])  # noqa: S608
+        row = cursor.fetchone()
+    return (False, None) if row is None else (True, row[0])

@@ -23,7 +23,8 @@ from allocations.grants import charts
 from allocations.grants.expiry import project_unarchive
 from allocations.grants.forms import InvitationForm, UsageStepForm
 from allocations.grants.selectors import (
-    adjustments_for_project,
+    PoolBalance,
+    adjustments_recent,
     allocations_in_force,
     balances_for_project,
 )
@@ -53,6 +54,21 @@ def _usage_window(step: str, today: date) -> tuple[date, date]:
     elif step == "month":
         start = start.replace(day=1)
     return start, end
+
+
+def _top_jobs_window(
+    pool_balances: list[PoolBalance], *, today: date, usage_start: date
+) -> tuple[date, date]:
+    """The days whose jobs the costliest list reads: the budget periods in force (the earliest
+    start of any pool's to the latest end, never past today), or the usage charts' window
+    when no pool has a period now."""
+    periods = [item.balance for item in pool_balances if item.balance is not None]
+    tomorrow = today + timedelta(days=1)
+    if not periods:
+        return usage_start, tomorrow
+    since = min(balance.start for balance in periods)
+    until = min(max(balance.end for balance in periods), tomorrow)
+    return since, max(until, since)
 
 
 # --- Project page -----------------------------------------------------------------------------
@@ -120,6 +136,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         )
 
     start, end = _usage_window(step, today)
+    top_since, top_until = _top_jobs_window(pool_balances, today=today, usage_start=start)
     by_partition = charts.usage_stacked(
         key="usage-partition",
         title=f"SU per {step} by partition",
@@ -180,15 +197,16 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         "usage_start": start,
         "by_partition": by_partition,
         "by_user": by_user,
-        # The ten costliest jobs since the window's start read one heap block per job of the
-        # project in it (300 ms at 10M jobs): cached like the charts, under the ledger's stamp.
-        "top_jobs": remembered(
-            ("top jobs", project.pk, start, stamp),
-            partial(
-                top_jobs, project=project, ended_from=datetime.combine(start, time.min, tzinfo=UTC)
-            ),
+        # The ten costliest jobs of the budget period, kept per month under the month's
+        # roll-ups: after an import only the months it touched are read again, each from its
+        # own partition (docs/pages.md, "Performance").
+        "top_jobs": top_jobs(
+            project=project,
+            ended_from=datetime.combine(top_since, time.min, tzinfo=UTC),
+            ended_before=datetime.combine(top_until, time.min, tzinfo=UTC),
         ),
-        "adjustments": adjustments_for_project(project=project).order_by("-created_at", "-pk")[:50],
+        "top_jobs_since": top_since,
+        "adjustments": adjustments_recent(project=project),
         "members": memberships_of(project=project),
         "requests": requests,
         # Decided requests whose letter the viewer may download (``can_read_letter``).

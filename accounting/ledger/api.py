@@ -7,28 +7,31 @@ from typing import Any, cast
 
 import django_filters  # type: ignore[import-untyped]
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from accounting.access import jobs_visible
 from accounting.clusters.serializers import (
     MessageOutputSerializer,
 )
+from accounting.ledger.cursor import CursorError, JobCursor, cursor_decode, cursor_encode
 from accounting.ledger.efficiency_selectors import (
     EfficiencyFilters,
     efficiency_by_month,
     efficiency_distributions,
     totals_added,
 )
-from accounting.ledger.selectors import usage_get
+from accounting.ledger.selectors import job_find, jobs_after, jobs_count, usage_get
 from accounting.ledger.serializers import (
     EfficiencyOutputSerializer,
     EfficiencyQuerySerializer,
@@ -50,6 +53,7 @@ from accounting.models import (
 from accounting.quarantine import quarantine_retry_enqueue
 from kit.api import (
     ID_PATTERN,
+    ApiPagination,
     ApiViewSet,
     EnumFilter,
     IdFilter,
@@ -129,11 +133,52 @@ class _CountedRows:
         return list(self.rows[index])
 
 
+# An exact count of a keyset page only where the filters bound it: one project's jobs that
+# ended within this many days (read from that window's partitions of its (project, end) index).
+COUNTED_DAYS = 366
+
+
+class JobPagination(ApiPagination):
+    """The jobs' pages: newest end first by ``cursor`` (the ``next`` link), with a ``count`` only
+    where the filters bound it (null otherwise); ``page=N`` and the other orderings page by
+    number as every list does, counted (docs/api.md, "Jobs")."""
+
+    cursor_query_param = "cursor"
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            *super().get_schema_operation_parameters(view),
+            {
+                "name": self.cursor_query_param,
+                "required": False,
+                "in": "query",
+                "description": (
+                    "Where the previous page of jobs (newest end first) stopped: follow the "
+                    "`next` link. Opaque; a cursor the API did not write is a 400."
+                ),
+                "schema": {"type": "string"},
+            },
+        ]
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        answer = super().get_paginated_response_schema(schema)
+        answer["properties"]["count"] = {
+            "type": "integer",
+            "nullable": True,
+            "description": (
+                "how many jobs the filters select; null on pages by cursor whose filters do not "
+                f"bound it (a project and a start and end at most {COUNTED_DAYS} days apart)"
+            ),
+        }
+        return answer
+
+
 @extend_schema(tags=["jobs"])
 class JobViewSet(ApiViewSet):
     """The ledger: jobs of the caller's projects (every job for staff) with their charges."""
 
     serializer_class = JobOutputSerializer
+    pagination_class = JobPagination
     lookup_value_regex = ID_PATTERN
     filterset_class = JobFilter
     ordering_fields = ["end", "start", "submit", "service_units", "elapsed_seconds", "id"]
@@ -143,13 +188,55 @@ class JobViewSet(ApiViewSet):
         return jobs_visible(user=self.request.user)
 
     def list(self, request: Request) -> Response:
-        """Jobs, newest end first (running jobs, with no end yet, first on PostgreSQL), each
-        with its charge: SU, weight, dominant resource, per-node fractions, energy."""
+        """Jobs, newest end first (running jobs, with no end yet, first), each with its charge:
+        SU, weight, dominant resource, per-node fractions, energy. Newest first, the pages go
+        by ``cursor`` (follow ``next``): each costs the same however many jobs come before or
+        after it; ``count`` is exact where the filters bound it and null elsewhere. With
+        ``page`` or another ``ordering`` the pages go by number, counted."""
         jobs = self.filter_queryset(self.get_queryset())
+        if _by_cursor(request):
+            return self._cursor_page(request, jobs)
         rows = _CountedRows(rows=jobs.values(*_JOB_COLUMNS), plain=jobs)
         # Django's paginator needs count(), len() and slices, all of which _CountedRows has.
         page = self.paginate_queryset(cast("Sequence[dict[str, Any]]", rows))
         return self.get_paginated_response([_JOB_ROWS.render_row(row) for row in page or []])
+
+    def _cursor_page(self, request: Request, jobs: QuerySet[Job]) -> Response:
+        text = request.query_params.get(JobPagination.cursor_query_param)
+        try:
+            after = None if text is None else cursor_decode(text)
+        except CursorError as error:
+            raise ValidationError({JobPagination.cursor_query_param: [str(error)]}) from error
+        size = JobPagination().get_page_size(request)
+        bounds = JobFilter(request.query_params).form
+        bounds.is_valid()  # already valid: filter_queryset checked it
+        window = bounds.cleaned_data
+        rows = jobs_after(
+            jobs=jobs, after=after, size=size + 1, columns=_JOB_COLUMNS,
+            ended_from=window.get("start"),
+        )  # fmt: skip
+        page, more = rows[:size], len(rows) > size
+        count = None
+        if after is None and not more:
+            count = len(page)  # the whole list is this page
+        elif _count_bounded(window):
+            count = jobs_count(jobs=jobs)
+        following = None
+        if more:
+            last = page[-1]
+            following = replace_query_param(
+                request.build_absolute_uri(),
+                JobPagination.cursor_query_param,
+                cursor_encode(JobCursor(end=last["end"], pk=last["pk"])),
+            )
+        return Response(
+            {
+                "count": count,
+                "next": following,
+                "previous": None,
+                "results": [_JOB_ROWS.render_row(row) for row in page],
+            }
+        )
 
     @extend_schema(responses=JobEfficiencyOutputSerializer)
     def retrieve(self, request: Request, pk: str) -> Response:
@@ -159,7 +246,26 @@ class JobViewSet(ApiViewSet):
         jobs = self.get_queryset().select_related(
             "partition_version__partition", "cost_model_version"
         )
-        return Response(JobEfficiencyOutputSerializer(get_object_or_404(jobs, pk=pk)).data)
+        job = job_find(jobs=jobs, pk=int(pk))
+        if job is None:
+            raise Http404
+        return Response(JobEfficiencyOutputSerializer(job).data)
+
+
+def _by_cursor(request: Request) -> bool:
+    """Newest end first (the default order) and no page number asked: pages by cursor."""
+    ordering = request.query_params.get("ordering", "")
+    return "page" not in request.query_params and ordering in ("", "-end", "-end,-id")
+
+
+def _count_bounded(window: dict[str, Any]) -> bool:
+    start, end = window.get("start"), window.get("end")
+    return bool(
+        window.get("project")
+        and start is not None
+        and end is not None
+        and (end - start).days <= COUNTED_DAYS
+    )
 
 
 @extend_schema(tags=["usage"])

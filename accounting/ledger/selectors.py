@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from functools import cache
 from typing import Any, Literal
 
+from django.core.cache import cache as shared_cache
 from django.db import connection
 from django.db.models import (
     Count,
@@ -30,8 +33,16 @@ from django.db.models.functions import Coalesce, TruncMonth, TruncWeek
 from accounting.carbon.footprint import job_energy
 from accounting.clusters import charging
 from accounting.clusters.hardware import HARDWARE_NAMES
+from accounting.ledger.cursor import JobCursor
 from accounting.ledger.month import MonthJob
-from accounting.ledger_storage import KEY_TABLE, is_partitioned
+from accounting.ledger_storage import (
+    KEY_TABLE,
+    is_partitioned,
+    job_end_of,
+    job_ends_of,
+    month_of,
+    partitions_list,
+)
 from accounting.models import (
     Cluster,
     CostModelVersion,
@@ -42,6 +53,7 @@ from accounting.models import (
     QuarantinedRecord,
     UsageDaily,
 )
+from kit.calendar import add_months
 from kit.sql import placeholders, sql_day, sql_decimal, table_names
 from projects.models import PoolPartition, Project
 
@@ -253,6 +265,101 @@ def jobs_of_project(
     return jobs.order_by(*JOB_SORTS.get(sort, JOB_SORTS["-end"]))
 
 
+# --- A page of jobs by keyset, newest end first (the jobs API, docs/api.md) ------------------
+
+# Running jobs (no end) first, then the newest end; among equal ends the newest id.
+KEYSET_ORDER = (F("end").desc(nulls_first=True), F("id").desc())
+# The months each query of a page reads, one window after the other while the page is not
+# full: two, four, eight, then sixteen at a time. A query naming sixteen monthly partitions
+# plans in one to two milliseconds, one naming all of six years' in 7 to 15 (docs/importing.md,
+# "A hundred million jobs"); a page that walks six years (the last of a walk) takes six.
+_WINDOW_MONTHS = (2, 4, 8)
+_WIDEST_WINDOW = 16
+
+
+def jobs_after(
+    *,
+    jobs: QuerySet[Job],
+    after: JobCursor | None,
+    size: int,
+    columns: Iterable[str],
+    ended_from: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Up to ``size`` rows (``values(*columns)``) of ``jobs`` in :data:`KEYSET_ORDER` that
+    come after ``after`` (from the first when None): a keyset page, whose cost does not grow
+    with the pages before it or the jobs after it.
+
+    On the partitioned ledger the page is read a window of months at a time, newest first
+    (the running jobs, then two months, four, eight, ... and at last everything older),
+    stopping once it is full or at ``ended_from`` (the caller's lower bound of ``end``, if
+    any): each query names a few partitions, so it plans in about the time of one."""
+    wanted = list(columns)
+    if not is_partitioned():
+        return list(_after(jobs, after).order_by(*KEYSET_ORDER).values(*wanted)[:size])
+    rows: list[dict[str, Any]] = []
+    if ended_from is None and (after is None or after.end is None):  # no end: not in a window
+        running = jobs.filter(end__isnull=True)
+        if after is not None:
+            running = running.filter(pk__lt=after.pk)
+        rows += running.order_by("-id").values(*wanted)[:size]
+    top = after.end if after is not None and after.end is not None else None
+    ended = jobs.filter(end__isnull=False)
+    if top is not None and after is not None:
+        ended = ended.filter(Q(end__lt=top) | Q(end=top, pk__lt=after.pk))
+    high, oldest = top, None
+    windows = itertools.chain(_WINDOW_MONTHS, itertools.repeat(_WIDEST_WINDOW))
+    for number, months in enumerate(windows):
+        low: datetime | None = _months_before(high, months)
+        if number == 1:  # past the first window: how far back the ledger's months go
+            oldest = _oldest_month()
+        if number and (oldest is None or (low is not None and low <= oldest)):
+            low = None  # the last window: everything older (and the open partition's)
+        if ended_from is not None:
+            low = ended_from if low is None else max(low, ended_from)
+        window = ended if low is None else ended.filter(end__gte=low)
+        if high is not None and high != top:
+            window = window.filter(end__lt=high)
+        rows += window.order_by(*KEYSET_ORDER).values(*wanted)[: size - len(rows)]
+        if low is None or len(rows) >= size or _reached(low, ended_from):
+            break
+        high = low
+    return rows
+
+
+def _oldest_month() -> datetime | None:
+    """The first instant of the ledger's oldest monthly partition (None: none), read from the
+    catalogue: below it only the open partition holds jobs, so the last window of a page is
+    everything older."""
+    months = [p.month for p in partitions_list() if p.month is not None]
+    return datetime(months[0].year, months[0].month, 1, tzinfo=UTC) if months else None
+
+
+def _reached(high: datetime | None, ended_from: datetime | None) -> bool:
+    return high is not None and ended_from is not None and high <= ended_from
+
+
+def _after(jobs: QuerySet[Job], after: JobCursor | None) -> QuerySet[Job]:
+    if after is None:
+        return jobs
+    if after.end is None:
+        return jobs.filter(Q(end__isnull=True, pk__lt=after.pk) | Q(end__isnull=False))
+    return jobs.filter(Q(end__lt=after.end) | Q(end=after.end, pk__lt=after.pk))
+
+
+def _months_before(moment: datetime | None, months: int) -> datetime:
+    """The first instant (UTC) of the month ``months - 1`` before ``moment``'s month (now's
+    when None): a window of ``months`` calendar months ending with ``moment``'s."""
+    start = month_of(moment or datetime.now(UTC))
+    first = add_months(start, 1 - months)
+    return datetime(first.year, first.month, 1, tzinfo=UTC)
+
+
+def jobs_count(*, jobs: QuerySet[Job]) -> int:
+    """How many of ``jobs`` there are (their count from the ``(project, end)`` index; call it
+    only where a filter bounds them: docs/api.md, "Jobs")."""
+    return jobs.count()
+
+
 def job_partitions(*, project: Project) -> QuerySet[Partition]:
     """The partitions the project's jobs ran on (from the roll-ups), for the jobs filter."""
     ran_on = UsageDaily.objects.filter(project=project).values("partition_id").distinct()
@@ -275,17 +382,51 @@ def job_usernames(*, project: Project) -> list[str]:
 
 def job_get(*, pk: int, projects: QuerySet[Project]) -> Job | None:
     """One job with what its detail page shows, if it belongs to one of ``projects``."""
-    return (
-        Job.objects.select_related(
+    return job_find(
+        jobs=Job.objects.select_related(
             "project",
             "cluster",
             "partition__cluster",
             "partition_version__partition__cluster",
             "cost_model_version",
-        )
-        .filter(pk=pk, project__in=projects)
-        .first()
+        ).filter(project__in=projects),
+        pk=pk,
     )
+
+
+def job_find(*, jobs: QuerySet[Job], pk: int) -> Job | None:
+    """Job ``pk`` among ``jobs``, read from its own monthly partition.
+
+    A job's id is not the ledger's partition key, so ``id = pk`` alone plans a probe of every
+    partition (15 ms of planning with six years of months). The key table keeps each job's end
+    (migration 0025): read there first by its primary key, the end then prunes the ledger to
+    one partition (the open one for a running job). Where the ledger has moved on meanwhile (a
+    running job ended between the two reads), every partition is asked, as before."""
+    if not is_partitioned():
+        return jobs.filter(pk=pk).first()
+    known, end = job_end_of(pk)
+    if not known:
+        return None  # every job of the ledger has its key row
+    in_partition = jobs.filter(end__isnull=True) if end is None else jobs.filter(end=end)
+    found = in_partition.filter(pk=pk).first()
+    return found if found is not None else jobs.filter(pk=pk).first()
+
+
+def jobs_by_id(*, pks: Iterable[int]) -> dict[int, Job]:
+    """Jobs by id, for a list that points at a few of them (a project's adjustments), each
+    read from its own monthly partition: their ends from the key table prune the ledger to
+    the partitions that hold them (:func:`job_find`, for many)."""
+    wanted = set(pks)
+    if not wanted or not is_partitioned():
+        return Job.objects.in_bulk(wanted) if wanted else {}
+    ends = job_ends_of(wanted)
+    ended = {end for end in ends.values() if end is not None}
+    where = Q(end__in=ended) if ended else Q(pk__in=[])
+    if None in ends.values():
+        where |= Q(end__isnull=True)
+    found = Job.objects.filter(where, pk__in=list(ends)).in_bulk()
+    moved = set(ends) - set(found)  # ended between the two reads: asked everywhere
+    return {**found, **(Job.objects.in_bulk(moved) if moved else {})}
 
 
 def job_node_fractions(job: Job) -> list[dict[str, str]]:
@@ -408,13 +549,110 @@ def usage_per_day(
     return {row["day"]: Decimal(row["total"]) for row in rows}
 
 
-def top_jobs(*, project: Project, ended_from: datetime, limit: int = 10) -> list[Job]:
-    """The project's most expensive jobs that ended since ``ended_from``."""
-    return list(
-        Job.objects.filter(project=project, end__gte=ended_from, service_units__gt=0)
-        .select_related("partition")
-        .order_by("-service_units", "-end")[:limit]
+# The costliest first; among equal SU the newest end, then the newest id: one order, ties too.
+TOP_JOBS_ORDER = ("-service_units", "-end", "-id")
+# A month's list is kept under its roll-ups' signature, so it is never stale: this only bounds
+# what the cache holds.
+TOP_JOBS_SECONDS = 30 * 86400
+
+
+def top_jobs(
+    *, project: Project, ended_from: datetime, ended_before: datetime, limit: int = 10
+) -> list[Job]:
+    """The project's most expensive jobs that ended in ``[ended_from, ended_before)`` (a budget
+    period's days), :data:`TOP_JOBS_ORDER`.
+
+    Kept per UTC month of the window (each the top ``limit`` of one monthly partition, read
+    from its ``(project, end)`` index) in the cache, under the signature of the roll-ups of
+    the month's days (:func:`_month_signatures`): a month an import did not touch is never
+    read again, one it touched (the open month, after each import) is read alone. Both bounds
+    prune each read to its month's partition. No index of the ledger serves it: the import's
+    write path keeps only the lean ledger's three (docs/pages.md, "Performance")."""
+    months = _month_slices(ended_from, ended_before)
+    signatures = _month_signatures(project_id=project.pk, months=months)
+    keys = {
+        month: "top-jobs:" + hashlib.sha256(
+            repr((project.pk, month, limit, signatures[month])).encode()
+        ).hexdigest()
+        for month in months
+    }  # fmt: skip
+    cached = shared_cache.get_many(list(keys.values()))
+    missing = [month for month, key in keys.items() if key not in cached]
+    fresh = _months_top(project=project, months=missing, limit=limit)
+    if fresh:
+        kept = {keys[month]: jobs for month, jobs in fresh.items()}
+        shared_cache.set_many(kept, TOP_JOBS_SECONDS)
+    found = [job for month, key in keys.items() for job in cached.get(key, fresh.get(month, []))]
+    found.sort(key=lambda job: (job.service_units, job.end, job.pk), reverse=True)
+    return found[:limit]
+
+
+def _months_top(
+    *, project: Project, months: list[tuple[datetime, datetime]], limit: int
+) -> dict[tuple[datetime, datetime], list[Job]]:
+    """The top ``limit`` jobs of each month slice, in one query however many months: a
+    ``UNION ALL`` of one bounded read per month, each pruned to its month's partition."""
+    if not months:
+        return {}
+    reads = [
+        Job.objects.select_related("partition")
+        .filter(project=project, end__gte=since, end__lt=until, service_units__gt=0)
+        .order_by(*TOP_JOBS_ORDER)[:limit]
+        for since, until in months
+    ]
+    if len(reads) > 1 and connection.features.supports_slicing_ordering_in_compound:
+        jobs = list(reads[0].union(*reads[1:], all=True))
+    else:  # SQLite: one query a month
+        jobs = [job for read in reads for job in read]
+    by_month: dict[tuple[datetime, datetime], list[Job]] = {month: [] for month in months}
+    for job in jobs:
+        for since, until in months:
+            if job.end is not None and since <= job.end < until:
+                by_month[(since, until)].append(job)
+    return by_month
+
+
+def _month_slices(since: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
+    """``[since, until)`` cut at the first instant (UTC) of each month: one slice per ledger
+    partition."""
+    slices = []
+    low = since.astimezone(UTC)
+    while low < until:
+        after = month_of(low)
+        after = add_months(after, 1)
+        high = min(until, datetime(after.year, after.month, 1, tzinfo=UTC))
+        slices.append((low, high))
+        low = high
+    return slices
+
+
+def _month_signatures(
+    *, project_id: int, months: list[tuple[datetime, datetime]]
+) -> dict[tuple[datetime, datetime], str]:
+    """Per month slice, what the import's daily roll-ups hold of the days its jobs may have
+    ended on (each cluster's local days: a day more each side): it moves whenever an import
+    charges, re-prices or refunds a job of the slice, in the same transaction. One read of
+    the roll-ups for the whole window, never of the jobs."""
+    if not months:
+        return {}
+    first, last = months[0][0].date() - timedelta(days=1), months[-1][1].date() + timedelta(days=1)
+    days = list(
+        UsageDaily.objects.filter(project_id=project_id, day__gte=first, day__lte=last)
+        .values("day")
+        .annotate(jobs=Sum("jobs"), units=Sum("service_units"))
+        .order_by("day")
+        .values_list("day", "jobs", "units")
     )
+    return {
+        (since, until): repr(
+            [
+                row
+                for row in days
+                if since.date() - timedelta(days=1) <= row[0] <= until.date() + timedelta(days=1)
+            ]
+        )
+        for since, until in months
+    }
 
 
 # --- What the balance reads of the ledger ---------------------------------------------------

@@ -17,7 +17,12 @@ from django.db.models import DecimalField, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounting.ledger.selectors import LedgerWanted, PoolLedger, pools_ledger_get
+from accounting.ledger.selectors import (
+    LedgerWanted,
+    PoolLedger,
+    jobs_by_id,
+    pools_ledger_get,
+)
 from accounting.models import Cluster, CostModelVersion
 from allocations.grants.budget import Balance, GrantBalance
 from allocations.models import Adjustment, Allocation, BudgetPeriod
@@ -483,10 +488,20 @@ def cost_currency_of(cluster: Any) -> Subquery:
     )
 
 
-def adjustments_for_project(*, project: Project) -> QuerySet[Adjustment]:
-    return Adjustment.objects.filter(project=project).select_related(
-        "budget_period__allocation__pool", "actor", "job"
+def adjustments_recent(*, project: Project, limit: int = 50) -> list[Adjustment]:
+    """The project's newest adjustments with their jobs (a refund's), the jobs read by id from
+    their own monthly partitions (a join on the ledger would plan every partition of its
+    history: 5 ms with six years of months)."""
+    adjustments = list(
+        Adjustment.objects.filter(project=project)
+        .select_related("budget_period__allocation__pool", "actor")
+        .order_by("-created_at", "-pk")[:limit]
     )
+    jobs = jobs_by_id(pks=[item.job_id for item in adjustments if item.job_id is not None])
+    for item in adjustments:
+        if item.job_id is not None and item.job_id in jobs:
+            item.job = jobs[item.job_id]
+    return adjustments
 
 
 def projects_of_member(*, user: Actor) -> QuerySet[Project]:

@@ -17,7 +17,7 @@ DECIMAL = re.compile(r"^-?\d+\.\d+$")
 
 def test_lists_are_pages_with_a_count_and_links(world):
     client = world.client("staff")
-    first = client.get("/api/v1/jobs/?page_size=10").json()
+    first = client.get("/api/v1/jobs/?page_size=10&page=1").json()
     assert set(first) == {"count", "next", "previous", "results"}
     assert len(first["results"]) == 10
     assert first["previous"] is None
@@ -26,6 +26,19 @@ def test_lists_are_pages_with_a_count_and_links(world):
     assert {job["id"] for job in first["results"]}.isdisjoint(
         job["id"] for job in second["results"]
     )
+
+
+def test_the_jobs_newest_first_are_pages_by_cursor_in_the_same_envelope(world):
+    client = world.client("staff")
+    first = client.get("/api/v1/jobs/?page_size=10").json()
+    assert set(first) == {"count", "next", "previous", "results"}
+    assert first["count"] is None  # no filter bounds it (docs/api.md, "Jobs")
+    assert "cursor=" in first["next"]
+    by_number = client.get("/api/v1/jobs/?page_size=20&page=1").json()["results"]
+    second = client.get(first["next"]).json()
+    assert [job["id"] for job in first["results"] + second["results"]] == [
+        job["id"] for job in by_number
+    ]
 
 
 def test_a_page_holds_at_most_1000_items(world):
