@@ -13,7 +13,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
@@ -34,6 +34,7 @@ from accounting.costs.services import (
     cost_model_summary,
     cost_model_version_create,
     cost_model_versions,
+    job_costs_reprice_request,
 )
 from accounting.models import Cluster, CostModelVersion
 from kit.access import staff_only
@@ -92,6 +93,22 @@ def _version_rows(versions: list[CostModelVersion]) -> list[dict[str, Any]]:
 def cost_models(request: HttpRequest, name: str) -> HttpResponse:
     """Staff: the cluster's cost model versions, and a form to check and add the next one."""
     cluster = get_object_or_404(Cluster, name=name)
+    if request.method == "POST" and request.POST.get("action") == "reprice":
+        version_id = request.POST.get("version", "").strip()
+        if not version_id.isdigit():
+            raise Http404("no such version")
+        version = get_object_or_404(CostModelVersion, cluster=cluster, pk=int(version_id))
+        job_costs_reprice_request(version=version, actor=request.user)  # type: ignore[arg-type]
+        version.refresh_from_db()
+        if version.reprice_error:
+            messages.error(request, f"Cost model v{version.number}: {version.reprice_error}.")
+        else:
+            messages.success(
+                request,
+                f"The jobs that ended since cost model v{version.number} took effect are being"
+                " priced again.",
+            )
+        return redirect("accounting:cost-models", name=cluster.name)
     form = CostModelForm(request.POST or None, request.FILES or None)
     preview: CostModelSummary | None = None
     problem: CostModelRejected | None = None
@@ -108,11 +125,17 @@ def cost_models(request: HttpRequest, name: str) -> HttpResponse:
                     created_by=request.user,  # type: ignore[arg-type]
                     change_note=data.get("change_note") or "",
                 )  # fmt: skip
-                messages.success(
-                    request,
-                    f"Cost model v{version.number} saved; the jobs that ended since "
-                    f"{version.effective_from:%Y-%m-%d %H:%M} UTC are being priced again.",
-                )
+                version.refresh_from_db()
+                if version.reprice_error:
+                    messages.error(
+                        request, f"Cost model v{version.number} saved, but {version.reprice_error}."
+                    )
+                else:
+                    messages.success(
+                        request,
+                        f"Cost model v{version.number} saved; the jobs that ended since "
+                        f"{version.effective_from:%Y-%m-%d %H:%M} UTC are being priced again.",
+                    )
                 return redirect("accounting:cost-models", name=cluster.name)
             preview = cost_model_summary(
                 cost_model_check(

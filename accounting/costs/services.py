@@ -65,6 +65,7 @@ from accounting.models import (
     UsageDaily,
 )
 from accounting.quarantine import quarantine_retry_enqueue
+from kit.access import is_staff, require
 from kit.errors import ApplicationError
 from kit.queue import task_enqueue
 
@@ -370,10 +371,36 @@ def cost_model_version_create(
         change_note=change_note,
     )
     _parsed[version.pk] = model
-    task_enqueue(name="accounting.tasks.cost_recompute", args=(version.pk,))
+    job_costs_reprice_enqueue(version=version)
     # Lines quarantined because a cost did not fit the ledger may fit under this version.
     quarantine_retry_enqueue(cluster=cluster)
     return version
+
+
+def job_costs_reprice_enqueue(*, version: CostModelVersion) -> None:
+    """Hand the pricing again of the jobs since ``version`` took effect to a worker, after the
+    commit. When the task queue does not take it, the version says why (the cost models page
+    shows it and offers to ask again): the version stays, its earlier jobs keep their costs."""
+    CostModelVersion.objects.filter(pk=version.pk).exclude(reprice_error="").update(
+        reprice_error=""
+    )
+
+    def unsent(error: Exception) -> None:
+        CostModelVersion.objects.filter(pk=version.pk).update(
+            reprice_error=(
+                "the jobs that ended since it took effect were not priced again: the work"
+                f" could not be handed to a worker ({error})"
+            )
+        )
+
+    task_enqueue(name="accounting.tasks.cost_recompute", args=(version.pk,), on_unsent=unsent)
+
+
+@transaction.atomic
+def job_costs_reprice_request(*, version: CostModelVersion, actor: User) -> None:
+    """Staff ask again for the jobs since ``version`` to be priced with it."""
+    require(is_staff(actor), "only centre staff price jobs again")
+    job_costs_reprice_enqueue(version=version)
 
 
 def cost_model_versions(*, cluster: Cluster) -> list[CostModelVersion]:

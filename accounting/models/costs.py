@@ -24,6 +24,9 @@ class CostModelVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     change_note = models.TextField(blank=True)
+    # Why the jobs since ``effective_from`` were not priced again (the task queue did not take
+    # the work); empty once they were. The cost models page offers to ask again.
+    reprice_error = models.TextField(blank=True, db_default="")
 
     class Meta:
         ordering = ["cluster", "-effective_from"]

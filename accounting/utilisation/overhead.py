@@ -204,8 +204,19 @@ def overhead_run_start(
         name="accounting.tasks.overhead_compute",
         args=(cluster.pk, start.isoformat(), end.isoformat(), step),
         kwargs={"run_id": run.pk},
+        on_unsent=lambda unsent: _run_unsent(run.pk, unsent),
     )
     return run
+
+
+def _run_unsent(run_id: int, unsent: Exception) -> None:
+    """A run the task queue did not take fails at once, saying why (it would have shown
+    "running" for a worker that never comes)."""
+    OverheadRun.objects.filter(pk=run_id, status=OverheadRun.Status.RUNNING).update(
+        status=OverheadRun.Status.FAILED,
+        finished_at=timezone.now(),
+        error=f"not computed: it could not be handed to a worker: {unsent}. Start it again",
+    )
 
 
 def overhead_run_compute(

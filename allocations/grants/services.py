@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
 
 from accounting.models import Job
 from allocations.access import approves_project_requests, can_decide, chairs_any_round
@@ -24,6 +25,7 @@ from allocations.models import (
     AllocationRequest,
     BudgetPeriod,
     ProjectRequest,
+    SlurmSyncRequest,
 )
 from kit.access import is_staff, require
 from kit.calendar import add_months
@@ -216,18 +218,34 @@ def _slurm_limits_follow(pool: ResourcePool) -> None:
     """A balance on ``pool`` moved: when the pool says so, Slurm's GrpTRESMins limits of its
     cluster are set again after the commit, without review (docs/slurm.md)."""
     if pool.slurm_limits_auto:
-        task_enqueue(
-            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": pool.cluster_id}
+        _slurm_limits_refresh_enqueue(pool.cluster_id)
+
+
+def _slurm_limits_refresh_enqueue(cluster_id: int) -> None:
+    """Slurm's limits of the cluster set again by a worker; when the task queue does not take
+    the work, the Slurm page says so (a failed "limits update"), the balance having moved."""
+
+    def unsent(error: Exception) -> None:
+        SlurmSyncRequest.objects.create(
+            cluster_id=cluster_id,
+            kind=SlurmSyncRequest.Kind.LIMITS,
+            outcome=SlurmSyncRequest.Outcome.FAILED,
+            finished_at=timezone.now(),
+            error=f"Slurm's limits were not set again after a balance moved: {error}",
         )
+
+    task_enqueue(
+        name="allocations.tasks.slurm_limits_refresh",
+        kwargs={"cluster_id": cluster_id},
+        on_unsent=unsent,
+    )
 
 
 def charges_booked_received(*, cluster_id: int, **kwargs: object) -> None:
     """An import charged jobs on the cluster (``accounting.signals.charges_booked``): its
     balances moved, so its limits follow where a pool of the cluster says so."""
     if ResourcePool.objects.filter(cluster_id=cluster_id, slurm_limits_auto=True).exists():
-        task_enqueue(
-            name="allocations.tasks.slurm_limits_refresh", kwargs={"cluster_id": cluster_id}
-        )
+        _slurm_limits_refresh_enqueue(cluster_id)
 
 
 # --- Adjustments ----------------------------------------------------------------------------

@@ -138,6 +138,9 @@ class SlurmSyncRequest(models.Model):
     class Kind(models.TextChoices):
         PLAN = "plan", "plan"
         CHECK = "check", "drift check"
+        # Not asked for by staff: Slurm's limits set again after a balance moved (a grant, an
+        # import), recorded only when the work could not be handed to a worker.
+        LIMITS = "limits", "limits update"
 
     class Outcome(models.TextChoices):
         QUEUED = "queued", "waiting for a worker"

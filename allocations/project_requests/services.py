@@ -12,6 +12,7 @@ why (``ProjectRequestTransition``), and mailed after the commit (``notifications
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from allocations.models import (
     ProjectRequestAmount,
     ProjectRequestEstimate,
     ProjectRequestTransition,
+    SlurmSyncRequest,
 )
 from allocations.project_requests import notifications
 from allocations.project_requests.selectors import project_code_next
@@ -361,5 +363,18 @@ def _slurm_plans_prepare(request: ProjectRequest, actor: User) -> list[str]:
         task_enqueue(
             name="allocations.tasks.slurm_sync_plan",
             kwargs={"cluster_id": cluster_id, "actor_id": actor.pk if is_staff(actor) else None},
+            on_unsent=functools.partial(_plan_unsent, cluster_id),
         )
     return sorted(clusters.values())
+
+
+def _plan_unsent(cluster_id: int, error: Exception) -> None:
+    """The Slurm plan a decision asks for, when the task queue does not take it: the Slurm page
+    says so (the decision stands; staff plan again from that page)."""
+    SlurmSyncRequest.objects.create(
+        cluster_id=cluster_id,
+        kind=SlurmSyncRequest.Kind.PLAN,
+        outcome=SlurmSyncRequest.Outcome.FAILED,
+        finished_at=timezone.now(),
+        error=f"the plan this decision asks for could not be handed to a worker: {error}",
+    )
