@@ -93,7 +93,8 @@ def _keys():
     if connection.vendor != "postgresql" or not is_partitioned():
         return []
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(KEY_COLUMNS)} FROM {KEY_TABLE}")  # noqa: S608
+        columns = ", ".join(connection.ops.quote_name(name) for name in KEY_COLUMNS)
+        cursor.execute(f"SELECT {columns} FROM {KEY_TABLE}")  # noqa: S608
         return sorted(cursor.fetchall(), key=repr)
 
 
