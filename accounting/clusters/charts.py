@@ -44,6 +44,12 @@ def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> 
 # --- Cost ratio explorer ----------------------------------------------------------------------
 
 MODEL_LABELS = {"energy": "energy model", "sm": "SM model", "peak": "peak model"}
+# What each model weighs a GPU node by, in plain words (the page's key to the labels).
+MODEL_WORDS = {
+    "energy": "by the power its GPUs draw",
+    "sm": "by the GPUs' streaming multiprocessors (SM), one SU each, like a core",
+    "peak": "by the GPUs' peak speed in FLOP/s",
+}
 MODEL_COLOURS = {"energy": PALETTE[2], "sm": PALETTE[0], "peak": PALETTE[1]}
 MODEL_DASHES = {"energy": "solid", "sm": "dash", "peak": "dot"}
 
@@ -58,7 +64,7 @@ def figure1(
     table_speedups: Sequence[float] = (),
 ) -> Chart:
     """Figure 1 of the energy paper: energy of the SU-minimising choice against the speedup."""
-    title = "Figure 1: energy of the SU-minimising choice"
+    title = "Energy used when each model picks the node with fewer SU"
     fig = figure(
         title,
         400,

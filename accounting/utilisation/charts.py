@@ -128,7 +128,7 @@ def overhead_series(
     buckets: Sequence[tuple[str, str, int]],
 ) -> Chart:
     """True overhead of a partition over time: mean canonical units per bucket (section 3)."""
-    title = f"{partition}: true overhead in canonical units of {unit}"
+    title = f"{partition}: idle slices of {unit}"
     x, y, rows = [], [], []
     for start, end, unit_seconds in buckets:
         seconds = (_iso(end) - _iso(start)).total_seconds()
@@ -140,7 +140,7 @@ def overhead_series(
         title,
         320,
         xaxis={"title": {"text": "time (UTC)"}, "type": "date", "tickformat": "%Y-%m-%d %H:%M"},
-        yaxis={"title": {"text": "canonical units free (mean)"}, "tickformat": ",.1f"},
+        yaxis={"title": {"text": "idle slices (mean)"}, "tickformat": ",.1f"},
         showlegend=False,
     )
     fig.add(
@@ -148,14 +148,14 @@ def overhead_series(
             "type": "scatter", "x": x, "y": y, "mode": "lines", "line": {"shape": "hv",
             "color": PALETTE[1], "width": 2}, "fill": "tozeroy",
             "fillcolor": "rgba(224,122,31,0.12)", "name": "true overhead",
-            "hovertemplate": "%{x}<br>%{y:,.2f} canonical units<extra></extra>",
+            "hovertemplate": "%{x}<br>%{y:,.2f} idle slices<extra></extra>",
         }
     )  # fmt: skip
     return Chart(
         key=key,
         title=title,
         figure_json=embeddable(fig),
-        columns=("bucket start", "bucket end", "mean canonical units", "unit-hours"),
+        columns=("bucket start", "bucket end", "mean idle slices", "slice-hours"),
         rows=rows,
         height=320,
     )
@@ -169,7 +169,7 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
     fig = figure(
         title,
         300,
-        xaxis={"title": {"text": "canonical units of true overhead"}},
+        xaxis={"title": {"text": "idle slices (true overhead)"}},
         yaxis={"title": {"text": "node-hours"}, "tickformat": ",.0f"},
         showlegend=False,
         bargap=0.1,
@@ -178,14 +178,14 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
         {
             "type": "bar", "x": units, "y": hours,
             "marker": {"color": [OK if count == 0 else PALETTE[0] for count in units]},
-            "hovertemplate": "%{x} units: %{y:,.1f} node-hours<extra></extra>",
+            "hovertemplate": "%{x} idle slices: %{y:,.1f} node-hours<extra></extra>",
         }
     )  # fmt: skip
     return Chart(
         key=key,
         title=title,
         figure_json=embeddable(fig),
-        columns=("canonical units", "node-hours"),
+        columns=("idle slices", "node-hours"),
         rows=list(zip(units, hours, strict=True)),
         height=300,
     )
