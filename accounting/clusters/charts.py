@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from kit.charts import INK, PALETTE, Chart, embeddable, figure, su
+from kit.charts import INK, PALETTE, Chart, embeddable, figure, su, value_axis
 
 # --- Quotes -----------------------------------------------------------------------------------
 
@@ -17,7 +17,7 @@ def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> 
     fig = figure(
         title,
         120 + 44 * max(len(rows), 1),
-        xaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.1f"},
+        xaxis=value_axis("service units (SU)", (su(value) for _, value, _ in rows)),
         yaxis={"autorange": "reversed", "automargin": True},
         showlegend=False,
         margin={"l": 16, "r": 24, "t": 48, "b": 56},
