@@ -21,7 +21,8 @@ pytestmark = pytest.mark.django_db
 # The papers' words and Slurm's raw spellings; each has plain words on the page.
 JARGON = re.compile(
     r"Slurm billing|\bTables? (?:I|II|III|IV)\b|SM/peak|as corrected|K_prof|[Cc]anonical[- ]unit"
-    r"|core-equivalent|Volovich|PeCoH|\beqs? \d|\b(?:RUNNING|COMPLETED|FAILED|CANCELLED|TIMEOUT)\b"
+    r"|core-equivalent|Volovich|PeCoH|\beqs? \d|\bequations? \d|\b[Ss]ection \d|Figure \d"
+    r"|\b(?:RUNNING|COMPLETED|FAILED|CANCELLED|TIMEOUT)\b"
 )
 FOLD = re.compile(r'<details class="how">.*?</details>', re.S)
 SCRIPTS = re.compile(r'<script(?! type="application/json").*?</script>', re.S)
@@ -67,6 +68,8 @@ def pages_by_role(site) -> dict[str, dict[str, str]]:
         "priorities": reverse("allocations:priorities"),
         "cost models": reverse("accounting:cost-models", args=[site.cluster.name]),
         "cost distribution": reverse("accounting:cost-distribution"),
+        "grid intensity": reverse("accounting:grid-intensity", args=[site.cluster.name]),
+        "enforcement": reverse("allocations:enforcement-list"),
     }
     committee = {
         "rounds": reverse("allocations:round-list"),
