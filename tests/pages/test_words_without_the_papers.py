@@ -9,6 +9,7 @@ import re
 from decimal import Decimal
 
 import pytest
+from django.db.models import F
 from django.urls import reverse
 
 from accounting.clusters.efficiency import Held, JobUsage, Request, waste_of
@@ -131,3 +132,29 @@ def test_unused_cores_beside_nothing_left_on_the_table_name_the_gpus_as_what_set
     assert waste.words == "asked for 64 cores, used 31.8"
     assert waste.resource == "cores"
     assert waste.set_the_charge == "the GPUs set the charge, not the cores: they cost nothing more"
+
+
+def test_the_job_page_says_the_gpus_set_the_charge_beside_unused_cores(site):
+    """A GPU job that held a whole node and used half its cores: nothing is left on the table,
+    and the page says why instead of a bare "asked for 64 cores, used 31.8"."""
+    gpu = Partition.objects.get(cluster=site.cluster, name="gpu")
+    job = Job.objects.filter(partition=gpu, charge_state="charged").order_by("pk").first()
+    assert job is not None
+    assert job.partition_version is not None
+    version = job.partition_version
+    elapsed = 3600
+    Job.objects.filter(pk=job.pk).update(
+        project=site.project, nnodes=1, cpus=version.cores_per_node, gpus=version.gpus,
+        memory_mb=Decimal(version.memory_mb) / 2, elapsed_seconds=elapsed,
+        cpu_seconds_used=Decimal(elapsed * version.cores_per_node) * Decimal("0.497"),
+        memory_peak_mb=Decimal(1024), gpu_utilisation=Decimal(100), dominant_resource="gpus",
+        right_sized_service_units=F("service_units"),
+    )  # fmt: skip
+    page = client_for(site.users["member"]).get(reverse("accounting:job-detail", args=[job.pk]))
+    text = " ".join(visible(page.content.decode()).split())
+    cores = version.cores_per_node
+    used = f"{cores * 0.497:.1f}"
+    assert (
+        f"0.00 SU: the job asked for {cores} cores, used {used}; "
+        "the GPUs set the charge, not the cores: they cost nothing more"
+    ) in text
