@@ -12,8 +12,10 @@ Builders take plain values (dates, Decimals, rows), not querysets: the views rea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -42,9 +44,9 @@ _TEMPLATE = go.layout.Template(
         "plot_bgcolor": "#ffffff",
         "hoverlabel": {"font": {"size": 13}},
         "xaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
-                  "automargin": True, "title": {"font": {"color": MUTED}}},
+                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 10}},
         "yaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
-                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 8},
+                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 12},
                   "rangemode": "tozero"},
         # The legend sits at the very bottom of the figure, below the x axis and its title.
         "legend": {"orientation": "h", "yref": "container", "y": 0.01, "yanchor": "bottom",
@@ -155,3 +157,104 @@ def _cell(value: object) -> tuple[SafeString]:
 def su(value: Decimal | float) -> float:
     """Service units as plotly draws them: a float to three places."""
     return round(float(value), 3)
+
+
+# --- Axes whose ticks follow the data ---------------------------------------------------------
+#
+# Plotly picks tick steps from the axis length alone and prints them with the format it is given:
+# ",.0f" over a range of 0 to 1 SU prints "0, 0, 0, 1, 1", and a day axis over three days puts
+# ticks every 12 hours that "%Y-%m-%d" prints twice each. These builders choose the step from
+# the data's range and the format from the step, so every tick reads differently.
+
+_NICE_STEPS = (Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5), Decimal(10))
+_TICKS = 5  # about this many intervals on a value axis
+_DAY_MS = 86_400_000
+_DAY_STEPS = (1, 2, 7, 14)  # days between ticks; beyond these, months
+_MONTH_STEPS = (1, 2, 3, 6, 12)
+_MAX_DATE_TICKS = 8
+
+
+def nice_step(top: float, *, integer: bool = False) -> Decimal:
+    """The tick step for a value axis from 0 to ``top``: 1, 2, 2.5 or 5 times a power of ten,
+    the smallest that makes about five intervals; at least 1 for whole numbers."""
+    if not top or top <= 0 or not math.isfinite(top):
+        return Decimal(1)
+    raw = Decimal(repr(top)) / _TICKS
+    power = Decimal(10) ** math.floor(math.log10(float(raw)))
+    step = next(power * nice for nice in _NICE_STEPS if power * nice >= raw)
+    if integer:
+        step = max(Decimal(1), step.to_integral_value(rounding="ROUND_CEILING"))
+        if step == Decimal("2.5"):
+            step = Decimal(3)
+    return step.normalize()
+
+
+def _decimals(step: Decimal) -> int:
+    exponent = step.normalize().as_tuple().exponent
+    assert isinstance(exponent, int)
+    return max(0, -exponent)
+
+
+def value_axis(
+    title: str,
+    values: Iterable[float | int | Decimal | None],
+    *,
+    integer: bool = False,
+    **more: Any,
+) -> dict[str, Any]:
+    """A value axis from 0 whose ticks follow the data: ``values`` are every value drawn on it
+    (for stacked bars, the stacks' totals). Whole numbers (jobs, nodes) get whole steps of at
+    least 1 and ``,d``; other quantities as many decimals as the step needs (0.25 SU: two,
+    20,000 SU: none). ``more`` adds or overrides layout keys (``ticksuffix``, ``range``)."""
+    top = max((abs(float(value)) for value in values if value is not None), default=0.0)
+    step = nice_step(top, integer=integer)
+    tickformat = ",d" if integer else f",.{_decimals(step)}f"
+    return {
+        "title": {"text": title}, "automargin": True, "rangemode": "tozero",
+        "tickmode": "linear", "tick0": 0, "dtick": float(step), "tickformat": tickformat,
+        **more,
+    }  # fmt: skip
+
+
+def date_axis(
+    title: str, dates: Sequence[date | datetime | str], *, step: str = "day", **more: Any
+) -> dict[str, Any]:
+    """A date axis with one label per tick and none repeated: ``step`` is what one point
+    stands for (``hour``, ``day``, ``week``, ``month``). Days and weeks tick on whole days
+    (every 1, 2, 7 or 14, or whole months over a long span) as ``2026-11-03``; months as
+    ``2026-11``; hours as the time and, below it, the day, with the format following the zoom."""
+    axis: dict[str, Any] = {"title": {"text": title}, "type": "date", "automargin": True}
+    days = sorted(_as_date(value) for value in dates)
+    if step == "hour":
+        axis["tickformatstops"] = [
+            {"dtickrange": [None, _DAY_MS], "value": "%H:%M\n%Y-%m-%d"},
+            {"dtickrange": [_DAY_MS, "M1"], "value": ISO_DAY},
+            {"dtickrange": ["M1", None], "value": "%Y-%m"},
+        ]
+        return {**axis, **more}
+    span_days = (days[-1] - days[0]).days if days else 0
+    if step == "month":
+        months = span_days // 28 + 1
+        every = next((m for m in _MONTH_STEPS if months / m <= _MAX_DATE_TICKS), 12)
+        axis.update(tickformat="%Y-%m", dtick=f"M{every}")
+    else:
+        unit = 7 if step == "week" else 1
+        every_days = next(
+            (d for d in _DAY_STEPS if d >= unit and span_days / d < _MAX_DATE_TICKS), None
+        )
+        if every_days is not None:
+            axis.update(tickformat=ISO_DAY, dtick=every_days * _DAY_MS)
+        else:
+            every = next((m for m in _MONTH_STEPS if span_days / 30 / m < _MAX_DATE_TICKS), 12)
+            axis.update(tickformat=ISO_DAY, dtick=f"M{every}")
+    if days:
+        axis["tick0"] = days[0].isoformat()
+    return {**axis, **more}
+
+
+def _as_date(value: date | datetime | str) -> date:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime):
+        return value.date()
+    return value

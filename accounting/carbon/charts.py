@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kit.charts import Chart, embeddable, figure, say_empty
+from kit.charts import Chart, date_axis, embeddable, figure, say_empty, value_axis
 
 ENERGY_COLUMNS = (
     "month", "cluster", "energy (kWh)", "measured (kWh)", "estimated (kWh)", "measured (%)",
@@ -29,8 +29,8 @@ def energy_monthly(*, key: str, title: str, rows: Sequence[tuple[Any, ...]]) -> 
         title,
         360,
         barmode="stack",
-        xaxis={"title": {"text": "month"}, "type": "date", "tickformat": "%Y-%m"},
-        yaxis={"title": {"text": "energy (kWh)"}, "tickformat": ",.0f"},
+        xaxis=date_axis("month", months, step="month"),
+        yaxis=value_axis("energy (kWh)", (measured[m] + estimated[m] for m in months)),
         bargap=0.15,
     )
     for name, values in (("measured by Slurm", measured), ("estimated by the engine", estimated)):

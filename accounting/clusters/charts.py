@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from kit.charts import INK, PALETTE, Chart, embeddable, figure, su
+from kit.charts import INK, PALETTE, Chart, embeddable, figure, su, value_axis
 
 # --- Quotes -----------------------------------------------------------------------------------
 
@@ -17,7 +17,7 @@ def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> 
     fig = figure(
         title,
         120 + 44 * max(len(rows), 1),
-        xaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.1f"},
+        xaxis=value_axis("service units (SU)", (su(value) for _, value, _ in rows)),
         yaxis={"autorange": "reversed", "automargin": True},
         showlegend=False,
         margin={"l": 16, "r": 24, "t": 48, "b": 56},
@@ -44,6 +44,12 @@ def quote_comparison(*, key: str, rows: Sequence[tuple[str, Decimal, bool]]) -> 
 # --- Cost ratio explorer ----------------------------------------------------------------------
 
 MODEL_LABELS = {"energy": "energy model", "sm": "SM model", "peak": "peak model"}
+# What each model weighs a GPU node by, in plain words (the page's key to the labels).
+MODEL_WORDS = {
+    "energy": "by the power its GPUs draw",
+    "sm": "by the GPUs' streaming multiprocessors (SM), one SU each, like a core",
+    "peak": "by the GPUs' peak speed in FLOP/s",
+}
 MODEL_COLOURS = {"energy": PALETTE[2], "sm": PALETTE[0], "peak": PALETTE[1]}
 MODEL_DASHES = {"energy": "solid", "sm": "dash", "peak": "dot"}
 
@@ -58,7 +64,7 @@ def figure1(
     table_speedups: Sequence[float] = (),
 ) -> Chart:
     """Figure 1 of the energy paper: energy of the SU-minimising choice against the speedup."""
-    title = "Figure 1: energy of the SU-minimising choice"
+    title = "Energy used when each model picks the node with fewer SU"
     fig = figure(
         title,
         400,

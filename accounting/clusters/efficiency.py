@@ -216,23 +216,44 @@ def right_sized_service_units(
     return min(priced, service_units)
 
 
-def waste_named(
-    spec: charging.PartitionSpec, held: Held, usage: JobUsage, request: Request | None
-) -> str:
-    """The resource asked for beyond what was used that is the largest share of a node, in
-    words ("asked for 64 cores, used 3.9"); "" when the job asked for what it used. Memory
-    counts only beyond the share that the right-sized cores bring with them (a job that asked
-    for cores and got their memory by default over-asked cores, not memory). Ties go to GPUs,
-    then cores."""
+class Waste(NamedTuple):
+    """The largest resource a job asked for beyond what it used: which (``cores``, ``memory``,
+    ``gpus``), in words ("asked for 64 cores, used 3.9"), and, when another resource set the
+    charge, that in words too ("the GPUs set the charge, not the cores: they cost nothing
+    more"); empty strings when there is nothing to say."""
+
+    resource: str = ""
+    words: str = ""
+    set_the_charge: str = ""
+
+
+# The resources as a sentence names them (the keys are Job.dominant_resource's values).
+RESOURCE_WORDS: Final = {"cores": "cores", "memory": "memory", "gpus": "GPUs"}
+
+
+def waste_of(
+    spec: charging.PartitionSpec,
+    held: Held,
+    usage: JobUsage,
+    request: Request | None,
+    *,
+    dominant: str = "",
+) -> Waste:
+    """The resource asked for beyond what was used that is the largest share of a node.
+    Memory counts only beyond the share that the right-sized cores bring with them (a job that
+    asked for cores and got their memory by default over-asked cores, not memory). Ties go to
+    GPUs, then cores. When ``dominant`` (the resource that set the charge) is another one,
+    the unused part cost nothing more, and ``set_the_charge`` says so."""
     if request is None or not usage.measured or held.elapsed_seconds <= 0:
-        return ""
+        return Waste()
     assert usage.cpu_seconds is not None
-    gaps: list[tuple[Decimal, str]] = []
+    gaps: list[tuple[Decimal, str, str]] = []
     if request.gpus < held.gpus and usage.gpu_utilisation is not None and spec.gpus:
         busy = held.gpus * usage.gpu_utilisation / _HUNDRED
         gaps.append(
             (
                 Decimal(held.gpus - request.gpus) / spec.gpus,
+                "gpus",
                 f"asked for {numbers.plural(held.gpus, 'GPU')}, used {busy:.1f}",
             )
         )
@@ -241,6 +262,7 @@ def waste_named(
         gaps.append(
             (
                 Decimal(held.cpus - request.cores) / spec.cores,
+                "cores",
                 f"asked for {held.cpus} cores, used {used:.1f}",
             )
         )
@@ -249,14 +271,30 @@ def waste_named(
         gaps.append(
             (
                 (held.memory_mb - with_the_cores) / spec.memory_mb,
+                "memory",
                 f"asked for {_gib(held.memory_mb)} of memory, used at most "
                 f"{_gib(usage.memory_peak_mb)}",
             )
         )
     if not gaps:
-        return ""
-    largest = max(gap for gap, _ in gaps)
-    return next(words for gap, words in gaps if gap == largest)
+        return Waste()
+    largest = max(gap for gap, _, _ in gaps)
+    resource, words = next((name, text) for gap, name, text in gaps if gap == largest)
+    set_the_charge = ""
+    if dominant in RESOURCE_WORDS and dominant != resource:
+        set_the_charge = (
+            f"the {RESOURCE_WORDS[dominant]} set the charge, not the {RESOURCE_WORDS[resource]}:"
+            " they cost nothing more"
+        )
+    return Waste(resource, words, set_the_charge)
+
+
+def waste_named(
+    spec: charging.PartitionSpec, held: Held, usage: JobUsage, request: Request | None
+) -> str:
+    """:func:`waste_of` in words only ("asked for 64 cores, used 3.9"); "" when the job asked
+    for what it used."""
+    return waste_of(spec, held, usage, request).words
 
 
 def _gib(memory_mb: Decimal) -> str:

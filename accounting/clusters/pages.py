@@ -197,7 +197,7 @@ def _explorer(request: HttpRequest) -> tuple[CostRatioForm, dict[str, Any]]:
             {
                 "name": model,
                 "label": charts.MODEL_LABELS[model],
-                "table": {"sm": "II", "peak": "III", "energy": "IV"}[model],
+                "words": charts.MODEL_WORDS[model],
                 **report["models"][model],
             }
             for model in models

@@ -9,7 +9,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from kit.charts import PALETTE, Chart, embeddable, figure, say_empty, su
+from kit.charts import PALETTE, Chart, date_axis, embeddable, figure, say_empty, su, value_axis
 
 # --- Jobs -------------------------------------------------------------------------------------
 
@@ -37,8 +37,10 @@ def node_fractions(*, key: str, groups: Sequence[dict[str, Any]], dominant: str)
                 "type": "bar",
                 "y": [labels[name] for name in resources], "x": values, "orientation": "h",
                 "name": group["label"], "marker": {"color": colours},
-                "text": [f"{value:.1f} %" for value in values], "textposition": "outside",
-                "cliponaxis": False,
+                # Inside the bar when it fits there, else just past its end: a label never
+                # runs past the plot's right edge, where the figure would cut it.
+                "text": [bar_label(value) for value in values], "textposition": "auto",
+                "insidetextanchor": "end", "cliponaxis": False, "constraintext": "none",
                 "hovertemplate": "%{y}: %{x:.2f} % of a node<extra>" + group["label"] + "</extra>",
                 "legendrank": index,
             }
@@ -69,8 +71,8 @@ def efficiency_months(
         title,
         340,
         barmode="group",
-        xaxis={"title": {"text": "month"}, "type": "date", "tickformat": "%Y-%m"},
-        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        xaxis=date_axis("month", x, step="month"),
+        yaxis=value_axis("service units (SU)", (su(row[1]) for row in months)),
         bargap=0.2,
     )
     for index, (name, column) in enumerate((("charged", 1), ("right-sized", 2))):
@@ -115,7 +117,9 @@ def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]
         340,
         barmode="group",
         xaxis={"title": {"text": "efficiency: used ÷ held"}},
-        yaxis={"title": {"text": "jobs"}, "tickformat": ",d"},
+        yaxis=value_axis(
+            "jobs", (n for counts in distributions.values() for n in counts), integer=True
+        ),
         bargap=0.15,
     )
     for index, (metric, label) in enumerate(EFFICIENCY_METRICS.items()):
@@ -141,3 +145,9 @@ def efficiency_histogram(*, key: str, distributions: Mapping[str, Sequence[int]]
         columns=("efficiency", *(f"{label} jobs" for label in EFFICIENCY_METRICS.values())),
         rows=rows, height=340,
     )  # fmt: skip
+
+
+def bar_label(percent: float) -> str:
+    """A share of a node as its bar's label: whole percent from 10 % (``100 %``, ``64 %``), one
+    decimal below (``3.1 %``), so a label is short enough to sit inside its bar."""
+    return f"{percent:.0f} %" if percent >= 10 else f"{percent:.1f} %"

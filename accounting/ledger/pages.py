@@ -21,9 +21,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounting.carbon.selectors import job_footprint_get
 from accounting.clusters.efficiency import (
     Efficiency,
+    Waste,
     job_efficiency,
     right_sized_request,
-    waste_named,
+    waste_of,
 )
 from accounting.clusters.quotes import cheaper_request, weight_explanation
 from accounting.costs.costmodels import JobCost, share_text
@@ -216,6 +217,7 @@ class JobEfficiencyView:
     right_sized_service_units: Decimal | None
     left_on_the_table: Decimal | None
     waste: str  # the dominant waste in words ("asked for 64 cores, used 3.9"); "": none
+    set_the_charge: str  # when another resource set the charge: that, in words; "": not so
     advice: list[str]  # the request to make next time, as sbatch options
 
     @property
@@ -241,10 +243,10 @@ def _job_efficiency(job: Job, version: PartitionVersion | None) -> JobEfficiency
         return None
     ratios = job_efficiency(held, usage)
     right_sized = job.right_sized_service_units
-    waste, advice = "", []
+    waste, advice = Waste(), []
     if version is not None and held.nnodes:
         request = right_sized_request(version.spec, held, usage)
-        waste = waste_named(version.spec, held, usage, request)
+        waste = waste_of(version.spec, held, usage, request, dominant=job.dominant_resource)
         if request is not None:
             nodes = held.nnodes
             if request.cores < held.cpus:
@@ -267,7 +269,7 @@ def _job_efficiency(job: Job, version: PartitionVersion | None) -> JobEfficiency
         left = job.service_units - right_sized
     return JobEfficiencyView(
         ratios=ratios, right_sized_service_units=right_sized, left_on_the_table=left,
-        waste=waste, advice=advice,
+        waste=waste.words, set_the_charge=waste.set_the_charge, advice=advice,
     )  # fmt: skip
 
 

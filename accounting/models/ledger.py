@@ -78,6 +78,22 @@ class ImportRun(models.Model):
         return f"import {self.pk} of {self.cluster} from {self.source} ({self.status})"
 
 
+# Slurm's job states that do not read as words when lower-cased (sacct's State column).
+_STATE_WORDS = {
+    "TIMEOUT": "timed out", "NODE_FAIL": "node failure", "OUT_OF_MEMORY": "out of memory",
+    "BOOT_FAIL": "failed to boot", "DEADLINE": "past its deadline", "PREEMPTED": "preempted",
+}  # fmt: skip
+
+
+def state_in_words(state: str, exit_code: str = "") -> str:
+    """A Slurm job state in words, the one rule of every page: see :attr:`Job.state_words`."""
+    words = _STATE_WORDS.get(state, state.lower().replace("_", " "))
+    code = exit_code.partition(":")[0]
+    if state == "FAILED" and code not in {"", "0"}:
+        return f"{words} (exit code {code})"
+    return words
+
+
 class Job(models.Model):
     """The ledger: one row per run of a Slurm job allocation, with its charge.
 
@@ -254,6 +270,13 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}:{self.job_id}"
+
+    @property
+    def state_words(self) -> str:
+        """The job's state as every page writes it: Slurm's word in lower case ("running",
+        "timed out"), with the exit code only for a job that failed ("failed (exit code 2)").
+        A job still running has no exit code yet, whatever sacct printed in its place."""
+        return state_in_words(self.state, self.exit_code)
 
 
 class UsageDaily(models.Model):

@@ -8,7 +8,17 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kit.charts import INK, ISO_DAY, MUTED, OK, PALETTE, Chart, embeddable, figure
+from kit.charts import (
+    INK,
+    MUTED,
+    OK,
+    PALETTE,
+    Chart,
+    date_axis,
+    embeddable,
+    figure,
+    value_axis,
+)
 
 # --- Utilisation Q(T) -------------------------------------------------------------------------
 
@@ -18,12 +28,8 @@ _BUCKET_LABELS = {"hour": "hour starting", "day": "day", "week": "week starting"
                   "month": "month"}  # fmt: skip
 
 
-def _bucket_axis(step: str) -> dict[str, Any]:
-    return {
-        "title": {"text": f"{_BUCKET_LABELS.get(step, step)} (cluster time)"},
-        "type": "date",
-        "tickformat": "%Y-%m" if step == "month" else ISO_DAY,
-    }
+def _bucket_axis(step: str, starts: Sequence[datetime]) -> dict[str, Any]:
+    return date_axis(f"{_BUCKET_LABELS.get(step, step)} (cluster time)", starts, step=step)
 
 
 def utilisation_quality(
@@ -41,8 +47,12 @@ def utilisation_quality(
     fig = figure(
         title,
         380,
-        xaxis=_bucket_axis(step),
-        yaxis={"title": {"text": "Q(T), % of peak FLOP"}, "ticksuffix": " %"},
+        xaxis=_bucket_axis(step, starts),
+        yaxis=value_axis(
+            "Q(T), % of peak FLOP",
+            (value for values in series.values() for value in values),
+            ticksuffix=" %",
+        ),
         hovermode="x unified",
     )
     x_format = _BUCKET_FORMATS.get(step, "%Y-%m-%d")
@@ -94,8 +104,12 @@ def utilisation_classical(
     fig = figure(
         title,
         340,
-        xaxis=_bucket_axis(step),
-        yaxis={"title": {"text": "% of capacity"}, "ticksuffix": " %"},
+        xaxis=_bucket_axis(step, starts),
+        yaxis=value_axis(
+            "% of capacity",
+            (value for values in series.values() for value in values),
+            ticksuffix=" %",
+        ),
         hovermode="x unified",
     )
     x_format = _BUCKET_FORMATS.get(step, "%Y-%m-%d")
@@ -128,7 +142,7 @@ def overhead_series(
     buckets: Sequence[tuple[str, str, int]],
 ) -> Chart:
     """True overhead of a partition over time: mean canonical units per bucket (section 3)."""
-    title = f"{partition}: true overhead in canonical units of {unit}"
+    title = f"{partition}: idle slices of {unit}"
     x, y, rows = [], [], []
     for start, end, unit_seconds in buckets:
         seconds = (_iso(end) - _iso(start)).total_seconds()
@@ -139,8 +153,8 @@ def overhead_series(
     fig = figure(
         title,
         320,
-        xaxis={"title": {"text": "time (UTC)"}, "type": "date", "tickformat": "%Y-%m-%d %H:%M"},
-        yaxis={"title": {"text": "canonical units free (mean)"}, "tickformat": ",.1f"},
+        xaxis=date_axis("time (UTC)", x, step="hour"),
+        yaxis=value_axis("idle slices (mean)", y),
         showlegend=False,
     )
     fig.add(
@@ -148,14 +162,14 @@ def overhead_series(
             "type": "scatter", "x": x, "y": y, "mode": "lines", "line": {"shape": "hv",
             "color": PALETTE[1], "width": 2}, "fill": "tozeroy",
             "fillcolor": "rgba(224,122,31,0.12)", "name": "true overhead",
-            "hovertemplate": "%{x}<br>%{y:,.2f} canonical units<extra></extra>",
+            "hovertemplate": "%{x}<br>%{y:,.2f} idle slices<extra></extra>",
         }
     )  # fmt: skip
     return Chart(
         key=key,
         title=title,
         figure_json=embeddable(fig),
-        columns=("bucket start", "bucket end", "mean canonical units", "unit-hours"),
+        columns=("bucket start", "bucket end", "mean idle slices", "slice-hours"),
         rows=rows,
         height=320,
     )
@@ -169,8 +183,8 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
     fig = figure(
         title,
         300,
-        xaxis={"title": {"text": "canonical units of true overhead"}},
-        yaxis={"title": {"text": "node-hours"}, "tickformat": ",.0f"},
+        xaxis=value_axis("idle slices (true overhead)", units, integer=True),
+        yaxis=value_axis("node-hours", hours),
         showlegend=False,
         bargap=0.1,
     )
@@ -178,14 +192,14 @@ def overhead_histogram(*, key: str, partition: str, histogram: dict[int, int]) -
         {
             "type": "bar", "x": units, "y": hours,
             "marker": {"color": [OK if count == 0 else PALETTE[0] for count in units]},
-            "hovertemplate": "%{x} units: %{y:,.1f} node-hours<extra></extra>",
+            "hovertemplate": "%{x} idle slices: %{y:,.1f} node-hours<extra></extra>",
         }
     )  # fmt: skip
     return Chart(
         key=key,
         title=title,
         figure_json=embeddable(fig),
-        columns=("canonical units", "node-hours"),
+        columns=("idle slices", "node-hours"),
         rows=list(zip(units, hours, strict=True)),
         height=300,
     )

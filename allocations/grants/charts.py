@@ -10,17 +10,18 @@ from typing import Any
 
 from kit.charts import (
     HIGH,
-    ISO_DAY,
     MUTED,
     OK,
     OVER,
     PALETTE,
     WARN,
     Chart,
+    date_axis,
     embeddable,
     figure,
     say_empty,
     su,
+    value_axis,
 )
 
 # --- Balances ---------------------------------------------------------------------------------
@@ -119,14 +120,10 @@ def burn_down(
     fig = figure(
         title,
         340,
-        xaxis={
-            "title": {"text": "date"},
-            "range": [start.isoformat(), end.isoformat()],
-            "tickformat": ISO_DAY,
-        },
-        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        xaxis=date_axis("date", [start, last_day], range=[start.isoformat(), end.isoformat()]),
         hovermode="x unified",
     )
+    drawn = [su(available_su), *cumulative]
     fig.add(
         {
                 "type": "scatter",
@@ -155,6 +152,7 @@ def burn_down(
         horizon = projected_exhaustion or end
         span = (horizon - today).days
         projected = used_total + burn_rate_per_day * span
+        drawn.append(su(projected))
         fig.add(
             {
                 "type": "scatter",
@@ -170,6 +168,7 @@ def burn_down(
                 text=f"runs out {projected_exhaustion:%Y-%m-%d}", showarrow=True, arrowhead=0,
                 ax=0, ay=-28, xanchor="right", font={"color": HIGH, "size": 12},
             )  # fmt: skip
+    fig["layout"]["yaxis"] = value_axis("service units (SU)", drawn)
     return Chart(
         key=key,
         title=title,
@@ -204,16 +203,14 @@ def usage_stacked(
         rows.append((period.isoformat(), name, su(service_units)))
     ordered = sorted(periods)
     x_format = "%Y-%m" if step == "month" else "%Y-%m-%d"
+    totals = {period: sum(values.get(period, 0.0) for values in series.values())
+              for period in ordered}  # fmt: skip
     fig = figure(
         title,
         360,
         barmode="stack",
-        xaxis={
-            "title": {"text": STEP_LABELS.get(step, step)},
-            "type": "date",
-            "tickformat": x_format,
-        },
-        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        xaxis=date_axis(STEP_LABELS.get(step, step), ordered or list(window), step=step),
+        yaxis=value_axis("service units (SU)", totals.values()),
         bargap=0.15,
     )
     for name in sorted(series, key=lambda item: -sum(series[item].values())):

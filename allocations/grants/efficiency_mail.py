@@ -115,7 +115,8 @@ def summary_text(*, months: list[ProjectMonth], month: date) -> str:
     lines += [
         "",
         "SU left on the table: what the jobs were charged beyond requests sized to what they "
-        "used (whole cores for their CPU time, memory in whole core-equivalents for their peak).",
+        "used (whole cores for their CPU time, memory rounded up to whole cores' shares of a node "
+        "for their peak).",
     ]
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ def priority_curve(
 ) -> Chart:
     """Figure 2 of the Q(T) paper: Pr_dyn against the profiling coefficient K (eq 14), the
     piecewise-linear curve with K1 and K2 marked and each project as a point on it."""
-    title = "Figure 2: dynamic priority against the profiling coefficient"
+    title = "Dynamic priority against the profiling coefficient"
     fig = figure(
         title,
         400,
@@ -39,7 +39,7 @@ def priority_curve(
         )  # fmt: skip
     fig.add(
         {
-            "type": "scatter", "mode": "lines", "name": "Pr_dyn (eq 14)",
+            "type": "scatter", "mode": "lines", "name": "dynamic priority",
             "x": [float(k) for k, _ in curve], "y": [float(pr) for _, pr in curve],
             "line": {"color": PALETTE[0], "width": 2.5},
             "hovertemplate": "K = %{x:.4g}<br>Pr_dyn = %{y:,.6g}<extra></extra>",

@@ -75,7 +75,10 @@ class CoefficientForm(forms.Form):
     project = forms.ModelChoiceField(
         queryset=Project.objects.order_by("code"), to_field_name="code", empty_label=None
     )
-    k_prof = _decimal_field("K_prof", "the profiler's coefficient (eq 13)", min_value=Decimal(0))
+    k_prof = _decimal_field(
+        "Profiling coefficient K", "the profiler's score for the project or job, 0 or more",
+        min_value=Decimal(0),
+    )  # fmt: skip
     job_id = forms.CharField(
         label="Slurm job id", required=False, max_length=64,
         help_text="leave empty for the whole project",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from kit.charts import PALETTE, Chart, embeddable, figure, su
+from kit.charts import PALETTE, Chart, embeddable, figure, su, value_axis
 
 # --- Rounds -----------------------------------------------------------------------------------
 
@@ -19,7 +19,9 @@ def round_pools(*, key: str, pools: Sequence[tuple[str, Decimal, Decimal, Decima
         320,
         barmode="group",
         xaxis={"title": {"text": "resource pool"}},
-        yaxis={"title": {"text": "service units (SU)"}, "tickformat": ",.0f"},
+        yaxis=value_axis(
+            "service units (SU)", (su(Decimal(row[i])) for row in pools for i in (1, 2, 3))
+        ),
     )
     names = [name for name, *_ in pools]
     for index, (label, colour) in enumerate(

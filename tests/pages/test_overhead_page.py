@@ -111,7 +111,7 @@ def test_the_series_downloads_as_csv(site):
     response = client_for(site.users["staff"]).get(f"{URL}?run={run.pk}&csv=series-work")
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(response.content.decode())))
-    assert rows[0] == ["bucket start", "bucket end", "mean canonical units", "unit-hours"]
+    assert rows[0] == ["bucket start", "bucket end", "mean idle slices", "slice-hours"]
     assert len(rows) == 1 + (run.window_end - run.window_start) // timedelta(hours=1)
 
 
@@ -127,10 +127,10 @@ def test_a_failed_run_shows_its_error(site):
 def test_the_job_page_shows_the_fair_share_beside_the_su_once_a_run_covers_it(site):
     url = reverse("accounting:job-detail", args=[site.job.pk])
     member = client_for(site.users["member"])
-    assert "Fair share (canonical-unit billing)" not in member.get(url).content.decode()
+    assert "Fair share of the nodes it shared" not in member.get(url).content.decode()
     run = done_run(site)
     page = member.get(url).content.decode()
-    assert "Fair share (canonical-unit billing)" in page
+    assert "Fair share of the nodes it shared" in page
     assert "core-hours" in page
     assert "GiB-hours" in page
     assert f"From true-overhead run {run.pk} (" in page

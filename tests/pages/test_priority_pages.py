@@ -104,7 +104,7 @@ def test_figure_2_is_the_curve_with_k1_k2_marked_and_each_project_on_it(centre, 
     text = staff.get(PAGE).content.decode()
     (data,) = FIGURE.findall(text)
     figure = go.Figure(json.loads(data))  # raises on any property plotly does not know
-    assert figure.layout.title.text.startswith("Figure 2")
+    assert figure.layout.title.text == "Dynamic priority against the profiling coefficient"
     assert figure.layout.xaxis.title.text == "profiling coefficient K"
     assert figure.layout.yaxis.title.text == "dynamic priority Pr_dyn"
     assert all(trace.hovertemplate for trace in figure.data)
