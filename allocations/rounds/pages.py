@@ -87,6 +87,7 @@ from allocations.rounds.services import (
     request_decide,
     request_estimate_add,
     request_review_start,
+    request_save_and_submit,
     request_submit,
     request_update,
     review_assign,
@@ -279,6 +280,12 @@ def _amounts_initial(
     return initial
 
 
+def _estimate_filled(allocation_request: AllocationRequest, totals: dict[int, Decimal]) -> set[int]:
+    """The pools whose field shows the estimate's total rather than a saved figure."""
+    asked = {a.pool_id for a in allocation_request.amounts.all() if a.requested_su > 0}
+    return set(totals) - asked
+
+
 def _estimate_warnings(
     allocation_request: AllocationRequest, totals: dict[int, Decimal]
 ) -> list[str]:
@@ -372,6 +379,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 members=committee_users(round_=allocation_request.round)
             )
     if editable:
+        context["estimate_filled"] = _estimate_filled(allocation_request, totals)
         context["amounts_form"] = RequestAmountsForm(
             initial=_amounts_initial(allocation_request, totals), pools=pools
         )
@@ -482,8 +490,21 @@ def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
 def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
+    # The page's Submit button sends the draft's form (``form="request-edit"``): what it shows,
+    # saved or not, is what is submitted. A bare POST submits the draft as saved.
+    shown = "justification" in request.POST
+    form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
+    if shown and not form.is_valid():
+        _form_errors_say(request, form)
+        return redirect("allocations:request-detail", pk=pk)
     try:
-        request_submit(request=allocation_request, actor=_user(request))
+        if shown:
+            request_save_and_submit(
+                request=allocation_request, actor=_user(request),
+                justification=form.cleaned_data["justification"], amounts=form.amounts(),
+            )  # fmt: skip
+        else:
+            request_submit(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:
         _service_error(request, error)
     else:

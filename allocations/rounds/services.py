@@ -561,6 +561,20 @@ def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequ
     return request
 
 
+def request_save_and_submit(
+    *,
+    request: AllocationRequest,
+    actor: User,
+    justification: str,
+    amounts: Mapping[ResourcePool, Decimal],
+) -> AllocationRequest:
+    """The PI submits a draft with the figures the page shows (typed, or filled from the
+    estimate, and not saved yet): they are saved first, in a transaction of their own, so a
+    refused submission (a closed round, no SU asked for) keeps what was typed in the draft."""
+    request_update(request=request, actor=actor, justification=justification, amounts=amounts)
+    return request_submit(request=request, actor=actor)
+
+
 @transaction.atomic
 def request_review_start(*, request: AllocationRequest, actor: User) -> AllocationRequest:
     """The chair (or staff) opens a submitted request for review."""
