@@ -56,6 +56,7 @@ from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.record import applicant_record
 from allocations.rounds.selectors import (
     RoundSeat,
+    applications_in_rounds,
     changes_to_decide,
     committee_users,
     decision_letter_of,
@@ -168,6 +169,9 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
     rounds = open_rounds()
     if kind == AllocationRequest.Kind.RENEWAL and grants:
         rounds = rounds.filter(period_start__gte=max(grant.period_end for grant in grants))
+    # A round the project has applied in already is not offered (one application per round).
+    applied = list(applications_in_rounds(projects=[project], rounds=rounds).values())
+    rounds = rounds.exclude(pk__in=[item.round_id for item in applied])
     initial: dict[str, Any] = {"kind": kind}
     # From the rounds page's "Apply for" link or a pool's alert: that round or pool is chosen.
     chosen_round = _int_param(request, "round")
@@ -212,6 +216,7 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
         # Each grant in force beside its current budget period's use (a renewal shows it).
         "grant_rows": [(grant, balances.get(grant.pool_id)) for grant in grants],
         "appealed": appealed,
+        "applied": applied,
         "appealed_amounts": request_amounts(request=appealed) if appealed else [],
     }
     return render(request, "allocations/request_new.html", context)
@@ -655,10 +660,22 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def round_list(request: HttpRequest) -> HttpResponse:
     """Rounds open for applications and the rounds the user sits on."""
-    context = {
-        "seats": rounds_for_user(user=request.user),
-        "managed": list(projects_managed(user=request.user)),  # who may apply, and for what
-    }
+    seats = rounds_for_user(user=request.user)
+    # Who may apply, and for what: an archived project applies for nothing, and a project
+    # applies once per round (its application is linked instead).
+    managed = [p for p in projects_managed(user=request.user) if project_is_writable(p)]
+    applied = applications_in_rounds(
+        projects=managed, rounds=[seat.round for seat in seats if seat.is_open]
+    )
+    rows = [
+        {
+            "seat": seat,
+            "may_apply": [p for p in managed if (seat.round.pk, p.pk) not in applied],
+            "applied": [applied[key] for p in managed if (key := (seat.round.pk, p.pk)) in applied],
+        }
+        for seat in seats
+    ]
+    context = {"rows": rows, "managed": managed}
     return render(request, "allocations/round_list.html", context)
 
 

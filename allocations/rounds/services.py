@@ -54,7 +54,7 @@ from allocations.rounds.notifications import (
     notify_request_submitted,
     notify_review_assigned,
 )
-from allocations.rounds.selectors import open_rounds
+from allocations.rounds.selectors import applications_in_rounds, open_rounds
 from kit.access import is_staff, require
 from projects.access import project_writable_check
 from projects.models import Project, ResourcePool
@@ -427,9 +427,7 @@ def request_create(
         }
     if round_ is not None and kind in request_states.IN_ROUND:
         check_rule(
-            not AllocationRequest.objects.filter(
-                round=round_, project=project, kind__in=request_states.IN_ROUND
-            ).exists(),
+            not applications_in_rounds(projects=[project], rounds=[round_]),
             f"{project} already has an application in {round_}",
             field="round",
         )

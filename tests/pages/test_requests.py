@@ -186,13 +186,36 @@ def test_the_grant_form_shows_what_the_round_has_left_and_the_justification(site
 
 
 def test_the_rounds_page_offers_a_pi_to_apply_for_each_project_they_lead(site):
-    pi_page = client_for(site.users["pi"]).get(reverse("allocations:round-list")).content.decode()
-    apply = reverse("allocations:request-new", args=[site.project.code])
-    assert f'href="{apply}?round={site.round.pk}"' in pi_page
-    form = client_for(site.users["pi"]).get(f"{apply}?round={site.round.pk}").context["form"]
+    bob = client_for(site.users["other"])  # leads pawsey0004, no application in the round yet
+    project = site.projects["pawsey0004"]
+    apply = reverse("allocations:request-new", args=[project.code])
+    assert (
+        f'href="{apply}?round={site.round.pk}"'
+        in bob.get(reverse("allocations:round-list")).content.decode()
+    )
+    form = bob.get(f"{apply}?round={site.round.pk}").context["form"]
     assert form.initial["round"] == site.round
     member_page = client_for(site.users["committee"]).get(reverse("allocations:round-list"))
     assert '<div class="small">Apply for' not in member_page.content.decode()
+
+
+def test_a_project_that_applied_in_a_round_is_not_offered_it_again(site):
+    """Carol's pawsey0003 has its application in the round (under review): the rounds page
+    links it instead of offering to apply, and the new request form offers no round at all,
+    before anything is typed (issue 31, item 8)."""
+    carol = client_for(site.users["pi"])
+    apply = reverse("allocations:request-new", args=[site.project.code])
+
+    page = carol.get(reverse("allocations:round-list")).content.decode()
+
+    assert f'href="{apply}?round={site.round.pk}"' not in page
+    detail = reverse("allocations:request-detail", args=[site.request.pk])
+    assert f'{site.project.code}: <a href="{detail}">application under review</a>' in page
+    response = carol.get(f"{apply}?round={site.round.pk}")
+    assert site.round not in response.context["form"].fields["round"].queryset
+    new_page = response.content.decode()
+    assert f"{site.project.code} has applied in {site.round.name} already" in new_page
+    assert 'id="no-open-round"' in new_page
 
 
 def test_the_request_page_says_what_happens_next_and_who_does_it(site):
