@@ -217,6 +217,8 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
         "grant_rows": [(grant, balances.get(grant.pool_id)) for grant in grants],
         "appealed": appealed,
         "applied": applied,
+        # An application or renewal with no round left to go into: nothing to type or save.
+        "no_round": kind in request_states.IN_ROUND and not rounds.exists(),
         "appealed_amounts": request_amounts(request=appealed) if appealed else [],
     }
     return render(request, "allocations/request_new.html", context)

@@ -216,6 +216,7 @@ def test_a_project_that_applied_in_a_round_is_not_offered_it_again(site):
     new_page = response.content.decode()
     assert f"{site.project.code} has applied in {site.round.name} already" in new_page
     assert 'id="no-open-round"' in new_page
+    assert "Save draft" not in new_page  # nothing to type that could only be refused
 
 
 def test_the_request_page_says_what_happens_next_and_who_does_it(site):
