@@ -34,6 +34,8 @@ from accounting.ledger.forms import JobFilterForm, SacctUploadForm
 from accounting.ledger.selectors import (
     JOB_SORTS,
     JobFilters,
+    QuarantineState,
+    import_run_bookings,
     import_runs_recent,
     job_get,
     job_node_fractions,
@@ -41,6 +43,8 @@ from accounting.ledger.selectors import (
     job_usernames,
     jobs_of_project,
     quarantine_open,
+    quarantine_records,
+    quarantine_retry_cluster,
 )
 from accounting.ledger.sources import AlreadyImported, import_upload_start
 from accounting.ledger.usage import held_of, usage_of
@@ -406,15 +410,26 @@ def import_list(request: HttpRequest) -> HttpResponse:
 def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(ImportRun.objects.select_related("cluster", "started_by"), pk=pk)
     records = run.quarantined_records.order_by("line_number")[:200]
-    return render(request, "accounting/import_detail.html", {"run": run, "records": records})
+    context = {"run": run, "records": records, "bookings": import_run_bookings(run=run)}
+    return render(request, "accounting/import_detail.html", context)
+
+
+QUARANTINE_SHOWN: dict[QuarantineState, str] = {
+    "open": "Open",
+    "resolved": "Resolved",
+    "all": "All",
+}
 
 
 @require_GET
 @staff_only
 def quarantine_list(request: HttpRequest) -> HttpResponse:
-    records = quarantine_open()
+    asked = request.GET.get("show")
+    shown: QuarantineState = next((state for state in QUARANTINE_SHOWN if state == asked), "open")
+    open_records = quarantine_open()
+    records = quarantine_records(state=shown)
     reasons = (
-        records.order_by()
+        open_records.order_by()
         .values("cluster__name", "field")
         .annotate(lines=Count("pk"))
         .order_by("cluster__name", "-lines")
@@ -424,9 +439,13 @@ def quarantine_list(request: HttpRequest) -> HttpResponse:
         "accounting/quarantine_list.html",
         {
             "records": records[:500],
-            "total": records.count(),
+            "shown_total": records.count(),
+            "total": open_records.count(),
+            "shown": shown,
+            "filters": QUARANTINE_SHOWN,
             "reasons": list(reasons),
-            "clusters": Cluster.objects.all(),
+            "clusters": Cluster.objects.order_by("name"),
+            "retry_cluster": quarantine_retry_cluster(),
         },
     )
 

@@ -85,11 +85,123 @@ def import_runs_recent(*, limit: int = 50) -> QuerySet[ImportRun]:
     return ImportRun.objects.select_related("cluster", "started_by").order_by("-started_at")[:limit]
 
 
+@dataclass(frozen=True)
+class RunProjectBookings:
+    """What one import run's jobs book to one project, as the ledger holds them now."""
+
+    project_code: str
+    charged_jobs: int
+    charged_service_units: Decimal
+    corrected_jobs: int
+    corrected_service_units: Decimal
+
+
+@dataclass(frozen=True)
+class RunBookings:
+    """The jobs an import run last wrote, per project, and the first of its corrected jobs.
+
+    A job the run booked for the first time (``charged_at`` at or after the run started) adds
+    its SU to the balance. A corrected job was booked before the run and changed by it
+    (``charged_at`` earlier): the ledger keeps only its record as now read, so the SU it had
+    before, and with them the change, are not stored. A job written again by a later import
+    belongs to that import."""
+
+    projects: list[RunProjectBookings]
+    corrected: list[Job]
+    corrected_count: int
+    charged_count: int
+
+    @property
+    def charged_service_units(self) -> Decimal:
+        return sum((row.charged_service_units for row in self.projects), Decimal(0))
+
+    @property
+    def corrected_service_units(self) -> Decimal:
+        return sum((row.corrected_service_units for row in self.projects), Decimal(0))
+
+
+def import_run_bookings(*, run: ImportRun, limit: int = 200) -> RunBookings:
+    """The jobs ``run`` charged or corrected (:class:`RunBookings`), at most ``limit`` of the
+    corrected listed. A run that neither charged nor corrected reads nothing: the ledger has
+    no index on a job's import run, so only such runs scan it (a staff page, one view)."""
+    if not (run.charged or run.updated):
+        return RunBookings(projects=[], corrected=[], corrected_count=0, charged_count=0)
+    booked = (
+        Job.objects.filter(cluster_id=run.cluster_id, import_run=run, charged_at__isnull=False)
+        .exclude(charge_state=Job.ChargeState.PENDING)
+        .exclude(end__isnull=True)
+    )
+    corrected_now = Q(charged_at__lt=run.started_at)
+    zero = Value(Decimal(0), output_field=_SUM_FIELD)
+    rows = (
+        booked.order_by()
+        .values("project__code")
+        .annotate(
+            charged_jobs=Count("pk", filter=~corrected_now),
+            charged_su=Coalesce(Sum("service_units", filter=~corrected_now), zero),
+            corrected_jobs=Count("pk", filter=corrected_now),
+            corrected_su=Coalesce(Sum("service_units", filter=corrected_now), zero),
+        )
+        .order_by("project__code")
+    )
+    projects = [
+        RunProjectBookings(
+            project_code=row["project__code"],
+            charged_jobs=row["charged_jobs"],
+            charged_service_units=row["charged_su"],
+            corrected_jobs=row["corrected_jobs"],
+            corrected_service_units=row["corrected_su"],
+        )
+        for row in rows
+    ]
+    corrected = list(
+        booked.filter(corrected_now)
+        .select_related("project", "partition")
+        .order_by("project__code", "job_id_raw", "run")[:limit]
+    )
+    return RunBookings(
+        projects=projects,
+        corrected=corrected,
+        corrected_count=sum(row.corrected_jobs for row in projects),
+        charged_count=sum(row.charged_jobs for row in projects),
+    )
+
+
+QuarantineState = Literal["open", "resolved", "all"]
+
+
 def quarantine_open(*, cluster: Cluster | None = None) -> QuerySet[QuarantinedRecord]:
-    records = QuarantinedRecord.objects.filter(resolved_at__isnull=True).select_related("cluster")
+    return quarantine_records(cluster=cluster)
+
+
+def quarantine_records(
+    *, state: QuarantineState = "open", cluster: Cluster | None = None
+) -> QuerySet[QuarantinedRecord]:
+    """Quarantined lines: open (newest first per cluster), resolved (most recently resolved
+    first, with what resolved them) or all."""
+    records = QuarantinedRecord.objects.select_related("cluster")
     if cluster is not None:
         records = records.filter(cluster=cluster)
-    return records.order_by("cluster__name", "-created_at", "line_number")
+    if state == "open":
+        records = records.filter(resolved_at__isnull=True)
+        return records.order_by("cluster__name", "-created_at", "line_number")
+    if state == "resolved":
+        records = records.filter(resolved_at__isnull=False)
+        return records.order_by("-resolved_at", "cluster__name", "line_number")
+    return records.order_by(F("resolved_at").desc(nulls_first=True), "cluster__name", "-created_at")
+
+
+def quarantine_retry_cluster() -> Cluster | None:
+    """The cluster with the most open quarantined lines (the retry form's default), or None."""
+    busiest = (
+        quarantine_records()
+        .order_by()
+        .values("cluster")
+        .annotate(lines=Count("pk"))
+        .order_by("-lines", "cluster")
+        .first()
+    )
+    return Cluster.objects.get(pk=busiest["cluster"]) if busiest else None
 
 
 _SUM_FIELD = DecimalField(max_digits=24, decimal_places=6)

@@ -99,10 +99,16 @@ class RequestAmountsForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.pools = pools
         for item in pools:
-            self.fields[f"pool_{item.pool_id}"] = _su_field(f"SU on {item.pool.name}")
+            # A pool left blank asks for nothing on it (0 SU), not for a second try.
+            self.fields[f"pool_{item.pool_id}"] = _su_field(
+                f"SU on {item.pool.name}", required=False
+            )
 
     def amounts(self) -> dict[Any, Decimal]:
-        return {item.pool: self.cleaned_data[f"pool_{item.pool_id}"] for item in self.pools}
+        return {
+            item.pool: self.cleaned_data[f"pool_{item.pool_id}"] or Decimal(0)
+            for item in self.pools
+        }
 
 
 class ProgressReportForm(forms.Form):

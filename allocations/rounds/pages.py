@@ -56,6 +56,7 @@ from allocations.rounds.letters import letter_filename, letter_pdf
 from allocations.rounds.record import applicant_record
 from allocations.rounds.selectors import (
     RoundSeat,
+    applications_in_rounds,
     changes_to_decide,
     committee_users,
     decision_letter_of,
@@ -87,6 +88,7 @@ from allocations.rounds.services import (
     request_decide,
     request_estimate_add,
     request_review_start,
+    request_save_and_submit,
     request_submit,
     request_update,
     review_assign,
@@ -167,6 +169,9 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
     rounds = open_rounds()
     if kind == AllocationRequest.Kind.RENEWAL and grants:
         rounds = rounds.filter(period_start__gte=max(grant.period_end for grant in grants))
+    # A round the project has applied in already is not offered (one application per round).
+    applied = list(applications_in_rounds(projects=[project], rounds=rounds).values())
+    rounds = rounds.exclude(pk__in=[item.round_id for item in applied])
     initial: dict[str, Any] = {"kind": kind}
     # From the rounds page's "Apply for" link or a pool's alert: that round or pool is chosen.
     chosen_round = _int_param(request, "round")
@@ -211,6 +216,9 @@ def request_new(request: HttpRequest, code: str) -> HttpResponse:
         # Each grant in force beside its current budget period's use (a renewal shows it).
         "grant_rows": [(grant, balances.get(grant.pool_id)) for grant in grants],
         "appealed": appealed,
+        "applied": applied,
+        # An application or renewal with no round left to go into: nothing to type or save.
+        "no_round": kind in request_states.IN_ROUND and not rounds.exists(),
         "appealed_amounts": request_amounts(request=appealed) if appealed else [],
     }
     return render(request, "allocations/request_new.html", context)
@@ -277,6 +285,12 @@ def _amounts_initial(
         if amount.requested_su > 0 or amount.pool_id not in totals:
             initial[f"pool_{amount.pool_id}"] = format(amount.requested_su.normalize(), "f")
     return initial
+
+
+def _estimate_filled(allocation_request: AllocationRequest, totals: dict[int, Decimal]) -> set[int]:
+    """The pools whose field shows the estimate's total rather than a saved figure."""
+    asked = {a.pool_id for a in allocation_request.amounts.all() if a.requested_su > 0}
+    return set(totals) - asked
 
 
 def _estimate_warnings(
@@ -372,6 +386,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 members=committee_users(round_=allocation_request.round)
             )
     if editable:
+        context["estimate_filled"] = _estimate_filled(allocation_request, totals)
         context["amounts_form"] = RequestAmountsForm(
             initial=_amounts_initial(allocation_request, totals), pools=pools
         )
@@ -482,8 +497,21 @@ def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
 def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
+    # The page's Submit button sends the draft's form (``form="request-edit"``): what it shows,
+    # saved or not, is what is submitted. A bare POST submits the draft as saved.
+    shown = "justification" in request.POST
+    form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
+    if shown and not form.is_valid():
+        _form_errors_say(request, form)
+        return redirect("allocations:request-detail", pk=pk)
     try:
-        request_submit(request=allocation_request, actor=_user(request))
+        if shown:
+            request_save_and_submit(
+                request=allocation_request, actor=_user(request),
+                justification=form.cleaned_data["justification"], amounts=form.amounts(),
+            )  # fmt: skip
+        else:
+            request_submit(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:
         _service_error(request, error)
     else:
@@ -634,10 +662,22 @@ def grant(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def round_list(request: HttpRequest) -> HttpResponse:
     """Rounds open for applications and the rounds the user sits on."""
-    context = {
-        "seats": rounds_for_user(user=request.user),
-        "managed": list(projects_managed(user=request.user)),  # who may apply, and for what
-    }
+    seats = rounds_for_user(user=request.user)
+    # Who may apply, and for what: an archived project applies for nothing, and a project
+    # applies once per round (its application is linked instead).
+    managed = [p for p in projects_managed(user=request.user) if project_is_writable(p)]
+    applied = applications_in_rounds(
+        projects=managed, rounds=[seat.round for seat in seats if seat.is_open]
+    )
+    rows = [
+        {
+            "seat": seat,
+            "may_apply": [p for p in managed if (seat.round.pk, p.pk) not in applied],
+            "applied": [applied[key] for p in managed if (key := (seat.round.pk, p.pk)) in applied],
+        }
+        for seat in seats
+    ]
+    context = {"rows": rows, "managed": managed}
     return render(request, "allocations/round_list.html", context)
 
 

@@ -8,6 +8,7 @@ see is answered with "not found" by the pages, so that its existence does not le
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -167,6 +168,26 @@ def round_for_committee(*, user: Actor, pk: int) -> RoundSeat | None:
         chair=bool(seat and seat.is_chair),
         is_open=round_.opens_at <= now < round_.closes_at,
     )
+
+
+def applications_in_rounds(
+    *, projects: Iterable[Project], rounds: Iterable[AllocationRound]
+) -> dict[tuple[int, int], AllocationRequest]:
+    """The application (a new request or a renewal: one per project and round, whatever its
+    state) each of ``projects`` has in each of ``rounds``, keyed by (round id, project id).
+    A project with one may not apply in that round again (``request_create``)."""
+    project_ids = [project.pk for project in projects]
+    round_ids = [round_.pk for round_ in rounds]
+    if not project_ids or not round_ids:
+        return {}
+    found = AllocationRequest.objects.filter(
+        round_id__in=round_ids, project_id__in=project_ids, kind__in=request_states.IN_ROUND
+    ).select_related("project")
+    return {
+        (request.round_id, request.project_id): request
+        for request in found
+        if request.round_id is not None
+    }
 
 
 def open_rounds() -> QuerySet[AllocationRound]:

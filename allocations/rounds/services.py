@@ -54,7 +54,7 @@ from allocations.rounds.notifications import (
     notify_request_submitted,
     notify_review_assigned,
 )
-from allocations.rounds.selectors import open_rounds
+from allocations.rounds.selectors import applications_in_rounds, open_rounds
 from kit.access import is_staff, require
 from projects.access import project_writable_check
 from projects.models import Project, ResourcePool
@@ -427,9 +427,7 @@ def request_create(
         }
     if round_ is not None and kind in request_states.IN_ROUND:
         check_rule(
-            not AllocationRequest.objects.filter(
-                round=round_, project=project, kind__in=request_states.IN_ROUND
-            ).exists(),
+            not applications_in_rounds(projects=[project], rounds=[round_]),
             f"{project} already has an application in {round_}",
             field="round",
         )
@@ -559,6 +557,20 @@ def request_submit(*, request: AllocationRequest, actor: User) -> AllocationRequ
     _transition(request, State.SUBMITTED, actor)
     notify_request_submitted(request)
     return request
+
+
+def request_save_and_submit(
+    *,
+    request: AllocationRequest,
+    actor: User,
+    justification: str,
+    amounts: Mapping[ResourcePool, Decimal],
+) -> AllocationRequest:
+    """The PI submits a draft with the figures the page shows (typed, or filled from the
+    estimate, and not saved yet): they are saved first, in a transaction of their own, so a
+    refused submission (a closed round, no SU asked for) keeps what was typed in the draft."""
+    request_update(request=request, actor=actor, justification=justification, amounts=amounts)
+    return request_submit(request=request, actor=actor)
 
 
 @transaction.atomic

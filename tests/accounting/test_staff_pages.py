@@ -10,9 +10,11 @@ from django.urls import reverse
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.pipeline import jobs_import
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord
+from kit import numbers
 from projects.models import Project
-from tests.factories import UserFactory
+from tests.factories import ClusterFactory, UserFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sacct" / "sacct_allocations.psv"
@@ -180,3 +182,100 @@ def test_an_upload_that_cannot_be_imported_fails_its_run_not_the_page(
     if run.status == "failed":
         assert run.error
         assert run.error[:40] in page.replace("&#x27;", "'")
+
+
+def _changed_sample() -> list[str]:
+    """The sample with job 1332598 renamed (its SU unchanged) and job 1332599 run twice as
+    long (its SU doubled)."""
+    lines = SAMPLE.read_text().splitlines(keepends=True)
+    changed = []
+    for line in lines:
+        if line.startswith("1332598|"):
+            line = line.replace("|single-core|", "|single-core-renamed|")
+        elif line.startswith("1332599|"):
+            line = line.replace(
+                "2026-11-22T02:00:40|00:00:12|12|", "2026-11-22T02:00:52|00:00:24|24|"
+            )
+        changed.append(line)
+    return changed
+
+
+def test_a_run_that_corrected_jobs_lists_them_and_what_it_booked_per_project(staff_client, testbed):
+    first, _ = jobs_import(cluster=testbed, lines=SAMPLE.read_text().splitlines(True), source="a")
+    doubled = Job.objects.get(job_id_raw="1332599")
+    before = doubled.service_units
+    second, summary = jobs_import(cluster=testbed, lines=_changed_sample(), source="b")
+    assert (summary.updated, summary.charged) == (2, 0)
+
+    page = staff_client.get(reverse("accounting:import-detail", args=[second.pk])).content.decode()
+
+    assert "the difference booked" not in page
+    corrected = page[page.index('id="corrected"') :]
+    assert ">1332598</a>" in corrected
+    assert ">1332599</a>" in corrected
+    assert ">1332600</a>" not in corrected  # read again unchanged: not a correction
+    doubled.refresh_from_db()
+    assert doubled.service_units == 2 * before
+    assert f"{numbers.su(doubled.service_units)}</td>" in corrected
+    assert "the change a correction made to a balance cannot be shown" in page
+
+    page = staff_client.get(reverse("accounting:import-detail", args=[first.pk])).content.decode()
+    bookings = page[
+        page.index('id="bookings"') : page.index("</section>", page.index('id="bookings"'))
+    ]
+    for project in Project.objects.filter(code__in=["pawsey0001", "pawsey0002", "pawsey0003"]):
+        jobs = Job.objects.filter(project=project).exclude(charge_state="pending")
+        booked = jobs.filter(import_run=first)
+        added = sum(job.service_units for job in booked)
+        assert (
+            f'<td>{project.code}</td><td class="num">{numbers.count(booked.count())}</td>'
+            f'<td class="num">{numbers.su(added)}</td>'
+        ) in bookings
+
+
+def test_a_run_that_booked_nothing_shows_no_bookings(staff_client, testbed):
+    jobs_import(cluster=testbed, lines=SAMPLE.read_text().splitlines(True), source="a")
+    again, summary = jobs_import(
+        cluster=testbed, lines=SAMPLE.read_text().splitlines(True), source="b"
+    )
+    assert summary.charged == summary.updated == 0
+    page = staff_client.get(reverse("accounting:import-detail", args=[again.pk])).content.decode()
+    assert 'id="bookings"' not in page
+    assert 'id="corrected"' not in page
+
+
+def test_the_retry_form_defaults_to_the_cluster_whose_lines_are_open(staff_client, testbed):
+    ClusterFactory(name="aardvark")  # first by name, nothing quarantined
+    jobs_import(cluster=testbed, lines=SAMPLE.read_text().splitlines(True), source="a")
+    assert QuarantinedRecord.objects.filter(cluster=testbed, resolved_at__isnull=True).exists()
+
+    page = staff_client.get(reverse("accounting:quarantine-list")).content.decode()
+
+    assert f'<option value="{testbed.pk}" selected>slurm-testbed</option>' in page
+    assert page.count(" selected>") == 1
+
+
+def test_resolved_lines_stay_findable_with_what_resolved_them(
+    staff_client, testbed, django_capture_on_commit_callbacks
+):
+    jobs_import(cluster=testbed, lines=SAMPLE.read_text().splitlines(True), source="a")
+    held = QuarantinedRecord.objects.filter(resolved_at__isnull=True)
+    lines = sorted(held.values_list("line_number", flat=True))
+    assert lines
+    Project.objects.create(code="pawsey0004")
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post(reverse("accounting:quarantine-retry"), {"cluster": testbed.pk})
+    assert not held.exists()
+
+    open_page = staff_client.get(reverse("accounting:quarantine-list")).content.decode()
+    resolved = staff_client.get(reverse("accounting:quarantine-list"), {"show": "resolved"})
+    every = staff_client.get(reverse("accounting:quarantine-list"), {"show": "all"})
+
+    assert "Nothing quarantined." in open_page
+    page = resolved.content.decode()
+    assert f"Resolved lines ({numbers.count(len(lines))})" in page
+    record = QuarantinedRecord.objects.get(line_number=lines[0])
+    assert record.resolution
+    assert record.resolution in page
+    assert f'<td class="num">{lines[0]}</td>' in page
+    assert f"All lines ({numbers.count(len(lines))})" in every.content.decode()

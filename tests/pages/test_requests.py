@@ -4,6 +4,7 @@ with CSRF enforced."""
 from __future__ import annotations
 
 from decimal import Decimal
+from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
@@ -185,13 +186,37 @@ def test_the_grant_form_shows_what_the_round_has_left_and_the_justification(site
 
 
 def test_the_rounds_page_offers_a_pi_to_apply_for_each_project_they_lead(site):
-    pi_page = client_for(site.users["pi"]).get(reverse("allocations:round-list")).content.decode()
-    apply = reverse("allocations:request-new", args=[site.project.code])
-    assert f'href="{apply}?round={site.round.pk}"' in pi_page
-    form = client_for(site.users["pi"]).get(f"{apply}?round={site.round.pk}").context["form"]
+    bob = client_for(site.users["other"])  # leads pawsey0004, no application in the round yet
+    project = site.projects["pawsey0004"]
+    apply = reverse("allocations:request-new", args=[project.code])
+    assert (
+        f'href="{apply}?round={site.round.pk}"'
+        in bob.get(reverse("allocations:round-list")).content.decode()
+    )
+    form = bob.get(f"{apply}?round={site.round.pk}").context["form"]
     assert form.initial["round"] == site.round
     member_page = client_for(site.users["committee"]).get(reverse("allocations:round-list"))
     assert '<div class="small">Apply for' not in member_page.content.decode()
+
+
+def test_a_project_that_applied_in_a_round_is_not_offered_it_again(site):
+    """Carol's pawsey0003 has its application in the round (under review): the rounds page
+    links it instead of offering to apply, and the new request form offers no round at all,
+    before anything is typed (issue 31, item 8)."""
+    carol = client_for(site.users["pi"])
+    apply = reverse("allocations:request-new", args=[site.project.code])
+
+    page = carol.get(reverse("allocations:round-list")).content.decode()
+
+    assert f'href="{apply}?round={site.round.pk}"' not in page
+    detail = reverse("allocations:request-detail", args=[site.request.pk])
+    assert f'{site.project.code}: <a href="{detail}">application under review</a>' in page
+    response = carol.get(f"{apply}?round={site.round.pk}")
+    assert site.round not in response.context["form"].fields["round"].queryset
+    new_page = response.content.decode()
+    assert f"{site.project.code} has applied in {site.round.name} already" in new_page
+    assert 'id="no-open-round"' in new_page
+    assert "Save draft" not in new_page  # nothing to type that could only be refused
 
 
 def test_the_request_page_says_what_happens_next_and_who_does_it(site):
@@ -203,3 +228,103 @@ def test_the_request_page_says_what_happens_next_and_who_does_it(site):
     chair.post(reverse("allocations:request-start-review", args=[submitted.pk]))
     page = chair.get(url).content.decode()
     assert "Next: the committee scores it (0 of" in page
+
+
+class _FormReader(HTMLParser):
+    """What a browser sends when the button ``button_id`` is pressed: the fields of the form it
+    belongs to (inside it, or naming it with ``form=``) and the address it posts to."""
+
+    def __init__(self, button_id: str) -> None:
+        super().__init__()
+        self.button_id = button_id
+        self.forms: dict[str, str] = {}  # form id -> action
+        self.inside: str | None = None
+        self.fields: dict[str, dict[str, str]] = {}
+        self.button: dict[str, str | None] = {}
+        self.textarea: tuple[str, str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = dict(attrs)
+        if tag == "form":
+            self.inside = attr.get("id") or ""
+            self.forms[self.inside] = attr.get("action") or ""
+        owner = attr.get("form") or self.inside
+        if tag == "button" and attr.get("id") == self.button_id:
+            self.button = {"form": owner, "formaction": attr.get("formaction")}
+        name = attr.get("name")
+        if owner is None or not name:
+            return
+        if tag == "input" and attr.get("type") != "submit":
+            self.fields.setdefault(owner, {})[name] = attr.get("value") or ""
+        if tag == "textarea":
+            self.textarea = (owner, name)
+            self.fields.setdefault(owner, {})[name] = ""
+
+    def handle_data(self, data: str) -> None:
+        if self.textarea is not None:
+            owner, name = self.textarea
+            self.fields[owner][name] += data.lstrip("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.inside = None
+        if tag == "textarea":
+            self.textarea = None
+
+    def press(self) -> tuple[str, dict[str, str]]:
+        form = self.button["form"]
+        assert form is not None, "the button belongs to no form"
+        return self.button["formaction"] or self.forms[form], self.fields[form]
+
+
+def test_submit_takes_the_figures_the_page_shows_even_unsaved(site):
+    """The estimate fills the SU field; the PI presses Submit without Save: what was shown
+    is what is submitted (issue 31, item 8)."""
+    project = site.projects["pawsey0004"]
+    bob = _csrf_client(site.users["other"])
+    new_url = reverse("allocations:request-new", args=[project.code])
+    token = _token(bob, new_url)
+    bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
+    request = AllocationRequest.objects.get(project=project, round=site.round)
+    work = site.cluster.partitions.get(name="work")
+    bob.post(
+        reverse("allocations:request-estimate", args=[request.pk]),
+        {"partition": work.pk, "jobs": 10, "nodes": 1, "hours": "2", "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    assert not request.amounts.filter(requested_su__gt=0).exists()  # nothing saved yet
+    page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
+    assert "the field shows it, not saved yet" in page
+
+    reader = _FormReader("request-submit")
+    reader.feed(page)
+    action, fields = reader.press()
+    assert fields[f"pool_{site.cpu.pk}"] == "2560"
+    fields["justification"] = "Cathode screening, typed and not saved."
+    response = bob.post(action, fields, follow=True)
+
+    request.refresh_from_db()
+    assert "a request must ask for some SU" not in response.content.decode()
+    assert request.state == AllocationRequest.State.SUBMITTED
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(2560)
+    assert request.justification == "Cathode screening, typed and not saved."
+
+
+def test_a_refused_submission_keeps_what_was_typed(site):
+    project = site.projects["pawsey0004"]
+    bob = _csrf_client(site.users["other"])
+    new_url = reverse("allocations:request-new", args=[project.code])
+    token = _token(bob, new_url)
+    bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
+    request = AllocationRequest.objects.get(project=project, round=site.round)
+    page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
+    reader = _FormReader("request-submit")
+    reader.feed(page)
+    action, fields = reader.press()
+    fields["justification"] = "Typed, no SU yet."
+
+    response = bob.post(action, fields, follow=True)
+
+    assert "a request must ask for some SU" in response.content.decode()
+    request.refresh_from_db()
+    assert request.state == AllocationRequest.State.DRAFT
+    assert request.justification == "Typed, no SU yet."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from people.models import ApiToken
@@ -104,3 +105,22 @@ def test_the_page_offers_only_the_lifetimes_the_centre_allows(dana, settings):
     )
     assert "Select a valid choice" in refused.content.decode()
     assert not ApiToken.objects.exists()
+
+
+def test_a_new_token_comes_with_a_copy_button_served_by_the_portal(dana, client):
+    """The copy button names the field it copies and the status line it speaks through; its
+    script is the portal's own static file, not a CDN's (issue 31, item 8)."""
+    client.force_login(dana)
+    page = client.post(
+        "/account/tokens/", {"name": "laptop", "scope": "read", "expires_in_days": 30}
+    ).content.decode()
+
+    assert (
+        '<button type="button" class="secondary" id="copy-token" data-copy="new-token" '
+        'data-copy-status="copy-token-status">Copy the token</button>'
+    ) in page
+    assert '<span id="copy-token-status" class="small" role="status" aria-live="polite">' in page
+    script = re.search(r'<script src="([^"]*copy[^"]*\.js)" defer></script>', page)
+    assert script is not None
+    assert script.group(1).startswith(settings.STATIC_URL)
+    assert "copy.js" not in client.get("/account/tokens/").content.decode()  # no token, no button
