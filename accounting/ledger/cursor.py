@@ -10,9 +10,14 @@ import binascii
 from dataclasses import dataclass
 from datetime import datetime
 
+from kit.errors import ApplicationError
 
-class CursorError(ValueError):
-    """A cursor the jobs API did not write."""
+
+class CursorError(ApplicationError):
+    """A cursor the jobs API did not write (a 400 on the ``cursor`` parameter)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field="cursor")
 
 
 @dataclass(frozen=True)

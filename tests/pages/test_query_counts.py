@@ -47,7 +47,7 @@ BOUNDS = {
     "explorer": ("pi", 4),
     "explorer live": ("pi", 4),
     "partitions": ("pi", 4),
-    "request new": ("pi", 8),
+    "request new": ("pi", 9),  # + the rounds the project already applied in
     # with what happens next: the chair, seats, reviews so far; the project's link (the
     # viewer's role) and whether they assign reviewers
     "request status": ("pi", 17),
@@ -61,7 +61,7 @@ BOUNDS = {
     # reads the same sums its own way: one of the two could go)
     "round overview": ("staff", 19),
     "imports": ("staff", 7),
-    "quarantine": ("staff", 7),
+    "quarantine": ("staff", 8),  # + the cluster the retry form defaults to
     "enforcement": ("staff", 4),
     "slurm sync": ("staff", 8),  # clusters, open plans, recent plans, their actions, checks
 }
