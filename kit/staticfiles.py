@@ -5,18 +5,16 @@ collected folder in a deployment (deploy/nginx.conf.template). Two modes, chosen
 ``settings.STATIC_COLLECTED`` (docs/configuration.md, "Static files"):
 
 - collected: ``collectstatic`` writes each file under a name carrying a hash of its content
-  (``charts.3f2a9c1b7e04.js``), with a ``.gz`` and a ``.br`` beside it, and pages link the hashed
-  name. A new content is a new name, so a browser may keep a file for a year without asking;
+  (``charts.3f2a9c1b7e04.js``), with a ``.gz`` beside it, and pages link the hashed name. A new
+  content is a new name, so a browser may keep a file for a year without asking;
 - not collected (tests, a bare ``runserver``): plain names, found in the source folders.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from whitenoise.compress import Compressor
-from whitenoise.middleware import WhiteNoiseMiddleware
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 # Source maps are read by a developer's tools alone: not worth compressing (6 MB of the API
@@ -38,13 +36,3 @@ class HashedCompressedStorage(CompressedManifestStaticFilesStorage):
 
     def create_compressor(self, **kwargs: Any) -> Compressor:
         return Compressor(**{**kwargs, "extensions": SKIP_COMPRESS_EXTENSIONS, "use_brotli": False})
-
-
-class StaticFilesMiddleware(WhiteNoiseMiddleware):
-    """WhiteNoise, looking in ``STATIC_ROOT`` only once something has been collected there
-    (before, it found nothing and warned on each start)."""
-
-    def add_files(self, root: Any, prefix: str | None = None) -> None:
-        if root == self.static_root and not Path(root).is_dir():
-            return
-        super().add_files(root, prefix)

@@ -71,7 +71,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "kit.staticfiles.StaticFilesMiddleware",  # static files (WhiteNoise), before any session
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (kit/staticfiles.py)
     "kit.compression.DataGZipMiddleware",  # JSON and CSV gzipped, pages never (BREACH)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -277,7 +277,7 @@ STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(VAR_DIR / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_ROOT = BASE_DIR / "static" / "root"  # /favicon.ico
 # Collected (production, `make demo`, `make run-web`): pages link the hashed names that
-# collectstatic wrote to STATIC_ROOT, with their .gz and .br beside them, and WhiteNoise serves
+# collectstatic wrote to STATIC_ROOT, with a .gz beside each, and WhiteNoise serves
 # those alone, a hashed name with a far-future Cache-Control. Not collected (tests, a bare
 # runserver): plain names found in the source folders, nothing to collect first.
 STATIC_COLLECTED = env_bool("PORTAL_STATIC_COLLECTED", PRODUCTION)
