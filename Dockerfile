@@ -1,6 +1,8 @@
 # One image for every application service of docker-compose.yml: web, worker and beat.
 FROM python:3.11-slim-bookworm
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PORTAL_VAR_DIR=/var/lib/portal
+# Static files collected with hashed names and gzipped (docs/configuration.md, "Static files").
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PORTAL_VAR_DIR=/var/lib/portal \
+    PORTAL_STATIC_COLLECTED=1
 WORKDIR /app
 COPY requirements.txt requirements-ldap.txt ./
 RUN pip install --no-cache-dir -r requirements.txt

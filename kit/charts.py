@@ -3,7 +3,7 @@
 domain's ``charts.py`` builds its figures from these.
 
 A :class:`Chart` holds the figure as JSON (rendered by ``static/js/charts.js`` with the
-plotly.js that ``static/vendor/plotly/`` serves, never a CDN) and the same numbers as a data
+plotly.js bundle vendored in ``static/vendor/plotly/``, never a CDN) and the same numbers as a data
 table, which the page shows beside the chart and offers as CSV (``?csv=<key>``). Every figure
 has a title, axis titles with units and hover text with the values.
 

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "whitenoise.runserver_nostatic",  # runserver leaves static files to WhiteNoise, as gunicorn
     "django.contrib.staticfiles",
     "rest_framework",
     "django_filters",
@@ -70,6 +71,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (kit/staticfiles.py)
     "kit.compression.DataGZipMiddleware",  # JSON and CSV gzipped, pages never (BREACH)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -266,18 +268,35 @@ TIME_ZONE = env_str("PORTAL_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
-# --- Static files: plotly.js comes from the pinned plotly package, never from a CDN ----------
+# --- Static files (docs/configuration.md, "Static files") ------------------------------------
+# plotly.js is vendored in static/vendor/plotly/ (the smallest bundle that draws the portal's
+# traces), never a CDN. WhiteNoise serves static files from the web process (runserver,
+# gunicorn; nginx serves /static/ itself in a deployment) and static/root/ at the site's root.
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(VAR_DIR / "static")))
-
-
-def _plotly_js_dir() -> Path:
-    import plotly
-
-    return Path(plotly.__file__).resolve().parent / "package_data"
-
-
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _plotly_js_dir())]
+STATICFILES_DIRS = [BASE_DIR / "static"]
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"  # /favicon.ico
+# Collected (production, `make demo`, `make run-web`): pages link the hashed names that
+# collectstatic wrote to STATIC_ROOT, with a .gz beside each, and WhiteNoise serves
+# those alone, a hashed name with a far-future Cache-Control. Not collected (tests, a bare
+# runserver): plain names found in the source folders, nothing to collect first.
+STATIC_COLLECTED = env_bool("PORTAL_STATIC_COLLECTED", PRODUCTION)
+STORAGES: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "kit.staticfiles.HashedCompressedStorage"
+            if STATIC_COLLECTED
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = not STATIC_COLLECTED
+# Not collected: each file is looked up when asked for, not every file scanned at start (a
+# test client starts the middleware anew: 18 ms each with the scan).
+WHITENOISE_AUTOREFRESH = not STATIC_COLLECTED
+# A name missing from the manifest is hashed from its collected file, not an error page.
+WHITENOISE_MANIFEST_STRICT = False
 
 # --- REST framework ------------------------------------------------------------------------
 # The API under /api/v1/ (docs/api.md); the shared pieces are in portal/api.py.

@@ -8,6 +8,7 @@ Every loop here is bounded in time; the slow clients trickle for the 60 s the is
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import re
@@ -246,7 +247,7 @@ def test_behind_nginx_healthz_answers_within_a_second_while_two_clients_trickle_
 
 
 def test_nginx_serves_static_files_itself_and_refuses_a_body_over_the_upload_limit(web_tier):
-    # With DEBUG off Django serves no static files: a 200 here is nginx's.
+    # nginx answers /static/ from the folder itself: the request never reaches gunicorn.
     assert _get(web_tier.nginx, "/static/probe.txt", 5) == (200, b"served by nginx\n")
     too_large = MAX_UPLOAD_BYTES + 2 * 1024**2
     with _connect(web_tier.nginx, 5) as connection:
@@ -257,6 +258,42 @@ def test_nginx_serves_static_files_itself_and_refuses_a_body_over_the_upload_lim
         )
         status = int(connection.recv(4096).split(b"\r\n")[0].split()[1])
     assert status == 413  # refused on the declared length, before reading a byte of it
+
+
+def _fetch(address: Address, path: str, accept_encoding: str) -> tuple[int, dict[str, str], bytes]:
+    """GET ``path`` with the given Accept-Encoding: status, headers (lower-case names), body."""
+    with _connect(address, 5) as connection:
+        connection.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\nAccept-Encoding: {accept_encoding}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, _, value in (line.partition(": ") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+def test_nginx_sends_the_collected_gzip_and_caches_a_hashed_name_for_a_year(web_tier):
+    """collectstatic writes a .gz beside each file and a copy under a hashed name (pages link
+    that one: docs/configuration.md, "Static files")."""
+    text = b"body { color: #1d2733; }\n" * 200
+    (web_tier.static_root / "css").mkdir()
+    for name in ("site.0123456789ab.css", "site.css"):
+        (web_tier.static_root / "css" / name).write_bytes(text)
+        (web_tier.static_root / "css" / f"{name}.gz").write_bytes(gzip.compress(text))
+    status, headers, body = _fetch(web_tier.nginx, "/static/css/site.0123456789ab.css", "gzip")
+    assert status == 200
+    assert headers["content-encoding"] == "gzip"
+    assert gzip.decompress(body) == text
+    assert headers["cache-control"] == "public, max-age=31536000, immutable"
+    status, headers, body = _fetch(web_tier.nginx, "/static/css/site.css", "identity")
+    assert status == 200
+    assert "content-encoding" not in headers
+    assert body == text
+    assert headers["cache-control"] == "public, max-age=3600"
 
 
 def test_the_body_limit_is_the_documented_upload_limit_and_bodies_go_to_disk():

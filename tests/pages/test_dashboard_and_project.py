@@ -133,5 +133,5 @@ def test_charts_have_titles_axis_units_and_hover_values(site):
         assert all("SU" in trace["hovertemplate"] for trace in figure["data"])
         assert f"?csv={key}" in content
     assert "cdn.plot.ly" not in content
-    assert "/static/vendor/plotly/plotly.min.js" in content
+    assert "/static/vendor/plotly/plotly-finance.min.js" in content
     assert timezone.now()  # the page rendered without a grant-free pool error

@@ -102,7 +102,7 @@ def test_a_done_run_shows_each_partitions_series_and_histogram(site):
     assert "1 core + 2 GiB" in page  # the CPU partition's default unit
     assert "1 GPU" in page
     assert "Fair-billing rates" in page
-    assert "vendor/plotly/plotly.min.js" in page
+    assert "vendor/plotly/plotly-finance.min.js" in page
     assert "cdn.plot.ly" not in page
 
 

@@ -118,7 +118,7 @@ def test_figure_2_is_the_curve_with_k1_k2_marked_and_each_project_on_it(centre, 
     assert list(points.x) == [0.2, 0.9]
     assert list(points.y) == [900, 1900]
     assert "cdn.plot.ly" not in text
-    assert "vendor/plotly/plotly.min.js" in text
+    assert "vendor/plotly/plotly-finance.min.js" in text
     csv = staff.get(PAGE + "?cluster=slurm-testbed&csv=priority")
     assert csv["Content-Type"].startswith("text/csv")
     assert "pawsey0003,0.900000,1900.000000" in csv.content.decode()
