@@ -36,6 +36,7 @@ from accounting.ledger.selectors import (
     JobFilters,
     QuarantineState,
     import_run_bookings,
+    import_run_changes,
     import_runs_recent,
     job_get,
     job_node_fractions,
@@ -410,7 +411,12 @@ def import_list(request: HttpRequest) -> HttpResponse:
 def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(ImportRun.objects.select_related("cluster", "started_by"), pk=pk)
     records = run.quarantined_records.order_by("line_number")[:200]
-    context = {"run": run, "records": records, "bookings": import_run_bookings(run=run)}
+    context = {
+        "run": run,
+        "records": records,
+        "bookings": import_run_bookings(run=run),
+        "changes": import_run_changes(run=run),
+    }
     return render(request, "accounting/import_detail.html", context)
 
 

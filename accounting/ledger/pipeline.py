@@ -71,6 +71,7 @@ from accounting.ledger.rollups import (
     rollup_add,
     rollups_add_frame,
     rollups_add_new,
+    run_changes_apply,
     shapes_apply,
 )
 from accounting.ledger.sacct import (
@@ -872,6 +873,7 @@ def _batch_apply(
     efficiency_apply(changes.deltas)
     shapes_apply(changes.deltas.shapes)
     hourly_apply(changes.deltas.hourly)
+    _corrections_apply(changes.corrections, run=run)
 
     _quarantine_store(
         prepared.quarantine, cluster=cluster, run=run, header=header, summary=summary,
@@ -1015,6 +1017,8 @@ class _Changes:
     stored_lines: list[str] = field(default_factory=list)
     # The jobs now in the ledger: their earlier quarantined lines are closed.
     stored_ids: list[str] = field(default_factory=list)
+    # Per project: [corrected jobs, net SU change] of the booked jobs read again changed.
+    corrections: dict[int, list[Any]] = field(default_factory=dict)
 
 
 def _changes_for(
@@ -1122,6 +1126,9 @@ def _changes_for(
                 summary.add_one("charged")
             else:
                 summary.add_one("updated" if is_booked(new) else "pending")
+            if is_booked(new) and is_booked(old):
+                _correction_add(changes.corrections, old, -1)
+                _correction_add(changes.corrections, new, +1)
             for name, value in values.items():
                 setattr(job, name, value)
             job.import_run = run
@@ -1131,6 +1138,26 @@ def _changes_for(
             changes.updates.append(job)
     rollups_add_new(changes.deltas, new_rows, lookups.zone)
     return changes
+
+
+def _correction_add(corrections: dict[int, list[Any]], values: dict[str, Any], sign: int) -> None:
+    """A corrected job's SU taken back from (-1) or added to (+1) its project's net change;
+    the job counts once, under the project it is booked to now."""
+    entry = corrections.setdefault(values["project_id"], [0, Decimal(0)])
+    entry[1] += sign * values["service_units"]
+    if sign > 0:
+        entry[0] += 1
+
+
+def _corrections_apply(corrections: dict[int, list[Any]], *, run: ImportRun) -> None:
+    """Add the batch's corrections to the run's changes per project (one upsert)."""
+    rows = [
+        (run.pk, project_id, jobs, units)
+        for project_id, (jobs, units) in sorted(corrections.items())
+        if jobs or units
+    ]
+    if rows:
+        run_changes_apply(rows)
 
 
 def _storable(name: str, value: Any) -> Any:

@@ -23,6 +23,7 @@ from accounting.models import (
     EfficiencyBucket,
     EfficiencyDaily,
     EfficiencyMonthly,
+    ImportRunChange,
     Job,
     UsageDaily,
     UsageShapeDaily,
@@ -288,6 +289,18 @@ def shapes_apply(shapes: dict[tuple[Any, ...], list[Any]]) -> None:
                 model._meta.db_table, ("project_id", period, *_SHAPE_COLUMNS),
                 ("bigint", "date", *_SHAPE_TYPES), key=7, rows=rows,
             )  # fmt: skip
+
+
+def run_changes_apply(rows: list[tuple[int, int, int, Decimal]]) -> None:
+    """Add (run, project, corrected jobs, net SU change) rows to the runs' changes per project
+    (``ImportRunChange``), in one sorted upsert."""
+    _upsert_adding(
+        ImportRunChange._meta.db_table,
+        ("run_id", "project_id", "corrected_jobs", "service_units"),
+        ("bigint", "bigint", "bigint", "numeric"),
+        key=2,
+        rows=sorted(rows),
+    )
 
 
 def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:

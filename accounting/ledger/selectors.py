@@ -47,6 +47,7 @@ from accounting.models import (
     Cluster,
     CostModelVersion,
     ImportRun,
+    ImportRunChange,
     Job,
     Partition,
     PartitionVersion,
@@ -165,6 +166,29 @@ def import_run_bookings(*, run: ImportRun, limit: int = 200) -> RunBookings:
         corrected_count=sum(row.corrected_jobs for row in projects),
         charged_count=sum(row.charged_jobs for row in projects),
     )
+
+
+@dataclass(frozen=True)
+class RunProjectChange:
+    """The net change a run's corrections made to one project's charges (new SU minus old)."""
+
+    project_code: str
+    corrected_jobs: int
+    service_units: Decimal
+
+
+def import_run_changes(*, run: ImportRun) -> list[RunProjectChange]:
+    """What ``run``'s corrections changed, per project, as the import recorded it in each
+    batch's transaction (``ImportRunChange``); empty for a run that corrected nothing, and
+    for runs made before it was recorded."""
+    if not run.updated:
+        return []
+    return [
+        RunProjectChange(change.project.code, change.corrected_jobs, change.service_units)
+        for change in ImportRunChange.objects.filter(run=run)
+        .select_related("project")
+        .order_by("project__code")
+    ]
 
 
 QuarantineState = Literal["open", "resolved", "all"]

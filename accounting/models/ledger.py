@@ -94,6 +94,27 @@ def state_in_words(state: str, exit_code: str = "") -> str:
     return words
 
 
+class ImportRunChange(models.Model):
+    """What a run's corrections did to one project's charges: the jobs booked before it that
+    it read again with a different record, and the net change of their SU (new minus old),
+    written in the batch's transaction (the ledger keeps only the record as now read)."""
+
+    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="changes")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    corrected_jobs = models.PositiveIntegerField(default=0)
+    service_units = models.DecimalField(
+        max_digits=24, decimal_places=6, default=0, help_text="net SU change: new minus old"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "project"], name="import_run_change_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}, project {self.project_id}: {self.service_units} SU"
+
+
 class Job(models.Model):
     """The ledger: one row per run of a Slurm job allocation, with its charge.
 

@@ -6,12 +6,20 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import Sum
 from django.urls import reverse
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import jobs_import
-from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord
+from accounting.models import (
+    Cluster,
+    ImportRun,
+    ImportRunChange,
+    Job,
+    QuarantinedRecord,
+    UsageDaily,
+)
 from kit import numbers
 from projects.models import Project
 from tests.factories import ClusterFactory, UserFactory
@@ -217,7 +225,22 @@ def test_a_run_that_corrected_jobs_lists_them_and_what_it_booked_per_project(sta
     doubled.refresh_from_db()
     assert doubled.service_units == 2 * before
     assert f"{numbers.su(doubled.service_units)}</td>" in corrected
-    assert "the change a correction made to a balance cannot be shown" in page
+    # What the corrections changed: the doubled job adds what it had before, the renamed one
+    # nothing; each is counted under its project, as the import recorded them.
+    renamed = Job.objects.get(job_id_raw="1332598")
+    net = page[
+        page.index('id="net-change"') : page.index("</section>", page.index('id="net-change"'))
+    ]
+    changes = {c.project.code: c for c in ImportRunChange.objects.filter(run=second)}
+    assert changes[doubled.project.code].service_units == before
+    assert changes[renamed.project.code].corrected_jobs >= 1
+    assert sum(c.corrected_jobs for c in changes.values()) == 2
+    assert sum(c.service_units for c in changes.values()) == before
+    assert f'<td class="num">+{numbers.su(before)}</td>' in net
+    # The balance moved by that much: the daily roll-ups hold the new SU.
+    total = UsageDaily.objects.filter(project=doubled.project).aggregate(Sum("service_units"))
+    jobs_total = Job.objects.filter(project=doubled.project).aggregate(Sum("service_units"))
+    assert total["service_units__sum"] == jobs_total["service_units__sum"]
 
     page = staff_client.get(reverse("accounting:import-detail", args=[first.pk])).content.decode()
     bookings = page[
