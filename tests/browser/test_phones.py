@@ -22,6 +22,7 @@ from tests.browser.test_accessibility import (
     _centre_in_full,
     pages_walk,
 )
+from tests.browser.test_layout import CUT_OFF_CELLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,6 +65,10 @@ RAW_SQUEEZED = """() => [...document.querySelectorAll('table.data td code.raw')]
   .filter(raw => raw.getBoundingClientRect().width < 150)
   .map(raw => raw.textContent.slice(0, 40))"""
 
+# Pages whose tables show every column on a phone, without scrolling them sideways (beside
+# test_layout.py's researcher pages): the explorer, which people open on a phone to compare.
+WHOLE_TABLES = {"accounting:cost-ratio": "#my-application, #node-weights"}
+
 
 def test_on_a_phone_no_page_scrolls_sideways(live_server, transactional_db, sign_in):
     site = _centre_in_full()
@@ -76,7 +81,7 @@ def test_on_a_phone_no_page_scrolls_sideways(live_server, transactional_db, sign
     width, height = WIDTHS["phone"]
     problems = []
     pages = 0
-    for page, _name, where in pages_walk(site, live_server, sign_in, width=width, height=height):
+    for page, name, where in pages_walk(site, live_server, sign_in, width=width, height=height):
         page.wait_for_function(CHARTS_READY)
         pages += 1
         overflow = page.evaluate(OVERFLOW)
@@ -84,6 +89,10 @@ def test_on_a_phone_no_page_scrolls_sideways(live_server, transactional_db, sign
             problems.append(f"{where}: {overflow['width']} px wide; {', '.join(overflow['out'])}")
         if covered := page.evaluate(TOOLBAR_ON_TITLE):
             problems.append(f"{where}: the chart toolbar covers the titles {covered}")
+        if name.split(" ")[0] in WHOLE_TABLES:
+            for table in page.locator(WHOLE_TABLES[name.split(" ")[0]]).all():
+                if table.is_visible() and (cut := table.evaluate(CUT_OFF_CELLS)):
+                    problems.append(f"{where}: columns cut off {cut}")
         if squeezed := page.evaluate(RAW_SQUEEZED):
             problems.append(f"{where}: raw lines squeezed under 150 px: {squeezed}")
     assert pages > 100  # every page as every role that reads it
