@@ -9,12 +9,18 @@
                  showSendToCloud: false, showEditInChartStudio: false,
                  modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
 
+  var NARROW = 480;  // px: a chart narrower than this has no room for the toolbar beside its title
+
   function draw(element) {
     var source = document.getElementById(element.getAttribute("data-figure"));
     if (!source || !window.Plotly) { return; }
     var figure = JSON.parse(source.textContent);
     var config = Object.assign({}, CONFIG);
-    if (element.hasAttribute("data-static")) { config.displayModeBar = false; }
+    // Plotly's toolbar (zoom, pan, picture) sits at the top right, over the title of a chart
+    // as narrow as a phone: there the chart goes without it (its numbers are in its table).
+    if (element.hasAttribute("data-static") || element.clientWidth < NARROW) {
+      config.displayModeBar = false;
+    }
     return window.Plotly.react(element, figure.data || [], figure.layout || {}, config)
       .then(hideDrawing);
   }

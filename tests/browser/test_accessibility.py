@@ -19,6 +19,7 @@ did not.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -151,11 +152,30 @@ def _open(page: Any, url: str, where: str) -> None:
     assert kind.startswith("text/html"), f"{where} answers {kind}: add it to NOT_PAGES"
 
 
+def pages_walk(
+    site: Site, live_server: Any, sign_in: Any, *, width: int, height: int
+) -> Iterator[tuple[Any, str, str]]:
+    """Every page of the matrix as every role allowed to read it (``USERNAMES``' order), plus
+    the member's pages with results shown: yields the browser page, opened and answered with
+    HTML, its URL name, and where it is (for messages). One signed-in window per role, at
+    ``width`` x ``height``."""
+    urls = page_urls(site)
+    for role, username in USERNAMES.items():
+        page = sign_in(username, width=width, height=height)
+        readable = {name: url for name, url in urls.items() if role in (MATRIX[name].read or ())}
+        if role == "member":
+            readable |= _results_shown(site)
+        for name, url in readable.items():
+            where = f"{name} {url} as {role} ({username})"
+            _open(page, live_server.url + url, where)
+            yield page, name, where
+        page.context.close()
+
+
 def test_every_page_for_every_role_has_no_serious_accessibility_violation(
     live_server, transactional_db, browser, sign_in, axe_script
 ):
     site = _centre_in_full()
-    urls = page_urls(site)
     audit = Audit(str(axe_script))
     started = time.monotonic()
 
@@ -174,18 +194,10 @@ def test_every_page_for_every_role_has_no_serious_accessibility_violation(
     context.close()
 
     on_phone: set[str] = set()  # the pages already checked at phone width
-    for role, username in USERNAMES.items():
-        page = sign_in(username, width=width, height=height)
-        readable = {name: url for name, url in urls.items() if role in MATRIX[name].read}
-        if role == "member":
-            readable |= _results_shown(site)
-        for name, url in readable.items():
-            where = f"{name} {url} as {role} ({username})"
-            _open(page, live_server.url + url, where)
-            audit.page(page, where, phone=name not in on_phone)
-            on_phone.add(name)
-            page.set_viewport_size({"width": width, "height": height})
-        page.context.close()
+    for page, name, where in pages_walk(site, live_server, sign_in, width=width, height=height):
+        audit.page(page, where, phone=name not in on_phone)
+        on_phone.add(name)
+        page.set_viewport_size({"width": width, "height": height})
 
     print(
         f"axe-core: {audit.checks} checks in {time.monotonic() - started:.0f} s,"
