@@ -125,6 +125,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+# Tests that measure wall-clock deadlines of the real web tier (see pytest_xdist_make_scheduler).
+_TIMED_MODULES = ("tests/deploy/test_nginx_proxy.py",)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """How ``make test``'s parallel run (pytest-xdist) shares the tests between its processes:
@@ -137,7 +141,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "tests/slurm" if module.startswith("tests/slurm/") else module
+            if module.startswith("tests/slurm/"):
+                return "tests/slurm"
+            if module.startswith("tests/browser/") or module in _TIMED_MODULES:
+                # A test that holds the web tier to a deadline never runs beside Chromium:
+                # on two cores a browser walking every page took its second from it.
+                return "tests/browser"
+            return module
 
     return ModuleScheduling(config, log)
 
