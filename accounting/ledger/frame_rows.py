@@ -39,6 +39,7 @@ import polars as pl
 from accounting.ledger.columnar import FastLine, ShapePricer, _quanta_bound
 from accounting.ledger.limits import account_check
 from accounting.ledger.policy import booking_for
+from accounting.ledger.rollups import BULK_COUNT_LIMIT, BULK_SECONDS_LIMIT
 from accounting.ledger.usage import USAGE_COLUMNS
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -46,9 +47,6 @@ _SECOND = timedelta(seconds=1)
 # Products of elapsed x rate x 10^6 stay below this, so that 128-bit integers hold them.
 _INT128_SAFE = 2**126
 _MILLION = 10**6
-# What the roll-ups sum in columns (rollups._BULK_COUNT_LIMIT, _BULK_SECONDS_LIMIT).
-_COUNT_LIMIT = 2**31
-_SECONDS_LIMIT = 2**40
 
 
 class NewRows(NamedTuple):
@@ -207,9 +205,9 @@ def new_rows_priced(
             & (end <= horizon)
             & (end - start <= max_held // _SECOND)
             # Sizes the roll-ups sum in columns.
-            & (pl.col("cpus") < _COUNT_LIMIT)
-            & (pl.col("gpus") < _COUNT_LIMIT)
-            & (pl.col("elapsed_seconds") < _SECONDS_LIMIT)
+            & (pl.col("cpus") < BULK_COUNT_LIMIT)
+            & (pl.col("gpus") < BULK_COUNT_LIMIT)
+            & (pl.col("elapsed_seconds") < BULK_SECONDS_LIMIT)
         )
     )
     # The rate version in force at each start: the newest that took effect at or before it.

@@ -385,8 +385,8 @@ def _upsert_adding(
 
 # Sizes past these go to the per-row path: within them every product below fits polars'
 # 128-bit integers and the per-row Decimal maths (28 digits) is exact before it is rounded.
-_BULK_COUNT_LIMIT = 2**31
-_BULK_SECONDS_LIMIT = 2**40
+BULK_COUNT_LIMIT = 2**31
+BULK_SECONDS_LIMIT = 2**40
 _MILLION = 10**6
 
 
@@ -566,9 +566,9 @@ def _bulk_ready(values: dict[str, Any]) -> bool:
         and values["charge_state"] != Job.ChargeState.PENDING
         and values["cost"] is None
         and values["right_sized_service_units"] is None
-        and 0 <= values["cpus"] < _BULK_COUNT_LIMIT
-        and 0 <= values["gpus"] < _BULK_COUNT_LIMIT
-        and 0 <= values["elapsed_seconds"] < _BULK_SECONDS_LIMIT
+        and 0 <= values["cpus"] < BULK_COUNT_LIMIT
+        and 0 <= values["gpus"] < BULK_COUNT_LIMIT
+        and 0 <= values["elapsed_seconds"] < BULK_SECONDS_LIMIT
     )
 
 
