@@ -6,16 +6,17 @@ energy times the grid's carbon intensity (grams of CO2e per kWh) of the cluster:
 
 - the intensity at a time is the newest step of the cluster's series that started at or before
   it, else the cluster's constant, else there is none (and no CO2e is given);
-- a job's CO2e takes the intensity at the job's end;
-- a day's CO2e takes the day's energy from the daily roll-ups and the series' time-weighted
-  mean over the cluster's local day: the roll-ups keep no hours, so a job that ran in the
-  night is counted at the day's mean.
+- one rule for a job and for a month: a job's energy is split over the UTC clock hours of its
+  run in proportion to its seconds in each (:func:`energy_hour_shares`), and each hour's share
+  is taken at the series' time-weighted mean over that hour. A job's CO2e sums its hours; a
+  month's sums the hours of the jobs that ended in it, as the hourly energy roll-ups keep them,
+  so it is the sum of its jobs' CO2e.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
@@ -29,6 +30,8 @@ INTENSITY_QUANTUM = Decimal("0.000001")
 _JOULES_PER_WH = Decimal(3600)
 _WH_PER_KWH = Decimal(1000)
 _ZERO = Decimal(0)
+_MILLION = 10**6
+_HOUR = timedelta(hours=1)
 
 EnergySource = Literal["measured", "estimated"]
 
@@ -144,6 +147,11 @@ class Intensity:
             return None
         return (weighted / seconds).quantize(INTENSITY_QUANTUM)
 
+    def hour_mean(self, hour: int) -> Decimal | None:
+        """The time-weighted mean over the UTC clock hour ``hour`` (hours since 1970)."""
+        start = datetime.fromtimestamp(hour * 3600, UTC)
+        return self.mean(start, start + _HOUR)
+
     def _pieces(
         self, start: datetime, end: datetime
     ) -> Iterable[tuple[datetime, datetime, Decimal | None]]:
@@ -170,6 +178,87 @@ def months_window(last_day: date, months: int = 12) -> tuple[date, date]:
     return add_months(month, 1 - months), add_months(month, 1)
 
 
+# --------------------------------------------------------------------------------------------
+# Energy over the hours of a run, and its CO2e
+
+
+def energy_hour_shares(millionths: int, start: int, end: int) -> list[tuple[int, int]]:
+    """A job's energy (whole millionths of a Wh) over the UTC clock hours of its run
+    [start, end) (Unix seconds), in proportion to its seconds in each: (hour since 1970,
+    millionths). Each share is the difference of the cumulative share rounded down, so the
+    shares add up to the energy exactly. A run of no length puts it all in its end's hour."""
+    if end <= start:
+        return [(end // 3600, millionths)]
+    duration = end - start
+    shares = []
+    before = 0
+    for hour in range((start // 3600), (end - 1) // 3600 + 1):
+        through = millionths * (min(end, (hour + 1) * 3600) - start) // duration
+        shares.append((hour, through - before))
+        before = through
+    return shares
+
+
+def to_millionths(wh: Decimal) -> int:
+    """Wh of at most six places (the ledger's and the roll-ups' columns) as whole millionths."""
+    return int(wh.quantize(ENERGY_QUANTUM).scaleb(6))
+
+
+def epoch_hour_start(hour: int) -> datetime:
+    return datetime.fromtimestamp(hour * 3600, UTC)
+
+
+class HourMeans:
+    """The intensity's mean over each UTC clock hour, each hour worked out once."""
+
+    def __init__(self, intensity: Intensity) -> None:
+        self.intensity = intensity
+        self._means: dict[int, Decimal | None] = {}
+
+    def __call__(self, hour: int) -> Decimal | None:
+        if hour not in self._means:
+            self._means[hour] = self.intensity.hour_mean(hour)
+        return self._means[hour]
+
+
+@dataclass(frozen=True)
+class RunFootprint:
+    """A job's CO2e and the intensity it was taken at: its CO2e over its energy, the mean of
+    its hours weighted by the energy in each (None: an hour of the run has no intensity)."""
+
+    co2e_g: Decimal | None
+    g_per_kwh: Decimal | None
+
+
+def run_footprint(
+    *, energy_wh: Decimal, start: datetime | None, end: datetime, intensity: Intensity
+) -> RunFootprint:
+    """A job's CO2e: its energy over the hours of its run, each hour at its mean intensity
+    (the rule the months use). None when an hour with energy has no intensity: a figure that
+    left it out would understate."""
+    end_s = int(end.timestamp())
+    start_s = end_s if start is None else int(start.timestamp())
+    mean_of = HourMeans(intensity)
+    grams = _ZERO
+    for hour, share in energy_hour_shares(to_millionths(energy_wh), start_s, end_s):
+        if share == 0:
+            continue
+        mean = mean_of(hour)
+        if mean is None:
+            return RunFootprint(co2e_g=None, g_per_kwh=None)
+        grams += Decimal(share).scaleb(-6) * mean / _WH_PER_KWH
+    if energy_wh <= 0:
+        # No energy, no weights: the intensity of the end's hour says what it would be taken at.
+        mean = mean_of(end_s // 3600)
+        return RunFootprint(
+            co2e_g=None if mean is None else _ZERO.quantize(GRAMS_QUANTUM), g_per_kwh=mean
+        )
+    return RunFootprint(
+        co2e_g=grams.quantize(GRAMS_QUANTUM),
+        g_per_kwh=(grams * _WH_PER_KWH / energy_wh).quantize(Decimal("0.1")),
+    )
+
+
 @dataclass(frozen=True)
 class MonthFootprint:
     """One month of a project on one cluster."""
@@ -177,7 +266,7 @@ class MonthFootprint:
     month: date  # its first day
     energy: EnergySums
     co2e_g: Decimal | None  # None when a day with energy has no intensity
-    days_without_intensity: int
+    days_without_intensity: int  # days with energy in an hour without intensity
 
     @property
     def mean_g_per_kwh(self) -> Decimal | None:
@@ -197,34 +286,34 @@ def window_co2e_g(months: Sequence[MonthFootprint]) -> Decimal | None:
 
 
 def monthly_footprint(
-    days: Iterable[tuple[date, EnergySums]], intensity_of_day: Mapping[date, Decimal | None]
+    days: Iterable[tuple[date, EnergySums]],
+    hours: Iterable[tuple[date, int, Decimal]],
+    intensity: Intensity,
 ) -> list[MonthFootprint]:
-    """Sum days into months: energy, and CO2e as the sum over days of the day's best energy
-    times the day's intensity. A month with a day of energy but no intensity has no CO2e (it
-    would understate), and says how many such days it has."""
-    months: dict[date, tuple[EnergySums, Decimal, int]] = {}
-    for day, energy in days:
+    """Sum days into months: energy from the daily roll-ups, and CO2e from the hourly energy
+    roll-ups, ``(day the jobs ended, UTC hour, Wh)``, each hour's Wh at the hour's mean
+    intensity, into the month of the day. A month with energy in an hour without intensity has
+    no CO2e (it would understate), and says on how many days that happened."""
+    energy: dict[date, EnergySums] = {}
+    for day, sums in days:
         month = day.replace(day=1)
-        total, grams, missing = months.get(month, (EnergySums(), _ZERO, 0))
-        intensity = intensity_of_day.get(day)
-        if intensity is None:
-            missing += 1 if energy.best_wh != 0 else 0
+        energy[month] = energy.get(month, EnergySums()) + sums
+    grams: dict[date, Decimal] = {}
+    missing: dict[date, set[date]] = {}
+    mean_of = HourMeans(intensity)
+    for day, hour, wh in hours:
+        month = day.replace(day=1)
+        mean = mean_of(hour) if wh != 0 else _ZERO
+        if mean is None:
+            missing.setdefault(month, set()).add(day)
         else:
-            grams += energy.best_wh * intensity / _WH_PER_KWH
-        months[month] = (total + energy, grams, missing)
+            grams[month] = grams.get(month, _ZERO) + wh * mean / _WH_PER_KWH
     return [
         MonthFootprint(
             month=month,
             energy=total,
-            co2e_g=None if missing else grams.quantize(GRAMS_QUANTUM),
-            days_without_intensity=missing,
+            co2e_g=None if month in missing else grams.get(month, _ZERO).quantize(GRAMS_QUANTUM),
+            days_without_intensity=len(missing.get(month, ())),
         )
-        for month, (total, grams, missing) in sorted(months.items())
+        for month, total in sorted(energy.items())
     ]
-
-
-def daily_intensities(
-    days: Sequence[date], *, intensity: Intensity, zone: tzinfo
-) -> dict[date, Decimal | None]:
-    """Each day's time-weighted mean intensity over the cluster's local day."""
-    return {day: intensity.mean(*local_day_bounds(day, zone)) for day in days}

@@ -1,5 +1,5 @@
-"""Reads of energy and carbon: a job's, and a project's per month from the daily roll-ups
-(never a scan of jobs). The arithmetic is in ``footprint.py``."""
+"""Reads of energy and carbon: a job's, and a project's per month from the daily and hourly
+energy roll-ups (never a scan of jobs). The arithmetic is in ``footprint.py``."""
 
 from __future__ import annotations
 
@@ -26,13 +26,12 @@ from accounting.carbon.footprint import (
     Intensity,
     IntensityStep,
     MonthFootprint,
-    co2e_grams,
-    daily_intensities,
+    epoch_hour_start,
     job_energy,
-    local_day_bounds,
     monthly_footprint,
+    run_footprint,
 )
-from accounting.models import Cluster, GridIntensity, Job, UsageDaily
+from accounting.models import Cluster, EnergyHourly, GridIntensity, Job, UsageDaily
 from projects.models import Project
 
 _SUM = DecimalField(max_digits=24, decimal_places=6)
@@ -40,7 +39,8 @@ _SUM = DecimalField(max_digits=24, decimal_places=6)
 
 @dataclass(frozen=True)
 class JobFootprint:
-    """A job's best energy, the intensity at its end and its CO2e (None: not set)."""
+    """A job's best energy, the intensity over its run (its hours' means weighted by the energy
+    in each) and its CO2e (None: not set)."""
 
     energy: Energy
     g_per_kwh: Decimal | None
@@ -60,18 +60,22 @@ def intensity_at(*, cluster: Cluster, when: datetime) -> Decimal | None:
 
 
 def job_footprint_get(*, job: Job) -> JobFootprint:
-    """Energy (measured, else estimated) and CO2e at the intensity of the job's end."""
+    """Energy (measured, else estimated) and CO2e over the hours of the job's run, each at the
+    grid's mean intensity in that hour (``footprint.run_footprint``; one query)."""
     energy = job_energy(
         consumed_energy_joules=job.consumed_energy_joules, estimate_wh=job.energy_wh
     )
     if job.end is None:
         return JobFootprint(energy=energy, g_per_kwh=None, co2e_g=None)
-    g_per_kwh = intensity_at(cluster=job.cluster, when=job.end)
-    return JobFootprint(
-        energy=energy,
-        g_per_kwh=g_per_kwh,
-        co2e_g=co2e_grams(energy_wh=energy.wh, g_per_kwh=g_per_kwh),
+    end_s = int(job.end.timestamp())
+    start_s = end_s if job.start is None else min(int(job.start.timestamp()), end_s)
+    intensity = cluster_intensity_get(
+        cluster=job.cluster,
+        start=epoch_hour_start(start_s // 3600),
+        end=epoch_hour_start(end_s // 3600 + 1),
     )
+    run = run_footprint(energy_wh=energy.wh, start=job.start, end=job.end, intensity=intensity)
+    return JobFootprint(energy=energy, g_per_kwh=run.g_per_kwh, co2e_g=run.co2e_g)
 
 
 def cluster_intensity_get(*, cluster: Cluster, start: datetime, end: datetime) -> Intensity:
@@ -133,22 +137,48 @@ def _energy_by_cluster_and_day(
     return days
 
 
+def _energy_by_cluster_and_hour(
+    rows: QuerySet[EnergyHourly],
+) -> dict[int, list[tuple[date, int, Decimal]]]:
+    summed = (
+        rows.values("partition__cluster_id", "day", "hour_start")
+        .annotate(wh=Sum("energy_wh"))
+        .order_by("partition__cluster_id", "day", "hour_start")
+    )
+    hours: dict[int, list[tuple[date, int, Decimal]]] = {}
+    for row in summed:
+        hours.setdefault(row["partition__cluster_id"], []).append(
+            (row["day"], int(row["hour_start"].timestamp()) // 3600, Decimal(row["wh"]))
+        )
+    return hours
+
+
 def project_footprint_monthly(*, project: Project, start: date, end: date) -> list[ClusterMonth]:
-    """The project's energy and CO2e per month and cluster, for the days [start, end), from
-    the daily roll-ups: two queries and one per cluster the project ran on."""
-    rows = UsageDaily.objects.filter(project=project, day__gte=start, day__lt=end)
-    by_cluster = _energy_by_cluster_and_day(rows)
+    """The project's energy and CO2e per month and cluster, for the days [start, end): energy
+    from the daily roll-ups, CO2e from the hourly ones at each hour's intensity. Three queries
+    and one per cluster the project ran on."""
+    by_cluster = _energy_by_cluster_and_day(
+        UsageDaily.objects.filter(project=project, day__gte=start, day__lt=end)
+    )
+    hours_by_cluster = _energy_by_cluster_and_hour(
+        EnergyHourly.objects.filter(project=project, day__gte=start, day__lt=end)
+    )
     result: list[ClusterMonth] = []
     for cluster in Cluster.objects.filter(pk__in=list(by_cluster)):
-        days = by_cluster[cluster.pk]
-        zone = cluster.zoneinfo
-        window_start = local_day_bounds(days[0][0], zone)[0]
-        window_end = local_day_bounds(days[-1][0], zone)[1]
-        intensity = cluster_intensity_get(cluster=cluster, start=window_start, end=window_end)
-        of_day = daily_intensities([day for day, _ in days], intensity=intensity, zone=zone)
+        hours = hours_by_cluster.get(cluster.pk, [])
+        numbers = [hour for _, hour, _ in hours]
+        intensity = (
+            cluster_intensity_get(
+                cluster=cluster,
+                start=epoch_hour_start(min(numbers)),
+                end=epoch_hour_start(max(numbers) + 1),
+            )
+            if numbers
+            else Intensity(steps=(), constant=cluster.grid_intensity_g_per_kwh)
+        )
         result += [
             ClusterMonth(cluster=cluster.name, intensity_set=intensity.is_set, footprint=month)
-            for month in monthly_footprint(days, of_day)
+            for month in monthly_footprint(by_cluster[cluster.pk], hours, intensity)
         ]
     return sorted(result, key=lambda row: (row.footprint.month, row.cluster))
 

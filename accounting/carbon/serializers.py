@@ -60,14 +60,18 @@ class CarbonMonthSerializer(serializers.Serializer):
     measured_jobs = serializers.IntegerField(source="footprint.energy.measured_jobs")
     co2e_g = _grams(
         source="footprint.co2e_g",
-        help_text="grams of CO2e: the sum over days of the day's energy times the day's grid "
-        "intensity / 1000; null when a day with energy has no intensity",
+        help_text="grams of CO2e: the sum of the CO2e of the jobs that ended in the month, "
+        "each job's energy over the hours it ran at the grid intensity of each hour / 1000; "
+        "null when an hour with energy has no intensity",
     )
     mean_g_per_kwh = serializers.DecimalField(
         source="footprint.mean_g_per_kwh", max_digits=12, decimal_places=1, allow_null=True,
         help_text="co2e_g per kWh of energy_wh; null with co2e_g",
     )  # fmt: skip
-    days_without_intensity = serializers.IntegerField(source="footprint.days_without_intensity")
+    days_without_intensity = serializers.IntegerField(
+        source="footprint.days_without_intensity",
+        help_text="days of the month whose jobs ran in an hour without an intensity",
+    )
     intensity_set = serializers.BooleanField(
         help_text="false: the cluster has no series and no constant over these days"
     )

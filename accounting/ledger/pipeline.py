@@ -66,6 +66,7 @@ from accounting.ledger.rollups import (
     Deltas,
     daily_apply,
     efficiency_apply,
+    energy_hours_apply,
     hourly_apply,
     is_booked,
     rollup_add,
@@ -873,6 +874,7 @@ def _batch_apply(
     efficiency_apply(changes.deltas)
     shapes_apply(changes.deltas.shapes)
     hourly_apply(changes.deltas.hourly)
+    energy_hours_apply(changes.deltas.energy)
     _corrections_apply(changes.corrections, run=run)
 
     _quarantine_store(

@@ -1,6 +1,7 @@
 """The roll-ups an import keeps in step with the ledger (DESIGN section 7): daily usage per
 project, partition, user and day, the charged jobs per shape (day and month) that re-pricing
-reads, and the hourly core- and GPU-seconds that utilisation Q(T) reads. A batch gathers its
+reads, the hourly core- and GPU-seconds that utilisation Q(T) reads, and the energy per hour of
+the runs that CO2e reads. A batch gathers its
 deltas in memory (a job added, or taken back and added again when its line changed) and
 applies them in one sorted upsert per table, inside the batch's transaction.
 """
@@ -23,6 +24,7 @@ from accounting.models import (
     EfficiencyBucket,
     EfficiencyDaily,
     EfficiencyMonthly,
+    EnergyHourly,
     ImportRunChange,
     Job,
     UsageDaily,
@@ -78,6 +80,8 @@ class Deltas:
     buckets: dict[tuple[Any, ...], int] = field(default_factory=dict)
     # (project, day, partition, nnodes, cpus, gpus, memory_mb): [jobs, seconds, SU]
     shapes: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
+    # (project, day, partition, UTC hour since 1970): best energy in millionths of a Wh
+    energy: dict[tuple[int, date, int, int], int] = field(default_factory=dict)
 
 
 def _held_until(values: dict[str, Any]) -> datetime | None:
@@ -109,7 +113,20 @@ def rollup_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) 
             _efficiency_add(deltas, values, key, sign)
         if values["charge_state"] == Job.ChargeState.CHARGED:
             _shape_add(deltas, values, key[3], sign)
+        _energy_hours_add(deltas, values, key[3], sign)
     _hours_add(deltas, values, zone, sign)
+
+
+def _energy_hours_add(deltas: Deltas, values: dict[str, Any], day: date, sign: int) -> None:
+    """A booked job's best energy over the UTC hours of its run (footprint's rule)."""
+    measured = footprint.measured_energy_wh(values["consumed_energy_joules"])
+    best = values["energy_wh"] if measured is None else measured
+    end = epoch_seconds(values["end"])
+    start = end if values["start"] is None else epoch_seconds(values["start"])
+    for hour, share in footprint.energy_hour_shares(footprint.to_millionths(best), start, end):
+        if share:
+            key = (values["project_id"], day, values["partition_id"], hour)
+            deltas.energy[key] = deltas.energy.get(key, 0) + sign * share
 
 
 def _hours_add(deltas: Deltas, values: dict[str, Any], zone: tzinfo, sign: int) -> None:
@@ -316,6 +333,20 @@ def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
     )
 
 
+def energy_hours_apply(energy: dict[tuple[int, date, int, int], int]) -> None:
+    """Add the batch's energy per hour to the hourly energy rows (one upsert)."""
+    rows = [
+        (project, day, partition, from_epoch_seconds(hour * 3600), _decimal(millionths))
+        for (project, day, partition, hour), millionths in sorted(energy.items())
+        if millionths
+    ]
+    if not rows:
+        return
+    columns = ("project_id", "day", "partition_id", "hour_start", "energy_wh")
+    types = ("bigint", "date", "bigint", "timestamptz", "numeric")
+    _upsert_adding(EnergyHourly._meta.db_table, columns, types, key=4, rows=rows)
+
+
 _DAILY_SUMS = (
     "service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs",
     "energy_measured_wh", "energy_measured_estimate_wh", "energy_measured_jobs",
@@ -444,6 +475,7 @@ def rollups_add_new(deltas: Deltas, rows: list[dict[str, Any]], zone: tzinfo) ->
     memories = {code: _shape_memory(memory) for memory, code in memory_codes.items()}
     _shapes_bulk(deltas, frame, memories)
     _hours_bulk(deltas, frame, rows=bulk, zone=zone)
+    _energy_hours_bulk(deltas, frame)
 
 
 def rollups_add_frame(
@@ -485,6 +517,7 @@ def rollups_add_frame(
         deltas, bulk, {code: _shape_memory(memory) for code, memory in enumerate(memories)}
     )
     _hours_bulk(deltas, bulk, rows=_FrameRows(frame), zone=zone)
+    _energy_hours_bulk(deltas, bulk)
 
 
 _EPOCH_DAY = date(1970, 1, 1)
@@ -686,6 +719,35 @@ def _hours_bulk(deltas: Deltas, frame: pl.DataFrame, *, rows: Any, zone: tzinfo)
         current = deltas.hourly.setdefault((partition_id, from_epoch_seconds(hour * 3600)), [0, 0])
         current[0] += core_seconds
         current[1] += gpu_seconds
+
+
+def _energy_hours_bulk(deltas: Deltas, frame: pl.DataFrame) -> None:
+    """``_energy_hours_add`` of every row of ``frame`` in columns: the same shares
+    (``footprint.energy_hour_shares``: the cumulative share rounded down, differenced)."""
+    start, end = pl.col("start"), pl.col("end")
+    ran = end > start
+    first = pl.when(ran).then(start // 3600).otherwise(end // 3600)
+    after = pl.when(ran).then((end - 1) // 3600 + 1).otherwise(end // 3600 + 1)
+    hours = frame.select(
+        "project_id", "day", "partition_id", "start", "end",
+        pl.coalesce("measured", "wh").cast(pl.Int128).alias("best"),
+        pl.int_ranges(first, after).alias("hour"),
+    ).explode("hour")  # fmt: skip
+    best, hour = pl.col("best"), pl.col("hour")
+    duration = end - start
+    through = best * (pl.min_horizontal(end, (hour + 1) * 3600) - start) // duration
+    before = best * (pl.max_horizontal(start, hour * 3600) - start) // duration
+    share = pl.when(duration > 0).then(through - before).otherwise(best)
+    sums = (
+        hours.with_columns(share.alias("share"))
+        .filter(pl.col("share") != 0)
+        .group_by("project_id", "day", "partition_id", "hour")
+        .agg(pl.col("share").sum())
+    )
+    energy = deltas.energy
+    for project_id, day, partition_id, hour_number, millionths in sums.iter_rows():
+        key = (project_id, day, partition_id, hour_number)
+        energy[key] = energy.get(key, 0) + millionths
 
 
 def _on_utc_hours(seconds: int, zone: tzinfo) -> bool:

@@ -192,8 +192,9 @@ class JobDetailOutputSerializer(JobOutputSerializer):
     @extend_schema_field(
         serializers.DecimalField(
             max_digits=24, decimal_places=3, allow_null=True,
-            help_text="grams of CO2e: energy.wh times the cluster's grid intensity at the job's "
-            "end / 1000 (docs/energy-and-carbon.md); null when no intensity is set",
+            help_text="grams of CO2e: energy.wh over the hours the job ran, each hour at the "
+            "cluster's grid intensity in it / 1000 (docs/energy-and-carbon.md); null when an "
+            "hour of the run has no intensity",
         )
     )  # fmt: skip
     def get_co2e_g(self, job: Job) -> str | None:

@@ -342,6 +342,37 @@ class UsageDaily(models.Model):
         return f"{self.project} {self.partition} {self.username} {self.day}"
 
 
+class EnergyHourly(models.Model):
+    """The best energy (measured, else estimated) of booked jobs per project, local day they
+    ended (as UsageDaily), partition and UTC clock hour of their run: each job's energy split
+    over the hours it ran in proportion to its seconds in each
+    (``accounting.carbon.footprint.energy_hour_shares``). CO2e multiplies each hour by the
+    grid's intensity in that hour, the rule a job's own CO2e uses, so a project's month is the
+    sum of its jobs' (docs/energy-and-carbon.md). A day's rows add up to its UsageDaily best
+    energy exactly. Kept by the import in the batch's transaction, like the other roll-ups."""
+
+    # The unique key leads with the project and the day: it serves the import's upsert and a
+    # project's range read, with no index of its own.
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    day = models.DateField()
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="+")
+    hour_start = models.DateTimeField(help_text="start of a UTC clock hour")
+    energy_wh = models.DecimalField(default=Decimal(0), max_digits=24, decimal_places=6)
+
+    class Meta:
+        ordering = ["day", "hour_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "day", "partition", "hour_start"], name="energy_hour_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.partition_id} {self.day} {self.hour_start:%Y-%m-%d %H:00}"
+
+
 class UsageShape(models.Model):
     """The sums of a roll-up of CHARGED jobs per shape (abstract): the size a job held, which
     is all the charging engine needs besides the time to price it again (the import prices

@@ -15,11 +15,12 @@ from accounting.carbon.footprint import (
     Intensity,
     IntensityStep,
     co2e_grams,
-    daily_intensities,
+    energy_hour_shares,
     job_energy,
     local_day_bounds,
     measured_energy_wh,
     monthly_footprint,
+    run_footprint,
 )
 from accounting.carbon.series_csv import IntensityCsvError, intensity_csv_parse
 
@@ -157,40 +158,144 @@ def test_a_daily_mean_lies_between_the_least_and_greatest_intensity_in_force(ste
         assert min(values) <= mean <= max(values)
 
 
+# --- the hours of a run --------------------------------------------------------------------------
+
+HOUR0 = 20_000 * 24  # 2024-10-04 00:00 UTC, in hours since 1970
+
+
+def test_a_runs_energy_is_shared_over_its_hours_by_its_seconds_in_each():
+    # 10:30 to 12:15 UTC: 30 min, 60 min, 15 min of 105 -> 2/7, 4/7, 1/7 of 7 Wh
+    start, end = (HOUR0 + 10) * 3600 + 1800, (HOUR0 + 12) * 3600 + 900
+    assert energy_hour_shares(7_000_000, start, end) == [
+        (HOUR0 + 10, 2_000_000), (HOUR0 + 11, 4_000_000), (HOUR0 + 12, 1_000_000),
+    ]  # fmt: skip
+    # A run of no length (or a start after its end) puts it all in its end's hour.
+    assert energy_hour_shares(5, end, end) == [(HOUR0 + 12, 5)]
+    assert energy_hour_shares(5, end + 10, end) == [(HOUR0 + 12, 5)]
+    # A run that ends on the hour has nothing in the next hour.
+    assert energy_hour_shares(6, (HOUR0 + 1) * 3600, (HOUR0 + 3) * 3600) == [
+        (HOUR0 + 1, 3), (HOUR0 + 2, 3),
+    ]  # fmt: skip
+
+
+@given(
+    millionths=st.integers(min_value=0, max_value=10**15),
+    start=st.integers(min_value=0, max_value=2 * 10**9),
+    seconds=st.integers(min_value=0, max_value=40 * 86400),
+)
+def test_the_shares_of_a_run_add_up_to_its_energy_exactly_and_follow_its_seconds(
+    millionths, start, seconds
+):
+    end = start + seconds
+    shares = energy_hour_shares(millionths, start, end)
+    assert sum(share for _, share in shares) == millionths
+    assert all(share >= 0 for _, share in shares)
+    hours = [hour for hour, _ in shares]
+    assert hours == list(range(hours[0], hours[0] + len(hours)))
+    if seconds:
+        for hour, share in shares:
+            inside = min(end, (hour + 1) * 3600) - max(start, hour * 3600)
+            assert abs(share - millionths * inside / seconds) <= 1
+
+
+def test_a_jobs_co2e_takes_each_hour_of_its_run_at_that_hours_intensity():
+    # 100 g/kWh until 11:00, 400 after: a 2 kWh job from 10:00 to 12:00 is 1 kWh at each
+    intensity = Intensity(steps=[step(at(1, 0), 100), step(at(1, 11), 400)], constant=None)
+    run = run_footprint(energy_wh=Decimal(2000), start=at(1, 10), end=at(1, 12),
+                        intensity=intensity)  # fmt: skip
+    assert run.co2e_g == Decimal(500)
+    assert run.g_per_kwh == Decimal(250)  # the run's, not the end's 400
+    # A step inside an hour: the hour is taken at its time-weighted mean.
+    half = Intensity(steps=[step(at(1, 0), 100), step(at(1, 10) + timedelta(minutes=30), 300)],
+                     constant=None)  # fmt: skip
+    run = run_footprint(energy_wh=Decimal(1000), start=at(1, 10), end=at(1, 11), intensity=half)
+    assert run.co2e_g == Decimal(200)
+
+
+def test_a_job_with_an_hour_without_intensity_has_no_co2e():
+    intensity = Intensity(steps=[step(at(1, 11), 400)], constant=None)
+    run = run_footprint(energy_wh=Decimal(2000), start=at(1, 10), end=at(1, 12),
+                        intensity=intensity)  # fmt: skip
+    assert run == run.__class__(co2e_g=None, g_per_kwh=None)
+    started_late = run_footprint(energy_wh=Decimal(2000), start=at(1, 11), end=at(1, 12),
+                                 intensity=intensity)  # fmt: skip
+    assert started_late.co2e_g == Decimal(800)
+
+
 # --- months -------------------------------------------------------------------------------------
 
 
-def test_a_month_sums_each_days_energy_times_that_days_intensity():
+def test_a_month_takes_the_energy_of_its_days_and_the_co2e_of_its_hours():
     days = [
         (date(2026, 7, 1), EnergySums(estimate_wh=Decimal(1000), jobs=1)),
         (date(2026, 7, 2), EnergySums(estimate_wh=Decimal(2000), jobs=2)),
         (date(2026, 8, 1), EnergySums(estimate_wh=Decimal(500), jobs=1)),
     ]
-    of_day = {date(2026, 7, 1): Decimal(100), date(2026, 7, 2): Decimal(400),
-              date(2026, 8, 1): Decimal(100)}  # fmt: skip
-    july, august = monthly_footprint(days, of_day)
+    hour = int(at(1, 0).timestamp()) // 3600
+    intensity = Intensity(steps=[step(at(1, 0), 100), step(at(1, 12), 400)], constant=None)
+    hours = [
+        (date(2026, 7, 1), hour + 3, Decimal(1000)),  # at 100
+        (date(2026, 7, 2), hour + 20, Decimal(1500)),  # at 400
+        (date(2026, 7, 2), hour + 5, Decimal(500)),  # at 100
+        (date(2026, 8, 1), hour + 30, Decimal(500)),  # at 400: the job ended in August
+    ]
+    july, august = monthly_footprint(days, hours, intensity)
     assert july.month == date(2026, 7, 1)
     assert july.energy.best_wh == Decimal(3000)
-    assert july.co2e_g == Decimal(900)  # 1 kWh x 100 + 2 kWh x 400
-    assert august.co2e_g == Decimal(50)
+    assert july.co2e_g == Decimal(100 + 600 + 50)
+    assert july.mean_g_per_kwh == Decimal("250.0")
+    assert august.co2e_g == Decimal(200)
 
 
-def test_a_month_with_a_day_of_energy_and_no_intensity_has_no_co2e():
+def test_a_month_with_an_hour_of_energy_and_no_intensity_has_no_co2e():
     days = [
         (date(2026, 7, 1), EnergySums(estimate_wh=Decimal(1000), jobs=1)),
         (date(2026, 7, 2), EnergySums(estimate_wh=Decimal(1000), jobs=1)),
     ]
-    (july,) = monthly_footprint(days, {date(2026, 7, 1): Decimal(100)})
+    hour = int(at(1, 0).timestamp()) // 3600
+    intensity = Intensity(steps=[step(at(1, 12), 400)], constant=None)
+    hours = [(date(2026, 7, 1), hour + 3, Decimal(1000)), (date(2026, 7, 2), hour + 30,
+             Decimal(1000)), (date(2026, 7, 2), hour + 2, Decimal(0))]  # fmt: skip
+    (july,) = monthly_footprint(days, hours, intensity)
     assert july.co2e_g is None
     assert july.days_without_intensity == 1
 
 
-def test_daily_intensities_take_the_clusters_local_day():
-    # Perth is UTC+8: the local 2 July starts at 16:00 UTC on 1 July
-    intensity = Intensity(steps=[step(at(1, 16), 900)], constant=Decimal(100))
-    assert daily_intensities([date(2026, 7, 1), date(2026, 7, 2)], intensity=intensity,
-                             zone=PERTH) == {date(2026, 7, 1): Decimal(100),
-                                             date(2026, 7, 2): Decimal(900)}  # fmt: skip
+@given(
+    runs=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=10**9),  # millionths of a Wh
+            st.integers(min_value=0, max_value=30 * 86400),  # start, seconds into July
+            st.integers(min_value=0, max_value=3 * 86400),  # seconds
+        ),
+        max_size=20,
+    )
+)
+def test_a_months_co2e_is_the_sum_of_its_jobs_co2e(runs):
+    """The one rule: what the hourly roll-ups give a month is what its jobs' pages add up to."""
+    origin = at(1, 0)
+    intensity = Intensity(
+        steps=[step(origin + timedelta(minutes=37 * k), 100 + (k * 53) % 700) for k in range(2000)],
+        constant=Decimal(480),
+    )
+    hours: dict[int, int] = {}
+    jobs_grams = Decimal(0)
+    total = Decimal(0)
+    for millionths, offset, seconds in runs:
+        start = origin + timedelta(seconds=offset)
+        end = start + timedelta(seconds=seconds)
+        wh = Decimal(millionths).scaleb(-6)
+        total += wh
+        jobs_grams += run_footprint(energy_wh=wh, start=start, end=end,
+                                    intensity=intensity).co2e_g  # fmt: skip
+        for hour, share in energy_hour_shares(millionths, int(start.timestamp()),
+                                              int(end.timestamp())):  # fmt: skip
+            hours[hour] = hours.get(hour, 0) + share
+    days = [(date(2026, 7, 1), EnergySums(estimate_wh=total, jobs=len(runs)))]
+    rows = [(date(2026, 7, 1), hour, Decimal(m).scaleb(-6)) for hour, m in hours.items()]
+    (july,) = monthly_footprint(days, rows, intensity)
+    # Each job's grams are rounded to the milligram, the month's once.
+    assert abs(july.co2e_g - jobs_grams) <= Decimal("0.0005") * (len(runs) + 1)
 
 
 # --- the CSV ------------------------------------------------------------------------------------

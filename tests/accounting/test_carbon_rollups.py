@@ -9,14 +9,17 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib import import_module
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.apps import apps
+from django.db import connection
 
+from accounting.carbon.footprint import energy_hour_shares, job_energy, to_millionths
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger.pipeline import jobs_import
-from accounting.models import Cluster, Job, UsageDaily
+from accounting.models import Cluster, EnergyHourly, Job, UsageDaily
 from benchmarks.sacct_generator import sacct_lines
 from projects.models import Project
 
@@ -55,8 +58,8 @@ def _history(*, lines=800, seed=5, energy=lambda number: 1000 + 37 * number):
         yield "|".join(fields) + "\n"
 
 
-def _import(cluster, lines):
-    return jobs_import(cluster=cluster, lines=lines, source="generated")[1]
+def _import(cluster, lines, **kwargs):
+    return jobs_import(cluster=cluster, lines=lines, source="generated", **kwargs)[1]
 
 
 def _expected_from_jobs(cluster):
@@ -149,3 +152,73 @@ def test_the_migration_backfills_the_measured_sums_of_existing_rollups(testbed):
     migration = import_module("accounting.migrations.0016_energy_and_carbon")
     migration.measured_energy_backfill(apps, None)
     assert _rollups() == expected
+
+
+# --- energy per hour of the runs (CO2e's roll-up) ---------------------------------------------
+
+
+def _hours_from_jobs(cluster):
+    """The hourly energy rows recomputed from the jobs one by one with footprint's rule."""
+    zone = cluster.zoneinfo
+    sums = defaultdict(int)
+    for job in Job.objects.exclude(charge_state=Job.ChargeState.PENDING).exclude(end=None):
+        best = job_energy(consumed_energy_joules=job.consumed_energy_joules,
+                          estimate_wh=job.energy_wh).wh  # fmt: skip
+        end = int(job.end.timestamp())
+        start = end if job.start is None else int(job.start.timestamp())
+        day = job.end.astimezone(zone).date()
+        for hour, share in energy_hour_shares(to_millionths(best), start, end):
+            sums[(job.project_id, day, job.partition_id, hour)] += share
+    return {key: Decimal(value).scaleb(-6) for key, value in sums.items() if value}
+
+
+def _energy_hours():
+    return {
+        (row.project_id, row.day, row.partition_id, int(row.hour_start.timestamp()) // 3600): (
+            row.energy_wh
+        )
+        for row in EnergyHourly.objects.all()
+        if row.energy_wh
+    }
+
+
+@pytest.mark.parametrize("frame", [True, False], ids=["columns", "per-line"])
+def test_the_hourly_energy_rows_are_each_jobs_energy_over_the_hours_of_its_run(testbed, frame):
+    _import(testbed, _history(), columnar_pricing=frame)
+    expected = _hours_from_jobs(testbed)
+    assert len({hour for *_, hour in expected}) > 50
+    assert _energy_hours() == expected
+    # A day's hours add up to its best energy in the daily roll-ups, to the millionth.
+    days = defaultdict(Decimal)
+    for (project, day, partition, _), wh in expected.items():
+        days[(project, partition, day)] += wh
+    for row in UsageDaily.objects.all():
+        best = row.energy_measured_wh + row.energy_wh - row.energy_measured_estimate_wh
+        days[(row.project_id, row.partition_id, row.day)] -= best
+    assert set(days.values()) == {Decimal(0)}
+
+
+def test_changed_lines_take_their_hours_back_and_a_reimport_changes_nothing(testbed):
+    _import(testbed, _history())
+    first = _energy_hours()
+    assert _import(testbed, _history()).updated == 0
+    assert _energy_hours() == first
+    changed = _import(testbed, _history(energy=lambda number: 9000 + 11 * number))
+    assert changed.updated > 0
+    assert _energy_hours() != first
+    assert _energy_hours() == _hours_from_jobs(testbed)
+
+
+@pytest.mark.parametrize("sql", [True, False], ids=["postgresql", "python"])
+def test_the_migration_backfills_the_hourly_energy_from_the_jobs(testbed, sql):
+    """PostgreSQL fills the table in one statement; other databases (SQLite for the demo) go
+    job by job with footprint's rule: both give what the import keeps."""
+    _import(testbed, _history(energy=lambda number: 3601 + 7 * number))
+    expected = _energy_hours()
+    EnergyHourly.objects.all().delete()
+    migration = import_module("accounting.migrations.0028_energy_hourly")
+    with connection.schema_editor() as editor:
+        migration.backfill(
+            apps, editor if sql else SimpleNamespace(connection=SimpleNamespace(vendor="other"))
+        )
+    assert _energy_hours() == expected

@@ -24,6 +24,7 @@ from accounting.ledger.sacct import line_item, parse_sacct
 from accounting.ledger_storage import KEY_COLUMNS, KEY_TABLE, is_partitioned
 from accounting.models import (
     Cluster,
+    EnergyHourly,
     Job,
     QuarantinedRecord,
     UsageDaily,
@@ -76,6 +77,10 @@ def _state():
         )
     )
     months = sorted(UsageShapeMonthly.objects.values_list(), key=lambda row: repr(row[1:]))
+    energy = sorted(
+        EnergyHourly.objects.values_list("project_id", "day", "partition_id", "hour_start",
+                                         "energy_wh")
+    )  # fmt: skip
     quarantined = sorted(
         (raw, re.sub(r"this import \([^)]*\)", "this import", reason), field_name)
         for raw, reason, field_name in QuarantinedRecord.objects.values_list(
@@ -84,7 +89,7 @@ def _state():
     )
     return (
         jobs, daily, [row[1:] for row in shapes], quarantined, hourly,
-        [row[1:] for row in months], _keys(),
+        [row[1:] for row in months], _keys(), energy,
     )  # fmt: skip
 
 
@@ -104,6 +109,7 @@ def _clear():
     UsageShapeDaily.objects.all().delete()
     UsageShapeMonthly.objects.all().delete()
     UtilisationHourly.objects.all().delete()
+    EnergyHourly.objects.all().delete()
     QuarantinedRecord.objects.all().delete()
 
 

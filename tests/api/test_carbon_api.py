@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -29,15 +29,18 @@ def test_a_job_without_a_measurement_gives_the_labelled_estimate_and_no_co2e_wit
     assert body["co2e_g"] is None
 
 
-def test_a_measured_job_gives_its_measurement_and_co2e_at_the_intensity_of_its_end(world):
+def test_a_measured_job_gives_its_measurement_and_co2e_over_the_hours_of_its_run(world):
     Job.objects.filter(pk=world.job.pk).update(consumed_energy_joules=7_200_000)  # 2 kWh
     cluster = Cluster.objects.get(pk=world.job.cluster_id)
+    first_hour = world.job.start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    after = world.job.end.astimezone(UTC).replace(minute=0, second=0) + timedelta(hours=1)
     grid_intensity_csv_load(
         cluster=cluster,
         lines=[
             "start,g_per_kwh\n",
             "2020-01-01T00:00Z,250\n",
-            f"{world.job.end.isoformat()},400\n",
+            f"{first_hour.isoformat()},400\n",  # every hour of the run at 400
+            f"{after.isoformat()},100\n",  # the end's hour is over: not at its end's 100
         ],
     )
     body = world.client("member").get(f"/api/v1/jobs/{world.job.pk}/").json()

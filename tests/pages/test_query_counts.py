@@ -33,8 +33,8 @@ BOUNDS = {
     # the job is read from its one monthly partition (docs/pages.md, "Performance")
     "job detail": ("pi", 6),
     # roll-ups, clusters, a cluster's series: never the jobs
-    "project energy": ("pi", 6),
-    "project energy csv": ("pi", 6),
+    "project energy": ("pi", 7),
+    "project energy csv": ("pi", 7),
     "grid intensity": ("staff", 6),
     # Roll-ups only: months (the summary is their sum), users and partitions (each one read of
     # the whole months, two of the days of a month the period ends within), distributions.
