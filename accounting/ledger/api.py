@@ -31,7 +31,14 @@ from accounting.ledger.efficiency_selectors import (
     efficiency_distributions,
     totals_added,
 )
-from accounting.ledger.selectors import job_find, jobs_after, jobs_count, usage_get
+from accounting.ledger.selectors import (
+    COUNTED_DAYS,
+    count_bounded,
+    job_find,
+    jobs_after,
+    jobs_count,
+    usage_get,
+)
 from accounting.ledger.serializers import (
     EfficiencyOutputSerializer,
     EfficiencyQuerySerializer,
@@ -131,11 +138,6 @@ class _CountedRows:
 
     def __getitem__(self, index: slice) -> list[dict[str, Any]]:
         return list(self.rows[index])
-
-
-# An exact count of a keyset page only where the filters bound it: one project's jobs that
-# ended within this many days (read from that window's partitions of its (project, end) index).
-COUNTED_DAYS = 366
 
 
 class JobPagination(ApiPagination):
@@ -259,12 +261,8 @@ def _by_cursor(request: Request) -> bool:
 
 
 def _count_bounded(window: dict[str, Any]) -> bool:
-    start, end = window.get("start"), window.get("end")
-    return bool(
-        window.get("project")
-        and start is not None
-        and end is not None
-        and (end - start).days <= COUNTED_DAYS
+    return bool(window.get("project")) and count_bounded(
+        ended_from=window.get("start"), ended_before=window.get("end")
     )
 
 

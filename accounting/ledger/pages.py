@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, F
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -30,11 +30,13 @@ from accounting.clusters.quotes import cheaper_request, weight_explanation
 from accounting.costs.costmodels import JobCost, share_text
 from accounting.costs.services import cost_model_of, job_cost_get
 from accounting.ledger import charts
+from accounting.ledger.cursor import CursorError, JobCursor, cursor_decode, cursor_encode
 from accounting.ledger.forms import JobFilterForm, SacctUploadForm
 from accounting.ledger.selectors import (
     JOB_SORTS,
     JobFilters,
     QuarantineState,
+    count_bounded,
     import_run_bookings,
     import_run_changes,
     import_runs_recent,
@@ -42,6 +44,9 @@ from accounting.ledger.selectors import (
     job_node_fractions,
     job_partitions,
     job_usernames,
+    jobs_after,
+    jobs_count,
+    jobs_count_from_rollups,
     jobs_of_project,
     quarantine_open,
     quarantine_records,
@@ -138,7 +143,10 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
         response = StreamingHttpResponse(_csv_rows(jobs), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{project.code}-jobs.csv"'
         return response
-    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    if sort == "-end" and "page" not in request.GET:
+        listing = _newest_first(request, project=project, jobs=jobs, filters=filters)
+    else:
+        listing = _numbered(jobs, request.GET.get("page"))
     columns = [
         ("user", "User"), ("partition", "Partition"), ("state", "State"), ("end", "Ended"),
         ("elapsed", "Elapsed"), ("su", "SU"),
@@ -155,15 +163,61 @@ def project_jobs(request: HttpRequest, code: str) -> HttpResponse | StreamingHtt
         }
         for key, label in columns
     ]
-    rows = [(job, elapsed_text(job.elapsed_seconds)) for job in page.object_list]
+    rows = [(job, elapsed_text(job.elapsed_seconds)) for job in listing.jobs]
     return render(
         request,
         "accounting/project_jobs.html",
         {
-            "project": project, "form": form, "page": page, "rows": rows, "headers": headers,
-            "sort": sort, "role": role_in_project(user=request.user, project=project),
+            "project": project, "form": form, "listing": listing, "rows": rows,
+            "headers": headers, "sort": sort,
+            "role": role_in_project(user=request.user, project=project),
         },
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JobsListing:
+    """One page of the jobs table: its jobs, how many the filters select (None: not counted),
+    and the way on: page numbers for the other orders, a cursor newest first."""
+
+    jobs: list[Job]
+    count: int | None
+    page: Page[Job] | None = None  # numbered pages
+    older: str | None = None  # newest first: the cursor of the next, older, page
+    newest: bool = True  # newest first: this is the first page
+
+
+def _numbered(jobs: Any, number: str | None) -> JobsListing:
+    page = Paginator(jobs, JOBS_PER_PAGE).get_page(number)
+    return JobsListing(jobs=list(page.object_list), count=page.paginator.count, page=page)
+
+
+def _newest_first(
+    request: HttpRequest, *, project: Any, jobs: Any, filters: JobFilters
+) -> JobsListing:
+    """Newest end first, a page after the cursor in ``?after=`` (the jobs API's keyset pages):
+    each page costs the same however many jobs come before or after it. The count comes from
+    the roll-ups where the filters allow, from the jobs where dates bound them, else none."""
+    text = request.GET.get("after")
+    after = None
+    if text:
+        try:
+            after = cursor_decode(text)
+        except CursorError as error:
+            messages.warning(request, f"Showing the newest jobs: the page link was {error}.")
+    found = jobs_after(
+        jobs=jobs, after=after, size=JOBS_PER_PAGE + 1, columns=None,
+        ended_from=filters.ended_from,
+    )  # fmt: skip
+    page, more = found[:JOBS_PER_PAGE], len(found) > JOBS_PER_PAGE
+    if after is None and not more:
+        count: int | None = len(page)  # the whole list is this page
+    elif count_bounded(ended_from=filters.ended_from, ended_before=filters.ended_before):
+        count = jobs_count(jobs=jobs)
+    else:
+        count = jobs_count_from_rollups(project=project, filters=filters)
+    older = cursor_encode(JobCursor(end=page[-1].end, pk=page[-1].pk)) if more else None
+    return JobsListing(jobs=page, count=count, older=older, newest=after is None)
 
 
 @dataclass(frozen=True)

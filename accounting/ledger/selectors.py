@@ -418,10 +418,11 @@ def jobs_after(
     jobs: QuerySet[Job],
     after: JobCursor | None,
     size: int,
-    columns: Iterable[str],
+    columns: Iterable[str] | None,
     ended_from: datetime | None = None,
-) -> list[dict[str, Any]]:
-    """Up to ``size`` rows (``values(*columns)``) of ``jobs`` in :data:`KEYSET_ORDER` that
+) -> list[Any]:
+    """Up to ``size`` rows (``values(*columns)``; the jobs themselves when ``columns`` is None,
+    for a page that renders them) of ``jobs`` in :data:`KEYSET_ORDER` that
     come after ``after`` (from the first when None): a keyset page, whose cost does not grow
     with the pages before it or the jobs after it.
 
@@ -429,15 +430,21 @@ def jobs_after(
     (the running jobs, then two months, four, eight, ... and at last everything older),
     stopping once it is full or at ``ended_from`` (the caller's lower bound of ``end``, if
     any): each query names a few partitions, so it plans in about the time of one."""
-    wanted = list(columns)
+    wanted = None if columns is None else list(columns)
+
+    def take(selected: QuerySet[Job], count: int) -> list[Any]:
+        if wanted is None:
+            return list(selected[:count])
+        return list(selected.values(*wanted)[:count])
+
     if not is_partitioned():
-        return list(_after(jobs, after).order_by(*KEYSET_ORDER).values(*wanted)[:size])
-    rows: list[dict[str, Any]] = []
+        return take(_after(jobs, after).order_by(*KEYSET_ORDER), size)
+    rows: list[Any] = []
     if ended_from is None and (after is None or after.end is None):  # no end: not in a window
         running = jobs.filter(end__isnull=True)
         if after is not None:
             running = running.filter(pk__lt=after.pk)
-        rows += running.order_by("-id").values(*wanted)[:size]
+        rows += take(running.order_by("-id"), size)
     top = after.end if after is not None and after.end is not None else None
     ended = jobs.filter(end__isnull=False)
     if top is not None and after is not None:
@@ -455,7 +462,7 @@ def jobs_after(
         window = ended if low is None else ended.filter(end__gte=low)
         if high is not None and high != top:
             window = window.filter(end__lt=high)
-        rows += window.order_by(*KEYSET_ORDER).values(*wanted)[: size - len(rows)]
+        rows += take(window.order_by(*KEYSET_ORDER), size - len(rows))
         if low is None or len(rows) >= size or _reached(low, ended_from):
             break
         high = low
@@ -490,10 +497,45 @@ def _months_before(moment: datetime | None, months: int) -> datetime:
     return datetime(first.year, first.month, 1, tzinfo=UTC)
 
 
+# An exact count of a keyset page only where the filters bound it: one project's jobs that
+# ended within this many days (read from that window's partitions of its (project, end) index).
+COUNTED_DAYS = 366
+
+
+def count_bounded(*, ended_from: datetime | None, ended_before: datetime | None) -> bool:
+    """Whether one project's jobs between these ends are few enough to count exactly."""
+    return (
+        ended_from is not None
+        and ended_before is not None
+        and (ended_before - ended_from).days <= COUNTED_DAYS
+    )
+
+
 def jobs_count(*, jobs: QuerySet[Job]) -> int:
     """How many of ``jobs`` there are (their count from the ``(project, end)`` index; call it
     only where a filter bounds them: docs/api.md, "Jobs")."""
     return jobs.count()
+
+
+def jobs_count_from_rollups(*, project: Project, filters: JobFilters) -> int | None:
+    """How many jobs the project's jobs page lists under ``filters``, without reading its jobs:
+    the finished ones from the daily roll-ups (one row per project, partition, user and day)
+    and the ones with no end yet. None where the roll-ups cannot tell (a state, a search or
+    dates: those counts come from the jobs, where dates bound them)."""
+    if filters.state or filters.search or filters.ended_from or filters.ended_before:
+        return None
+    days = UsageDaily.objects.filter(project=project)
+    running = Job.objects.filter(project=project, end__isnull=True)
+    if filters.username:
+        days, running = (
+            days.filter(username=filters.username),
+            running.filter(username=filters.username),
+        )
+    if filters.partition is not None:
+        days = days.filter(partition=filters.partition)
+        running = running.filter(partition=filters.partition)
+    finished = days.aggregate(jobs=Sum("jobs"))["jobs"] or 0
+    return finished + running.count()
 
 
 def job_partitions(*, project: Project) -> QuerySet[Partition]:

@@ -7,9 +7,13 @@ import io
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounting.clusters import charging
+from accounting.ledger import pages
 from accounting.ledger.pages import JOBS_PER_PAGE
 from accounting.ledger.usage import USAGE_COLUMNS
 from accounting.models import Job
@@ -27,18 +31,76 @@ def _csv(response) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(body)))
 
 
-def test_the_jobs_table_pages_through_the_projects_jobs(site):
+def test_the_jobs_table_pages_through_the_projects_jobs_newest_first_by_cursor(site):
+    """Issue 33: the default order pages by the jobs API's keyset cursor, never counting every
+    job; following "Older" from the first page walks every job once, in the API's order."""
+    client = client_for(site.users["member"])
+    expected = list(
+        Job.objects.filter(project=site.project)
+        .order_by(F("end").desc(nulls_first=True), "-id")
+        .values_list("pk", flat=True)
+    )
+    assert len(expected) > JOBS_PER_PAGE
+    first = client.get(_jobs_url())
+    listing = first.context["listing"]
+    assert listing.page is None
+    assert listing.newest
+    # Counted from the roll-ups and the running jobs, not by reading the ledger.
+    assert listing.count == len(expected)
+    assert f"{len(expected):,} jobs" in first.content.decode()
+    seen, response = [], first
+    while True:
+        listing = response.context["listing"]
+        seen += [job.pk for job, _ in response.context["rows"]]
+        if listing.older is None:
+            break
+        assert 'id="jobs-older"' in response.content.decode()
+        response = client.get(_jobs_url(), {"after": listing.older})
+        assert 'id="jobs-newest"' in response.content.decode()
+    assert seen == expected
+
+
+def test_the_numbered_pages_stay_for_the_other_orders(site):
     client = client_for(site.users["member"])
     total = Job.objects.filter(project=site.project).count()
-    assert total > JOBS_PER_PAGE
-    first = client.get(_jobs_url())
-    assert first.context["page"].paginator.count == total
+    first = client.get(_jobs_url(), {"sort": "-su"})
+    page = first.context["listing"].page
+    assert page.paginator.count == total
     assert len(first.context["rows"]) == JOBS_PER_PAGE
-    last = client.get(_jobs_url(), {"page": first.context["page"].paginator.num_pages})
+    last = client.get(_jobs_url(), {"sort": "-su", "page": page.paginator.num_pages})
     shown = {job.pk for job, _ in first.context["rows"]} | {
         job.pk for job, _ in last.context["rows"]
     }
     assert len(shown) == JOBS_PER_PAGE + len(last.context["rows"])
+
+
+def test_the_count_comes_from_the_rollups_by_user_and_partition_and_from_jobs_in_a_year(site):
+    client = client_for(site.users["pi"])
+    by_user = client.get(_jobs_url(), {"user": "carol", "partition": site.job.partition_id})
+    expected = Job.objects.filter(
+        project=site.project, username="carol", partition_id=site.job.partition_id
+    ).count()
+    assert by_user.context["listing"].count == expected > 0
+    ends = Job.objects.filter(project=site.project).exclude(end=None).values_list("end", flat=True)
+    first_day, last_day = min(ends).date(), max(ends).date()
+    assert (last_day - first_day).days < 366
+    dated = client.get(_jobs_url(), {"ended_from": first_day, "ended_to": last_day})
+    assert dated.context["listing"].count == ends.count()
+
+
+def test_a_filter_the_rollups_cannot_count_says_how_to_count_it(site, monkeypatch):
+    monkeypatch.setattr(pages, "JOBS_PER_PAGE", 2)  # more than one page of COMPLETED jobs
+    page = client_for(site.users["pi"]).get(_jobs_url(), {"state": "COMPLETED"})
+    assert page.context["listing"].count is None
+    assert len(page.context["rows"]) == 2
+    assert "to count them" in page.content.decode()
+
+
+def test_a_page_link_that_is_not_one_shows_the_newest_jobs_and_says_why(site):
+    page = client_for(site.users["pi"]).get(_jobs_url(), {"after": "not-a-cursor"}, follow=True)
+    assert page.status_code == 200
+    assert page.context["listing"].newest
+    assert "the page link was not a cursor of this list" in page.content.decode()
 
 
 def test_filters_narrow_the_table_and_the_csv_alike(site):
@@ -49,7 +111,7 @@ def test_filters_narrow_the_table_and_the_csv_alike(site):
         project=site.project, username="carol", partition_id=site.job.partition_id,
         state="COMPLETED",
     )  # fmt: skip
-    assert page.context["page"].paginator.count == expected.count() > 0
+    assert len(page.context["rows"]) == expected.count() > 0
     rows = _csv(client.get(_jobs_url(), {**query, "format": "csv"}))
     assert len(rows) == expected.count()
     assert {row["user"] for row in rows} == {"carol"}
@@ -167,11 +229,18 @@ def test_a_job_is_found_by_its_id_or_words_of_its_name(site):
     )
     word = job.job_name.split()[0][:5]
     by_name = client.get(_jobs_url(), {"search": word})
-    expected = Job.objects.filter(project=site.project, job_name__icontains=word).count()
-    assert by_name.context["page"].paginator.count == expected > 0
-    assert (
-        client.get(_jobs_url(), {"search": "no-such-job-name"}).context["page"].paginator.count == 0
+    expected = list(
+        Job.objects.filter(project=site.project, job_name__icontains=word)
+        .order_by(F("end").desc(nulls_first=True), "-id")
+        .values_list("pk", flat=True)
     )
+    shown = [row.pk for row, _ in by_name.context["rows"]]
+    assert shown == expected[:JOBS_PER_PAGE]
+    # A search over all of the project's jobs is not counted (it would read every one) unless
+    # it fits on the page.
+    count = by_name.context["listing"].count
+    assert count == len(expected) if len(expected) <= JOBS_PER_PAGE else count is None
+    assert client.get(_jobs_url(), {"search": "no-such-job-name"}).context["listing"].count == 0
 
 
 def test_the_partition_filter_offers_only_where_the_projects_jobs_ran(site):
@@ -218,3 +287,14 @@ def test_where_money_stands_beside_su_the_page_says_why_they_differ(site):
     page = client_for(site.users["pi"]).get(_jobs_url()).content.decode()
     assert 'id="money-vs-su"' in page
     assert "Money does not follow SU" in page
+
+
+def test_the_first_page_does_not_count_the_ledger(site):
+    """At ten million jobs a count of a project's jobs read every partition's index (issue 33):
+    newest first, the page counts roll-ups and the jobs with no end, never the ended ones."""
+    client = client_for(site.users["member"])
+    with CaptureQueriesContext(connection) as queries:
+        client.get(_jobs_url())
+    counts = [query["sql"] for query in queries if "COUNT(" in query["sql"].upper()]
+    ledger_counts = [sql for sql in counts if '"accounting_job"' in sql]
+    assert all('"end" IS NULL' in sql for sql in ledger_counts), ledger_counts
