@@ -1,6 +1,6 @@
 """The job pages on a ledger of six years (issue 33): planning and execution of each query, and
-server time, of the project page's costliest jobs, the jobs API's first and a later page, the
-job page and the API's job.
+server time, of the project page's costliest jobs, the HTML jobs page (newest first and by
+SU), the jobs API's first and a later page, the job page and the API's job.
 
 A database gets ``--jobs`` ledger rows (default 1,000,000) of 200 projects, their ends spread
 over 74 months (2021-01 to 2027-02, each month a partition of its own, as a backfilled
@@ -102,6 +102,8 @@ later = first.get("next") or ""
 later = later[later.index("/api/"):] if later else "/api/v1/jobs/?project={project}&page=2"
 pages = [
     ("project page", "/allocations/projects/{project}/"),
+    ("jobs page, first (HTML)", "/accounting/projects/{project}/jobs/"),
+    ("jobs page by SU (HTML, counted)", "/accounting/projects/{project}/jobs/?sort=-su"),
     ("jobs API, first page", "/api/v1/jobs/?project={project}"),
     ("jobs API, next page", later),
     ("job page", f"/accounting/jobs/{{job}}/"),
