@@ -148,11 +148,16 @@ class EstimateForm(forms.Form):
     memory_per_node = QuoteForm.base_fields["memory_per_node"]
     clean_memory_per_node = QuoteForm.clean_memory_per_node
 
-    def __init__(self, *args: Any, partitions: list[Partition], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, partitions: list[Partition], form_id: str = "", **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["partition"]
         assert isinstance(field, forms.TypedChoiceField)
         field.choices = [(partition.pk, str(partition)) for partition in partitions]
+        if form_id:  # the fields belong to that form of the page (``form=``), wherever they are
+            for each in self.fields.values():
+                each.widget.attrs["form"] = form_id
 
 
 class ReviewForm(forms.Form):

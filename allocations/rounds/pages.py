@@ -88,6 +88,7 @@ from allocations.rounds.services import (
     request_decide,
     request_estimate_add,
     request_review_start,
+    request_save_and_estimate,
     request_save_and_submit,
     request_submit,
     request_update,
@@ -132,6 +133,16 @@ PICKED_KINDS = (
 )
 # A service's refusal about one input is shown on the form's field for it.
 FORM_FIELD_OF = {"round": "round", "amounts": "su", "new_end": "new_end", "kind": None}
+
+# The draft's form on the request page: the estimate line's fields and every button that
+# posts the draft (Save, Add to the estimate, Submit) belong to it, so whichever is pressed
+# sends everything the page shows.
+DRAFT_FORM = "request-edit"
+NOT_SAVED = "Nothing was saved: correct what is marked below."
+NOT_SAVED_BECAUSE = "Nothing was saved: "
+NOT_ADDED = "The estimate line was not added and nothing was saved: correct what is marked below."
+NOT_ADDED_BECAUSE = "The estimate line was not added and nothing was saved: "
+NOT_SUBMITTED = "Not submitted and nothing was saved: correct what is marked below."
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
@@ -287,10 +298,48 @@ def _amounts_initial(
     return initial
 
 
-def _estimate_filled(allocation_request: AllocationRequest, totals: dict[int, Decimal]) -> set[int]:
-    """The pools whose field shows the estimate's total rather than a saved figure."""
+def _estimate_fills(
+    allocation_request: AllocationRequest, totals: dict[int, Decimal]
+) -> dict[int, Decimal]:
+    """The pools whose field shows the estimate's total rather than a saved figure, with the
+    figure it shows (``_amounts_initial``)."""
     asked = {a.pool_id for a in allocation_request.amounts.all() if a.requested_su > 0}
-    return set(totals) - asked
+    return {
+        pool_id: total.to_integral_value(ROUND_CEILING)
+        for pool_id, total in totals.items()
+        if pool_id not in asked
+    }
+
+
+def _left_as_filled(form: RequestAmountsForm, fills: dict[int, Decimal]) -> set[int]:
+    """Of the fields the estimate filled, those a posted draft form sent back unchanged."""
+    typed = getattr(form, "cleaned_data", {})
+    return {pool_id for pool_id, shown in fills.items() if typed.get(f"pool_{pool_id}") == shown}
+
+
+def _amounts_typed(form: RequestAmountsForm, fills: dict[int, Decimal]) -> dict[Any, Decimal]:
+    """A valid posted draft form's amounts, less the fields still showing the estimate's total:
+    those stay unsaved, so that they go on following the estimate as lines are added."""
+    untouched = _left_as_filled(form, fills)
+    return {
+        pool: Decimal(0) if pool.pk in untouched else amount
+        for pool, amount in form.amounts().items()
+    }
+
+
+def _estimate_form(allocation_request: AllocationRequest, data: Any = None) -> EstimateForm:
+    """The estimate line's form, its fields in the draft's form (``DRAFT_FORM``)."""
+    return EstimateForm(
+        data, partitions=request_partitions(request=allocation_request), form_id=DRAFT_FORM
+    )
+
+
+def _estimate_as_typed(allocation_request: AllocationRequest, typed: Any) -> EstimateForm:
+    """The estimate line's form showing the values ``typed`` (a post that was not the line's:
+    Save, Submit), unchecked, so that they are not lost and not reported as errors."""
+    form = _estimate_form(allocation_request)
+    form.initial = {name: typed[name] for name in form.fields if name in typed}
+    return form
 
 
 def _estimate_warnings(
@@ -317,7 +366,18 @@ def _estimate_warnings(
 @login_required
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A request's status and history; the forms its viewer may use in its current state."""
-    allocation_request = _visible_request(request, pk)
+    return _detail_page(request, _visible_request(request, pk))
+
+
+def _detail_page(
+    request: HttpRequest,
+    allocation_request: AllocationRequest,
+    *,
+    amounts_form: RequestAmountsForm | None = None,
+    estimate_form: EstimateForm | None = None,
+) -> HttpResponse:
+    """The request's page. On a draft, ``amounts_form`` and ``estimate_form`` are forms posted
+    and refused, shown again with what was typed and their errors; else the draft as saved."""
     user = request.user
     state = allocation_request.state
     writable = project_is_writable(allocation_request.project)  # archived: read-only
@@ -386,38 +446,67 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 members=committee_users(round_=allocation_request.round)
             )
     if editable:
-        context["estimate_filled"] = _estimate_filled(allocation_request, totals)
-        context["amounts_form"] = RequestAmountsForm(
-            initial=_amounts_initial(allocation_request, totals), pools=pools
-        )
-        context["estimate_form"] = EstimateForm(
-            partitions=request_partitions(request=allocation_request)
+        fills = _estimate_fills(allocation_request, totals)
+        if amounts_form is None:
+            amounts_form = RequestAmountsForm(
+                initial=_amounts_initial(allocation_request, totals), pools=pools
+            )
+            context["estimate_filled"] = set(fills)
+        else:
+            context["estimate_filled"] = _left_as_filled(amounts_form, fills)
+        context["amounts_form"] = amounts_form
+        context["estimate_form"] = (
+            estimate_form if estimate_form is not None else _estimate_form(allocation_request)
         )
     return render(request, "allocations/request_detail.html", context)
 
 
+def _typed_again(
+    request: HttpRequest,
+    allocation_request: AllocationRequest,
+    message: str,
+    *,
+    amounts_form: RequestAmountsForm | None = None,
+    estimate_form: EstimateForm | None = None,
+) -> HttpResponse:
+    """A refused post from a draft's page: the page again with ``message``, every field as
+    typed (the estimate line's too, whichever button was pressed) and the errors on them."""
+    messages.error(request, message)
+    allocation_request.refresh_from_db()  # the page says what is saved, not what was refused
+    if estimate_form is None:
+        estimate_form = _estimate_as_typed(allocation_request, request.POST)
+    return _detail_page(
+        request, allocation_request, amounts_form=amounts_form, estimate_form=estimate_form
+    )
+
+
+def _refusal(error: Exception) -> str:
+    return str(error.args[0]) if error.args else str(error)
+
+
 def _service_error(request: HttpRequest, error: Exception) -> None:
-    messages.error(request, str(error.args[0]) if error.args else str(error))
+    messages.error(request, _refusal(error))
 
 
 @require_POST
 @login_required
 def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save: the draft's figures and justification. Refused, the page comes back as typed."""
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
     if not form.is_valid():
-        _form_errors_say(request, form)
-        return redirect("allocations:request-detail", pk=pk)
+        return _typed_again(request, allocation_request, NOT_SAVED, amounts_form=form)
     try:
         request_update(
             request=allocation_request, actor=_user(request),
             justification=form.cleaned_data["justification"], amounts=form.amounts(),
         )  # fmt: skip
     except (AllocationError, PermissionDenied) as error:
-        _service_error(request, error)
-    else:
-        messages.success(request, "Request saved.")
+        return _typed_again(
+            request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}", amounts_form=form
+        )
+    messages.success(request, "Request saved.")
     return redirect("allocations:request-detail", pk=pk)
 
 
@@ -467,28 +556,56 @@ def request_letter(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add an estimate line to a draft. The page's button belongs to the draft's form
+    (``form="request-edit"``), so the figures and justification the page shows come with the
+    line, typed or not: they are saved with it (``request_save_and_estimate``), except a
+    field still showing the estimate's total, which goes on following it. Anything invalid or
+    refused saves nothing and adds nothing, and the page comes back with everything as typed.
+    A post of the line's fields alone (no justification) adds the line alone."""
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
     partitions = request_partitions(request=allocation_request)
-    form = EstimateForm(request.POST, partitions=partitions)
-    if not form.is_valid():
-        _form_errors_say(request, form, prefix="Estimate ")
-        return redirect("allocations:request-detail", pk=pk)
-    data = form.cleaned_data
+    estimate_form = _estimate_form(allocation_request, request.POST)
+    shown = "justification" in request.POST
+    amounts_form = (
+        RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
+        if shown
+        else None
+    )
+    checked = [estimate_form.is_valid(), amounts_form is None or amounts_form.is_valid()]
+    if not all(checked):  # both checked: every error is shown at once
+        return _typed_again(
+            request, allocation_request, NOT_ADDED,
+            amounts_form=amounts_form, estimate_form=estimate_form,
+        )  # fmt: skip
+    data = estimate_form.cleaned_data
     partition = next(p for p in partitions if p.pk == data["partition"])
     planned = QuoteRequest(
         nodes=data["nodes"], hours=data["hours"], cores_per_node=data["cores_per_node"],
         gpus_per_node=data["gpus_per_node"], memory_per_node_mb=data["memory_per_node"],
     )  # fmt: skip
     try:
-        line = request_estimate_add(
-            request=allocation_request, actor=_user(request), partition=partition,
-            jobs=data["jobs"], quote=planned, description=data["description"],
-        )  # fmt: skip
+        if amounts_form is None:
+            line = request_estimate_add(
+                request=allocation_request, actor=_user(request), partition=partition,
+                jobs=data["jobs"], quote=planned, description=data["description"],
+            )  # fmt: skip
+        else:
+            fills = _estimate_fills(
+                allocation_request, request_estimate_totals(request=allocation_request)
+            )
+            line = request_save_and_estimate(
+                request=allocation_request, actor=_user(request),
+                justification=amounts_form.cleaned_data["justification"],
+                amounts=_amounts_typed(amounts_form, fills), partition=partition,
+                jobs=data["jobs"], quote=planned, description=data["description"],
+            )  # fmt: skip
     except (AllocationError, PermissionDenied, ValueError) as error:
-        _service_error(request, error)
-    else:
-        messages.success(request, f"Estimate added: {line.service_units.normalize():,f} SU.")
+        return _typed_again(
+            request, allocation_request, f"{NOT_ADDED_BECAUSE}{_refusal(error)}",
+            amounts_form=amounts_form, estimate_form=estimate_form,
+        )  # fmt: skip
+    messages.success(request, f"Estimate added: {line.service_units.normalize():,f} SU.")
     return redirect("allocations:request-detail", pk=pk)
 
 
@@ -502,8 +619,7 @@ def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     shown = "justification" in request.POST
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
     if shown and not form.is_valid():
-        _form_errors_say(request, form)
-        return redirect("allocations:request-detail", pk=pk)
+        return _typed_again(request, allocation_request, NOT_SUBMITTED, amounts_form=form)
     try:
         if shown:
             request_save_and_submit(
@@ -513,12 +629,13 @@ def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             request_submit(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:
-        _service_error(request, error)
-    else:
-        if allocation_request.in_round:
-            messages.success(request, "Submitted: the committee will review it.")
-        else:  # a top-up, an extension or an appeal goes straight to whoever decides it
-            messages.success(request, "Submitted: no committee review, it waits for a decision.")
+        return _typed_again(
+            request, allocation_request, _refusal(error), amounts_form=form if shown else None
+        )
+    if allocation_request.in_round:
+        messages.success(request, "Submitted: the committee will review it.")
+    else:  # a top-up, an extension or an appeal goes straight to whoever decides it
+        messages.success(request, "Submitted: no committee review, it waits for a decision.")
     return redirect("allocations:request-detail", pk=pk)
 
 

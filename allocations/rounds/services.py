@@ -489,6 +489,29 @@ def request_estimate_add(
 
 
 @transaction.atomic
+def request_save_and_estimate(
+    *,
+    request: AllocationRequest,
+    actor: User,
+    justification: str,
+    amounts: Mapping[ResourcePool, Decimal],
+    partition: Partition,
+    jobs: int,
+    quote: QuoteRequest,
+    description: str = "",
+) -> RequestEstimate:
+    """The PI adds an estimate line from the draft's page, whose button sends the draft's
+    figures and justification as the page shows them (typed, not saved yet): they are saved
+    with the line, both or neither, so a refused line leaves the draft as it was and the page
+    can show everything as typed again."""
+    request_update(request=request, actor=actor, justification=justification, amounts=amounts)
+    return request_estimate_add(
+        request=request, actor=actor, partition=partition, jobs=jobs, quote=quote,
+        description=description,
+    )  # fmt: skip
+
+
+@transaction.atomic
 def progress_report_set(
     *, request: AllocationRequest, actor: User, text: str, output_ids: Iterable[int] = ()
 ) -> ProgressReport:

@@ -231,17 +231,22 @@ def test_the_request_page_says_what_happens_next_and_who_does_it(site):
 
 
 class _FormReader(HTMLParser):
-    """What a browser sends when the button ``button_id`` is pressed: the fields of the form it
-    belongs to (inside it, or naming it with ``form=``) and the address it posts to."""
+    """What a browser sends when a button is pressed (the one with id ``button_id``, else the
+    one whose text is ``label``): the fields of the form it belongs to (inside it, or naming it
+    with ``form=``) and the address it posts to. ``type`` puts a value into a field as a person
+    would, whichever form owns it."""
 
-    def __init__(self, button_id: str) -> None:
+    def __init__(self, button_id: str = "", *, label: str = "") -> None:
         super().__init__()
         self.button_id = button_id
+        self.label = label
         self.forms: dict[str, str] = {}  # form id -> action
         self.inside: str | None = None
         self.fields: dict[str, dict[str, str]] = {}
         self.button: dict[str, str | None] = {}
         self.textarea: tuple[str, str] | None = None
+        self.select: tuple[str, str] | None = None
+        self.reading_button: tuple[dict[str, str | None], list[str]] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attr = dict(attrs)
@@ -249,8 +254,16 @@ class _FormReader(HTMLParser):
             self.inside = attr.get("id") or ""
             self.forms[self.inside] = attr.get("action") or ""
         owner = attr.get("form") or self.inside
-        if tag == "button" and attr.get("id") == self.button_id:
-            self.button = {"form": owner, "formaction": attr.get("formaction")}
+        if tag == "button":
+            pressed = {"form": owner, "formaction": attr.get("formaction")}
+            if self.button_id and attr.get("id") == self.button_id:
+                self.button = pressed
+            self.reading_button = (pressed, [])
+        if tag == "option" and self.select is not None:
+            select_owner, select_name = self.select
+            chosen = self.fields.setdefault(select_owner, {})
+            if select_name not in chosen or "selected" in attr:  # the first, or the selected
+                chosen[select_name] = attr.get("value") or ""
         name = attr.get("name")
         if owner is None or not name:
             return
@@ -259,20 +272,36 @@ class _FormReader(HTMLParser):
         if tag == "textarea":
             self.textarea = (owner, name)
             self.fields.setdefault(owner, {})[name] = ""
+        if tag == "select":
+            self.select = (owner, name)
 
     def handle_data(self, data: str) -> None:
         if self.textarea is not None:
             owner, name = self.textarea
             self.fields[owner][name] += data.lstrip("\n")
+        if self.reading_button is not None:
+            self.reading_button[1].append(data)
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "form":
             self.inside = None
         if tag == "textarea":
             self.textarea = None
+        if tag == "select":
+            self.select = None
+        if tag == "button" and self.reading_button is not None:
+            pressed, text = self.reading_button
+            if self.label and "".join(text).strip() == self.label:
+                self.button = pressed
+            self.reading_button = None
+
+    def type(self, name: str, value: str) -> None:
+        owners = [owner for owner, fields in self.fields.items() if name in fields]
+        assert len(owners) == 1, f"no single field {name} on the page: {owners}"
+        self.fields[owners[0]][name] = value
 
     def press(self) -> tuple[str, dict[str, str]]:
-        form = self.button["form"]
+        form = self.button.get("form")
         assert form is not None, "the button belongs to no form"
         return self.button["formaction"] or self.forms[form], self.fields[form]
 
@@ -328,3 +357,132 @@ def test_a_refused_submission_keeps_what_was_typed(site):
     request.refresh_from_db()
     assert request.state == AllocationRequest.State.DRAFT
     assert request.justification == "Typed, no SU yet."
+
+
+def _draft_of_bob(site) -> tuple[Client, AllocationRequest, str]:
+    """bob's pawsey0004 applies in the round: a draft with no SU, and bob's client on its page."""
+    project = site.projects["pawsey0004"]
+    bob = _csrf_client(site.users["other"])
+    new_url = reverse("allocations:request-new", args=[project.code])
+    token = _token(bob, new_url)
+    bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
+    request = AllocationRequest.objects.get(project=project, round=site.round)
+    return bob, request, reverse("allocations:request-detail", args=[request.pk])
+
+
+def _type_an_estimate_line(reader: _FormReader, site, *, jobs: str) -> None:
+    reader.type("partition", str(site.cluster.partitions.get(name="work").pk))
+    reader.type("jobs", jobs)
+    reader.type("nodes", "1")
+    reader.type("hours", "2")  # one whole work node (128 cores) for 2 h: 256 SU a job
+
+
+def test_adding_an_estimate_line_keeps_the_su_and_justification_typed_and_not_saved(site):
+    """The PI types SU and a justification, does not press Save, and adds an estimate line:
+    the line is added and what was typed is kept (issue 31, item 8)."""
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+    reader.type("justification", "Cathode screening, typed and not saved.")
+    _type_an_estimate_line(reader, site, jobs="10")
+    action, fields = reader.press()
+
+    response = bob.post(action, fields, follow=True)
+
+    assert response.redirect_chain == [(url, 302)]
+    assert request.estimates.get().service_units == Decimal(2560)
+    request.refresh_from_db()
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(3000)
+    assert request.justification == "Cathode screening, typed and not saved."
+    shown = response.context["amounts_form"]
+    assert shown[f"pool_{site.cpu.pk}"].value() == "3000"
+    assert "Cathode screening, typed and not saved." in response.content.decode()
+
+
+def test_a_field_still_showing_the_estimate_keeps_following_it_as_lines_are_added(site):
+    """A pool's field filled from the estimate and left as it was is not saved by adding a
+    line: it shows the new total, as it did before the button sent the draft's fields."""
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    _type_an_estimate_line(reader, site, jobs="10")
+    bob.post(*reader.press())
+    reader = _FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    assert reader.fields["request-edit"][f"pool_{site.cpu.pk}"] == "2560"  # filled, not saved
+    _type_an_estimate_line(reader, site, jobs="5")
+
+    response = bob.post(*reader.press(), follow=True)
+
+    assert request.estimates.count() == 2
+    assert not request.amounts.filter(requested_su__gt=0).exists()
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "3840"
+
+
+def test_an_invalid_draft_field_keeps_the_estimate_line_and_everything_typed(site):
+    """SU the draft cannot take: neither the draft nor the line is saved, and the page comes
+    back with the error on the field, the line as typed and the justification as typed."""
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "-5")
+    reader.type("justification", "Typed before the mistake.")
+    _type_an_estimate_line(reader, site, jobs="17")
+    reader.type("description", "screening runs")
+
+    response = bob.post(*reader.press())
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "The estimate line was not added" in page
+    assert "Ensure this value is greater than or equal to 0." in page
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "-5"
+    assert "Typed before the mistake." in page
+    estimate = response.context["estimate_form"]
+    assert (estimate["jobs"].value(), estimate["description"].value()) == ("17", "screening runs")
+    assert not request.estimates.exists()
+    request.refresh_from_db()
+    assert request.justification == "x"
+
+
+def test_an_invalid_estimate_line_keeps_the_draft_typed(site):
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+    _type_an_estimate_line(reader, site, jobs="0")
+
+    response = bob.post(*reader.press())
+
+    assert response.status_code == 200
+    assert "The estimate line was not added" in response.content.decode()
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "3000"
+    assert response.context["estimate_form"].errors["jobs"]
+    assert not request.estimates.exists()
+
+
+def test_a_refused_save_keeps_what_was_typed(site):
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Save")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "-5")
+    reader.type("justification", "Typed, then Save.")
+
+    response = bob.post(*reader.press())
+
+    assert response.status_code == 200
+    assert "Typed, then Save." in response.content.decode()
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "-5"
+    request.refresh_from_db()
+    assert request.justification == "x"
+
+
+def test_another_person_posting_the_draft_and_a_line_is_refused_before_either_is_read(site):
+    """Who asks is checked first: a member's post, valid or not, is forbidden, and nothing of
+    it is echoed back."""
+    member = client_for(site.users["member"])
+    url = reverse("allocations:request-estimate", args=[site.request.pk])
+    response = member.post(url, {f"pool_{site.cpu.pk}": "-5", "justification": "sneaky"})
+    assert response.status_code == 403
+    assert "sneaky" not in response.content.decode()
