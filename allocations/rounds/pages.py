@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -143,6 +144,9 @@ NOT_SAVED_BECAUSE = "Nothing was saved: "
 NOT_ADDED = "The estimate line was not added and nothing was saved: correct what is marked below."
 NOT_ADDED_BECAUSE = "The estimate line was not added and nothing was saved: "
 NOT_SUBMITTED = "Not submitted and nothing was saved: correct what is marked below."
+LINE_NOT_ADDED = (
+    "The estimate line typed below is not added yet: press Add to the estimate to add it."
+)
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
@@ -334,6 +338,22 @@ def _estimate_form(allocation_request: AllocationRequest, data: Any = None) -> E
     )
 
 
+def _estimate_typed(allocation_request: AllocationRequest, posted: Any) -> dict[str, str]:
+    """The estimate line's fields that ``posted`` (Save, pressed with a line typed and not
+    added) changed from what the page shows untouched: the line's first partition, the
+    form's own starting figures."""
+    form = _estimate_form(allocation_request)
+    partitions = getattr(form.fields["partition"], "choices", [])
+    untouched = {name: form[name].value() for name in form.fields}
+    if untouched["partition"] is None and partitions:
+        untouched["partition"] = partitions[0][0]
+    return {
+        name: posted[name]
+        for name, value in untouched.items()
+        if name in posted and posted[name] != ("" if value is None else str(value))
+    }
+
+
 def _estimate_as_typed(allocation_request: AllocationRequest, typed: Any) -> EstimateForm:
     """The estimate line's form showing the values ``typed`` (a post that was not the line's:
     Save, Submit), unchecked, so that they are not lost and not reported as errors."""
@@ -365,8 +385,13 @@ def _estimate_warnings(
 @require_GET
 @login_required
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """A request's status and history; the forms its viewer may use in its current state."""
-    return _detail_page(request, _visible_request(request, pk))
+    """A request's status and history; the forms its viewer may use in its current state.
+    On a draft, an estimate line typed and not added when Save was pressed comes in the query
+    (``request_edit``) and is shown as typed."""
+    allocation_request = _visible_request(request, pk)
+    typed = request.GET
+    estimate_form = _estimate_as_typed(allocation_request, typed) if typed else None
+    return _detail_page(request, allocation_request, estimate_form=estimate_form)
 
 
 def _detail_page(
@@ -507,7 +532,13 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
             request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}", amounts_form=form
         )
     messages.success(request, "Request saved.")
-    return redirect("allocations:request-detail", pk=pk)
+    # Save is the form's first button, the one Enter presses in any of its fields, the
+    # estimate line's too: a line typed and not added comes back as typed (in the query).
+    line = _estimate_typed(allocation_request, request.POST)
+    if not line:
+        return redirect("allocations:request-detail", pk=pk)
+    messages.info(request, LINE_NOT_ADDED)
+    return redirect(f"{reverse('allocations:request-detail', args=[pk])}?{urlencode(line)}")
 
 
 @require_POST

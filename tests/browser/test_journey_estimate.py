@@ -1,6 +1,7 @@
 """Journey in Chromium: on a draft application's page the PI types SU and a justification, does
-not press Save, and adds an estimate line: the line is added and what was typed is still there
-(issue 31, item 8; docs/allocations.md, "Requests")."""
+not press Save, and adds an estimate line: the line is added and what was typed is still there;
+then types a line and presses Enter in it (Save): the line is still there as typed (issue 31,
+item 8; docs/allocations.md, "Requests")."""
 
 from __future__ import annotations
 
@@ -45,4 +46,11 @@ def test_adding_an_estimate_line_keeps_the_su_typed_and_not_saved(live_server, s
     assert pi.locator("#id_justification").input_value() == "Typed, and Save never pressed."
     assert draft.estimates.count() == 1
     assert draft.amounts.get(pool=cpu).requested_su == Decimal(3000)
+
+    # Enter in one of the line's fields presses the draft's Save: the line stays as typed.
+    pi.fill("#id_jobs", "7")
+    pi.locator("#id_jobs").press("Enter")
+    pi.get_by_text("The estimate line typed below is not added yet").wait_for()
+    assert pi.locator("#id_jobs").input_value() == "7"
+    assert draft.estimates.count() == 1
     assert pi.errors == []

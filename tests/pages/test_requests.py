@@ -486,3 +486,39 @@ def test_another_person_posting_the_draft_and_a_line_is_refused_before_either_is
     response = member.post(url, {f"pool_{site.cpu.pk}": "-5", "justification": "sneaky"})
     assert response.status_code == 403
     assert "sneaky" not in response.content.decode()
+
+
+def test_save_keeps_an_estimate_line_typed_and_not_added(site):
+    """Enter in one of the line's fields presses the draft form's first button, Save: the
+    draft is saved, and the line comes back as typed, not added, with a word saying so."""
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Save")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+    _type_an_estimate_line(reader, site, jobs="17")
+    reader.type("description", "screening runs")
+
+    response = bob.post(*reader.press(), follow=True)
+
+    request.refresh_from_db()
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(3000)
+    assert not request.estimates.exists()
+    page = response.content.decode()
+    assert "Request saved." in page
+    assert "The estimate line typed below is not added yet" in page
+    estimate = response.context["estimate_form"]
+    assert (estimate["jobs"].value(), estimate["hours"].value()) == ("17", "2")
+    assert estimate["description"].value() == "screening runs"
+
+
+def test_save_with_the_line_left_as_it_was_says_nothing_of_it(site):
+    bob, request, url = _draft_of_bob(site)
+    reader = _FormReader(label="Save")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+
+    response = bob.post(*reader.press(), follow=True)
+
+    assert response.redirect_chain == [(url, 302)]
+    assert "not added yet" not in response.content.decode()
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(3000)
