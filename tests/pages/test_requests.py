@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from allocations.models import Allocation, AllocationRequest, Review
+from allocations.rounds.services import request_decide
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -217,6 +218,22 @@ def test_a_project_that_applied_in_a_round_is_not_offered_it_again(site):
     assert f"{site.project.code} has applied in {site.round.name} already" in new_page
     assert 'id="no-open-round"' in new_page
     assert "Save draft" not in new_page  # nothing to type that could only be refused
+
+
+def test_a_decided_application_is_not_offered_again_either(site):
+    """Once the chair has decided carol's application, the rounds page still links it rather
+    than offering "Apply for" pawsey0003 in that round (issue 31, item 8)."""
+    request_decide(
+        request=site.request, actor=site.users["chair"], reason="the pools are full",
+        granted={site.cpu: Decimal(0), site.gpu: Decimal(0)},
+    )  # fmt: skip
+    apply = reverse("allocations:request-new", args=[site.project.code])
+
+    page = client_for(site.users["pi"]).get(reverse("allocations:round-list")).content.decode()
+
+    assert f'href="{apply}?round={site.round.pk}"' not in page
+    detail = reverse("allocations:request-detail", args=[site.request.pk])
+    assert f'{site.project.code}: <a href="{detail}">application rejected</a>' in page
 
 
 def test_the_request_page_says_what_happens_next_and_who_does_it(site):
