@@ -4,7 +4,6 @@ with CSRF enforced."""
 from __future__ import annotations
 
 from decimal import Decimal
-from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
@@ -12,6 +11,7 @@ from django.urls import reverse
 
 from allocations.models import Allocation, AllocationRequest, Review
 from allocations.rounds.services import request_decide
+from tests.form_reader import FormReader
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -247,82 +247,6 @@ def test_the_request_page_says_what_happens_next_and_who_does_it(site):
     assert "Next: the committee scores it (0 of" in page
 
 
-class _FormReader(HTMLParser):
-    """What a browser sends when a button is pressed (the one with id ``button_id``, else the
-    one whose text is ``label``): the fields of the form it belongs to (inside it, or naming it
-    with ``form=``) and the address it posts to. ``type`` puts a value into a field as a person
-    would, whichever form owns it."""
-
-    def __init__(self, button_id: str = "", *, label: str = "") -> None:
-        super().__init__()
-        self.button_id = button_id
-        self.label = label
-        self.forms: dict[str, str] = {}  # form id -> action
-        self.inside: str | None = None
-        self.fields: dict[str, dict[str, str]] = {}
-        self.button: dict[str, str | None] = {}
-        self.textarea: tuple[str, str] | None = None
-        self.select: tuple[str, str] | None = None
-        self.reading_button: tuple[dict[str, str | None], list[str]] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attr = dict(attrs)
-        if tag == "form":
-            self.inside = attr.get("id") or ""
-            self.forms[self.inside] = attr.get("action") or ""
-        owner = attr.get("form") or self.inside
-        if tag == "button":
-            pressed = {"form": owner, "formaction": attr.get("formaction")}
-            if self.button_id and attr.get("id") == self.button_id:
-                self.button = pressed
-            self.reading_button = (pressed, [])
-        if tag == "option" and self.select is not None:
-            select_owner, select_name = self.select
-            chosen = self.fields.setdefault(select_owner, {})
-            if select_name not in chosen or "selected" in attr:  # the first, or the selected
-                chosen[select_name] = attr.get("value") or ""
-        name = attr.get("name")
-        if owner is None or not name:
-            return
-        if tag == "input" and attr.get("type") != "submit":
-            self.fields.setdefault(owner, {})[name] = attr.get("value") or ""
-        if tag == "textarea":
-            self.textarea = (owner, name)
-            self.fields.setdefault(owner, {})[name] = ""
-        if tag == "select":
-            self.select = (owner, name)
-
-    def handle_data(self, data: str) -> None:
-        if self.textarea is not None:
-            owner, name = self.textarea
-            self.fields[owner][name] += data.lstrip("\n")
-        if self.reading_button is not None:
-            self.reading_button[1].append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "form":
-            self.inside = None
-        if tag == "textarea":
-            self.textarea = None
-        if tag == "select":
-            self.select = None
-        if tag == "button" and self.reading_button is not None:
-            pressed, text = self.reading_button
-            if self.label and "".join(text).strip() == self.label:
-                self.button = pressed
-            self.reading_button = None
-
-    def type(self, name: str, value: str) -> None:
-        owners = [owner for owner, fields in self.fields.items() if name in fields]
-        assert len(owners) == 1, f"no single field {name} on the page: {owners}"
-        self.fields[owners[0]][name] = value
-
-    def press(self) -> tuple[str, dict[str, str]]:
-        form = self.button.get("form")
-        assert form is not None, "the button belongs to no form"
-        return self.button["formaction"] or self.forms[form], self.fields[form]
-
-
 def test_submit_takes_the_figures_the_page_shows_even_unsaved(site):
     """The estimate fills the SU field; the PI presses Submit without Save: what was shown
     is what is submitted (issue 31, item 8)."""
@@ -341,7 +265,7 @@ def test_submit_takes_the_figures_the_page_shows_even_unsaved(site):
     page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
     assert "the field shows it, not saved yet" in page
 
-    reader = _FormReader("request-submit")
+    reader = FormReader("request-submit")
     reader.feed(page)
     action, fields = reader.press()
     assert fields[f"pool_{site.cpu.pk}"] == "2560"
@@ -363,7 +287,7 @@ def test_a_refused_submission_keeps_what_was_typed(site):
     bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
     request = AllocationRequest.objects.get(project=project, round=site.round)
     page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
-    reader = _FormReader("request-submit")
+    reader = FormReader("request-submit")
     reader.feed(page)
     action, fields = reader.press()
     fields["justification"] = "Typed, no SU yet."
@@ -387,7 +311,7 @@ def _draft_of_bob(site) -> tuple[Client, AllocationRequest, str]:
     return bob, request, reverse("allocations:request-detail", args=[request.pk])
 
 
-def _type_an_estimate_line(reader: _FormReader, site, *, jobs: str) -> None:
+def _type_an_estimate_line(reader: FormReader, site, *, jobs: str) -> None:
     reader.type("partition", str(site.cluster.partitions.get(name="work").pk))
     reader.type("jobs", jobs)
     reader.type("nodes", "1")
@@ -398,7 +322,7 @@ def test_adding_an_estimate_line_keeps_the_su_and_justification_typed_and_not_sa
     """The PI types SU and a justification, does not press Save, and adds an estimate line:
     the line is added and what was typed is kept (issue 31, item 8)."""
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Add to the estimate")
+    reader = FormReader(label="Add to the estimate")
     reader.feed(bob.get(url).content.decode())
     reader.type(f"pool_{site.cpu.pk}", "3000")
     reader.type("justification", "Cathode screening, typed and not saved.")
@@ -421,11 +345,11 @@ def test_a_field_still_showing_the_estimate_keeps_following_it_as_lines_are_adde
     """A pool's field filled from the estimate and left as it was is not saved by adding a
     line: it shows the new total, as it did before the button sent the draft's fields."""
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Add to the estimate")
+    reader = FormReader(label="Add to the estimate")
     reader.feed(bob.get(url).content.decode())
     _type_an_estimate_line(reader, site, jobs="10")
     bob.post(*reader.press())
-    reader = _FormReader(label="Add to the estimate")
+    reader = FormReader(label="Add to the estimate")
     reader.feed(bob.get(url).content.decode())
     assert reader.fields["request-edit"][f"pool_{site.cpu.pk}"] == "2560"  # filled, not saved
     _type_an_estimate_line(reader, site, jobs="5")
@@ -441,7 +365,7 @@ def test_an_invalid_draft_field_keeps_the_estimate_line_and_everything_typed(sit
     """SU the draft cannot take: neither the draft nor the line is saved, and the page comes
     back with the error on the field, the line as typed and the justification as typed."""
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Add to the estimate")
+    reader = FormReader(label="Add to the estimate")
     reader.feed(bob.get(url).content.decode())
     reader.type(f"pool_{site.cpu.pk}", "-5")
     reader.type("justification", "Typed before the mistake.")
@@ -465,7 +389,7 @@ def test_an_invalid_draft_field_keeps_the_estimate_line_and_everything_typed(sit
 
 def test_an_invalid_estimate_line_keeps_the_draft_typed(site):
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Add to the estimate")
+    reader = FormReader(label="Add to the estimate")
     reader.feed(bob.get(url).content.decode())
     reader.type(f"pool_{site.cpu.pk}", "3000")
     _type_an_estimate_line(reader, site, jobs="0")
@@ -481,7 +405,7 @@ def test_an_invalid_estimate_line_keeps_the_draft_typed(site):
 
 def test_a_refused_save_keeps_what_was_typed(site):
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Save")
+    reader = FormReader(label="Save")
     reader.feed(bob.get(url).content.decode())
     reader.type(f"pool_{site.cpu.pk}", "-5")
     reader.type("justification", "Typed, then Save.")
@@ -509,7 +433,7 @@ def test_save_keeps_an_estimate_line_typed_and_not_added(site):
     """Enter in one of the line's fields presses the draft form's first button, Save: the
     draft is saved, and the line comes back as typed, not added, with a word saying so."""
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Save")
+    reader = FormReader(label="Save")
     reader.feed(bob.get(url).content.decode())
     reader.type(f"pool_{site.cpu.pk}", "3000")
     _type_an_estimate_line(reader, site, jobs="17")
@@ -530,7 +454,7 @@ def test_save_keeps_an_estimate_line_typed_and_not_added(site):
 
 def test_save_with_the_line_left_as_it_was_says_nothing_of_it(site):
     bob, request, url = _draft_of_bob(site)
-    reader = _FormReader(label="Save")
+    reader = FormReader(label="Save")
     reader.feed(bob.get(url).content.decode())
     reader.type(f"pool_{site.cpu.pk}", "3000")
 
