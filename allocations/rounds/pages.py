@@ -135,15 +135,16 @@ PICKED_KINDS = (
 # A service's refusal about one input is shown on the form's field for it.
 FORM_FIELD_OF = {"round": "round", "amounts": "su", "new_end": "new_end", "kind": None}
 
-# The draft's form on the request page: the estimate line's fields and every button that
-# posts the draft (Save, Add to the estimate, Submit) belong to it, so whichever is pressed
-# sends everything the page shows.
+# The draft's form on the request page: the estimate line's and the progress report's fields
+# and every button that posts the draft (Save, Add to the estimate, the report's, Submit)
+# belong to it, so whichever is pressed sends everything the page shows.
 DRAFT_FORM = "request-edit"
 NOT_SAVED = "Nothing was saved: correct what is marked below."
 NOT_SAVED_BECAUSE = "Nothing was saved: "
 NOT_ADDED = "The estimate line was not added and nothing was saved: correct what is marked below."
 NOT_ADDED_BECAUSE = "The estimate line was not added and nothing was saved: "
 NOT_SUBMITTED = "Not submitted and nothing was saved: correct what is marked below."
+REPORT_NOT_SAVED = "The progress report was not saved, nor anything else: correct what is marked."
 LINE_NOT_ADDED = (
     "The estimate line typed below is not added yet: press Add to the estimate to add it."
 )
@@ -400,9 +401,11 @@ def _detail_page(
     *,
     amounts_form: RequestAmountsForm | None = None,
     estimate_form: EstimateForm | None = None,
+    report_form: ProgressReportForm | None = None,
 ) -> HttpResponse:
-    """The request's page. On a draft, ``amounts_form`` and ``estimate_form`` are forms posted
-    and refused, shown again with what was typed and their errors; else the draft as saved."""
+    """The request's page. On a draft, ``amounts_form``, ``estimate_form`` and
+    ``report_form`` are forms posted and refused, shown again with what was typed and their
+    errors; else the draft as saved."""
     user = request.user
     state = allocation_request.state
     writable = project_is_writable(allocation_request.project)  # archived: read-only
@@ -457,12 +460,12 @@ def _detail_page(
     }
     if editable and allocation_request.kind == AllocationRequest.Kind.RENEWAL:
         report = context["progress_report"]
-        context["report_form"] = ProgressReportForm(
-            outputs=outputs_since(allocation_request.project, None),
+        context["report_form"] = report_form or ProgressReportForm(
+            outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM,
             initial=(
                 {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
             ),
-        )
+        )  # fmt: skip
     if can_assign_reviewers(user, allocation_request):
         context["assignments"] = request_assignments(request=allocation_request)
         waiting = (AllocationRequest.State.SUBMITTED, AllocationRequest.State.UNDER_REVIEW)
@@ -493,6 +496,7 @@ def _typed_again(
     *,
     amounts_form: RequestAmountsForm | None = None,
     estimate_form: EstimateForm | None = None,
+    report_form: ProgressReportForm | None = None,
 ) -> HttpResponse:
     """A refused post from a draft's page: the page again with ``message``, every field as
     typed (the estimate line's too, whichever button was pressed) and the errors on them."""
@@ -501,8 +505,30 @@ def _typed_again(
     if estimate_form is None:
         estimate_form = _estimate_as_typed(allocation_request, request.POST)
     return _detail_page(
-        request, allocation_request, amounts_form=amounts_form, estimate_form=estimate_form
+        request, allocation_request, amounts_form=amounts_form, estimate_form=estimate_form,
+        report_form=report_form,
+    )  # fmt: skip
+
+
+def _report_posted(
+    request: HttpRequest, allocation_request: AllocationRequest
+) -> ProgressReportForm | None:
+    """A renewal draft's progress report as the page's draft form sends it with every button,
+    or None: no report on the page, or left blank with none saved (nothing typed)."""
+    text = request.POST.get("text")
+    if allocation_request.kind != AllocationRequest.Kind.RENEWAL or text is None:
+        return None
+    if not text.strip() and progress_report_of(allocation_request) is None:
+        return None
+    return ProgressReportForm(
+        request.POST, outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM
     )
+
+
+def _valid(*forms: Any) -> bool:
+    """Every form given is valid (None: not posted); all are checked, so all errors show."""
+    checked = [form.is_valid() for form in forms if form is not None]  # no short cut
+    return all(checked)
 
 
 def _refusal(error: Exception) -> str:
@@ -520,17 +546,23 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
-    if not form.is_valid():
-        return _typed_again(request, allocation_request, NOT_SAVED, amounts_form=form)
+    report = _report_posted(request, allocation_request)
+    if not _valid(form, report):
+        return _typed_again(
+            request, allocation_request, NOT_SAVED, amounts_form=form, report_form=report
+        )
     try:
         request_update(
             request=allocation_request, actor=_user(request),
             justification=form.cleaned_data["justification"], amounts=form.amounts(),
+            report_text=report.cleaned_data["text"] if report else None,
+            report_output_ids=report.output_ids() if report else (),
         )  # fmt: skip
     except (AllocationError, PermissionDenied) as error:
         return _typed_again(
-            request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}", amounts_form=form
-        )
+            request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}",
+            amounts_form=form, report_form=report,
+        )  # fmt: skip
     messages.success(request, "Request saved.")
     # Save is the form's first button, the one Enter presses in any of its fields, the
     # estimate line's too: a line typed and not added comes back as typed (in the query).
@@ -544,22 +576,49 @@ def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def request_progress_report(request: HttpRequest, pk: int) -> HttpResponse:
-    """The PI (or a manager) writes a draft renewal's progress report."""
+    """The PI (or a manager) writes a draft renewal's progress report. The page's button
+    belongs to the draft's form, so the SU and justification it shows come too and are saved
+    with the report (a field still showing the estimate's total goes on following it); a
+    post of the report's fields alone writes the report alone. Refused, the page comes back
+    with everything as typed."""
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
-    form = ProgressReportForm(request.POST, outputs=outputs_since(allocation_request.project, None))
-    if not form.is_valid():
-        _form_errors_say(request, form)
-        return redirect("allocations:request-detail", pk=pk)
-    try:
-        progress_report_set(
-            request=allocation_request, actor=_user(request), text=form.cleaned_data["text"],
-            output_ids=[output.pk for output in form.cleaned_data["outputs"]],
+    form = ProgressReportForm(
+        request.POST, outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM
+    )
+    shown = "justification" in request.POST
+    amounts_form = (
+        RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
+        if shown
+        else None
+    )
+    if not _valid(form, amounts_form):
+        return _typed_again(
+            request, allocation_request, REPORT_NOT_SAVED, amounts_form=amounts_form,
+            report_form=form,
         )  # fmt: skip
+    try:
+        if amounts_form is None:
+            progress_report_set(
+                request=allocation_request, actor=_user(request),
+                text=form.cleaned_data["text"], output_ids=form.output_ids(),
+            )  # fmt: skip
+        else:
+            fills = _estimate_fills(
+                allocation_request, request_estimate_totals(request=allocation_request)
+            )
+            request_update(
+                request=allocation_request, actor=_user(request),
+                justification=amounts_form.cleaned_data["justification"],
+                amounts=_amounts_typed(amounts_form, fills),
+                report_text=form.cleaned_data["text"], report_output_ids=form.output_ids(),
+            )  # fmt: skip
     except (AllocationError, PermissionDenied) as error:
-        _service_error(request, error)
-    else:
-        messages.success(request, "Progress report saved.")
+        return _typed_again(
+            request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}",
+            amounts_form=amounts_form, report_form=form,
+        )  # fmt: skip
+    messages.success(request, "Progress report saved.")
     return redirect("allocations:request-detail", pk=pk)
 
 
@@ -603,11 +662,11 @@ def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
         if shown
         else None
     )
-    checked = [estimate_form.is_valid(), amounts_form is None or amounts_form.is_valid()]
-    if not all(checked):  # both checked: every error is shown at once
+    report = _report_posted(request, allocation_request) if shown else None
+    if not _valid(estimate_form, amounts_form, report):
         return _typed_again(
             request, allocation_request, NOT_ADDED,
-            amounts_form=amounts_form, estimate_form=estimate_form,
+            amounts_form=amounts_form, estimate_form=estimate_form, report_form=report,
         )  # fmt: skip
     data = estimate_form.cleaned_data
     partition = next(p for p in partitions if p.pk == data["partition"])
@@ -630,11 +689,13 @@ def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
                 justification=amounts_form.cleaned_data["justification"],
                 amounts=_amounts_typed(amounts_form, fills), partition=partition,
                 jobs=data["jobs"], quote=planned, description=data["description"],
+                report_text=report.cleaned_data["text"] if report else None,
+                report_output_ids=report.output_ids() if report else (),
             )  # fmt: skip
     except (AllocationError, PermissionDenied, ValueError) as error:
         return _typed_again(
             request, allocation_request, f"{NOT_ADDED_BECAUSE}{_refusal(error)}",
-            amounts_form=amounts_form, estimate_form=estimate_form,
+            amounts_form=amounts_form, estimate_form=estimate_form, report_form=report,
         )  # fmt: skip
     messages.success(request, f"Estimate added: {line.service_units.normalize():,f} SU.")
     return redirect("allocations:request-detail", pk=pk)
@@ -649,20 +710,26 @@ def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     # saved or not, is what is submitted. A bare POST submits the draft as saved.
     shown = "justification" in request.POST
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
-    if shown and not form.is_valid():
-        return _typed_again(request, allocation_request, NOT_SUBMITTED, amounts_form=form)
+    report = _report_posted(request, allocation_request) if shown else None
+    if shown and not _valid(form, report):
+        return _typed_again(
+            request, allocation_request, NOT_SUBMITTED, amounts_form=form, report_form=report
+        )
     try:
         if shown:
             request_save_and_submit(
                 request=allocation_request, actor=_user(request),
                 justification=form.cleaned_data["justification"], amounts=form.amounts(),
+                report_text=report.cleaned_data["text"] if report else None,
+                report_output_ids=report.output_ids() if report else (),
             )  # fmt: skip
         else:
             request_submit(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:
         return _typed_again(
-            request, allocation_request, _refusal(error), amounts_form=form if shown else None
-        )
+            request, allocation_request, _refusal(error),
+            amounts_form=form if shown else None, report_form=report,
+        )  # fmt: skip
     if allocation_request.in_round:
         messages.success(request, "Submitted: the committee will review it.")
     else:  # a top-up, an extension or an appeal goes straight to whoever decides it

@@ -40,6 +40,7 @@ from kit.calendar import add_months
 from projects.models import Membership, Project
 from tests.allocations.conftest import Centre
 from tests.factories import MembershipFactory, UserFactory
+from tests.form_reader import FormReader
 
 pytestmark = pytest.mark.django_db
 Kind = AllocationRequest.Kind
@@ -256,6 +257,79 @@ def test_submitting_on_the_page_without_the_report_says_what_is_missing(world):
     assert "requires a progress report with every renewal" in response.content.decode()
     world.renewal.refresh_from_db()
     assert world.renewal.state == State.DRAFT
+
+
+def _typed_on_the_page(world: Renewal, button: str) -> tuple[str, dict[str, str]]:
+    """alice types SU, a justification and the progress report on her renewal's page, saves
+    none of them, and presses ``button``: what her browser posts."""
+    reader = FormReader(label=button)
+    reader.feed(
+        _page(world.centre.alice).get(f"/allocations/requests/{world.renewal.pk}/").content.decode()
+    )
+    reader.type(f"pool_{world.centre.cpu.pk}", "1500")
+    reader.type("justification", "Typed, not saved.")
+    reader.type("text", "We ran the ocean model at 4 km.")
+    return reader.press()
+
+
+def test_saving_the_report_keeps_the_su_typed_and_not_saved(world):
+    """The report's button sends the draft's form: the SU and justification typed and not
+    saved are saved with the report, not lost (issue 31, item 8)."""
+    response = _page(world.centre.alice).post(
+        *_typed_on_the_page(world, "Add the report"), follow=True
+    )
+
+    assert "Progress report saved." in response.content.decode()
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("We ran")
+    world.renewal.refresh_from_db()
+    assert world.renewal.amounts.get(pool=world.centre.cpu).requested_su == Decimal(1500)
+    assert world.renewal.justification == "Typed, not saved."
+
+
+def test_submit_takes_the_report_typed_and_not_saved(world):
+    """The round requires a report; the PI types it and presses Submit without saving it:
+    it is saved and the renewal submitted, not refused for a report the page shows."""
+    _page(world.centre.alice).post(*_typed_on_the_page(world, "Submit to the committee"))
+
+    world.renewal.refresh_from_db()
+    assert world.renewal.state == State.SUBMITTED
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("We ran")
+    assert world.renewal.amounts.get(pool=world.centre.cpu).requested_su == Decimal(1500)
+
+
+def test_save_and_add_to_the_estimate_keep_the_report_typed(world):
+    action, fields = _typed_on_the_page(world, "Save")
+    _page(world.centre.alice).post(action, fields)
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("We ran")
+
+    action, fields = _typed_on_the_page(world, "Add to the estimate")
+    fields["text"] = "Written again, then a line added."
+    _page(world.centre.alice).post(action, fields)
+    assert world.renewal.estimates.count() == 1
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("Written again")
+
+
+def test_save_with_the_report_left_blank_saves_the_draft_and_no_report(world):
+    action, fields = _typed_on_the_page(world, "Save")
+    fields["text"] = ""
+
+    response = _page(world.centre.alice).post(action, fields, follow=True)
+
+    assert "Request saved." in response.content.decode()
+    assert not ProgressReport.objects.filter(request=world.renewal).exists()
+    world.renewal.refresh_from_db()
+    assert world.renewal.justification == "Typed, not saved."
+
+
+def test_an_invalid_su_keeps_the_report_typed_and_saves_nothing(world):
+    action, fields = _typed_on_the_page(world, "Add the report")
+    fields[f"pool_{world.centre.cpu.pk}"] = "-1"
+
+    response = _page(world.centre.alice).post(action, fields)
+
+    assert response.status_code == 200
+    assert "We ran the ocean model at 4 km." in response.content.decode()
+    assert not ProgressReport.objects.filter(request=world.renewal).exists()
 
 
 def test_staff_set_the_requirement_on_the_round_page(world):

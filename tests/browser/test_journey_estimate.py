@@ -1,10 +1,11 @@
 """Journey in Chromium: on a draft application's page the PI types SU and a justification, does
 not press Save, and adds an estimate line: the line is added and what was typed is still there;
-then types a line and presses Enter in it (Save): the line is still there as typed (issue 31,
-item 8; docs/allocations.md, "Requests")."""
+then types a line and presses Enter in it (Save): the line is still there as typed; a line
+left half typed does not stop Save (issue 31, item 8; docs/allocations.md, "Requests")."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -53,4 +54,11 @@ def test_adding_an_estimate_line_keeps_the_su_typed_and_not_saved(live_server, s
     pi.get_by_text("The estimate line typed below is not added yet").wait_for()
     assert pi.locator("#id_jobs").input_value() == "7"
     assert draft.estimates.count() == 1
+
+    # A line left half typed (a required field emptied) does not stop Save.
+    pi.fill("#id_jobs", "")
+    pi.fill(f"#id_pool_{cpu.pk}", "3500")
+    pi.get_by_role("button", name="Save", exact=True).click()
+    pi.wait_for_url(re.compile(r"[?&]jobs=(&|$)"))  # saved, and the emptied field kept empty
+    assert draft.amounts.get(pool=cpu).requested_su == Decimal(3500)
     assert pi.errors == []
