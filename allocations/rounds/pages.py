@@ -459,13 +459,15 @@ def _detail_page(
         "assignments": None,  # the chair's list of reviewers (None: not theirs to see)
     }
     if editable and allocation_request.kind == AllocationRequest.Kind.RENEWAL:
-        report = context["progress_report"]
-        context["report_form"] = report_form or ProgressReportForm(
-            outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM,
-            initial=(
-                {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
-            ),
-        )  # fmt: skip
+        if report_form is None:
+            report = context["progress_report"]
+            report_form = ProgressReportForm(
+                outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM,
+                initial=(
+                    {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
+                ),
+            )  # fmt: skip
+        context["report_form"] = report_form
     if can_assign_reviewers(user, allocation_request):
         context["assignments"] = request_assignments(request=allocation_request)
         waiting = (AllocationRequest.State.SUBMITTED, AllocationRequest.State.UNDER_REVIEW)
