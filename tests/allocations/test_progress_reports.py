@@ -16,6 +16,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounting.clusters.quotes import QuoteRequest
+from accounting.models import Partition
 from allocations import request_states
 from allocations.grants.selectors import pool_today
 from allocations.grants.services import AllocationError
@@ -32,7 +34,9 @@ from allocations.rounds.services import (
     request_create,
     request_decide,
     request_review_start,
+    request_save_and_estimate,
     request_submit,
+    request_update,
     round_create,
     round_update,
 )
@@ -329,6 +333,37 @@ def test_an_invalid_su_keeps_the_report_typed_and_saves_nothing(world):
 
     assert response.status_code == 200
     assert "We ran the ocean model at 4 km." in response.content.decode()
+    assert not ProgressReport.objects.filter(request=world.renewal).exists()
+
+
+def test_request_update_writes_the_report_again_only_when_it_changed(world):
+    """Save sends the report with the draft every time: written again unchanged, it would
+    name whoever pressed Save as its last writer."""
+    centre = world.centre
+    progress_report_set(request=world.renewal, actor=centre.alice, text="Ran it.", output_ids=[])
+    request_update(
+        request=world.renewal, actor=world.manager, justification="j", report_text="Ran it."
+    )
+    assert ProgressReport.objects.get(request=world.renewal).updated_by == centre.alice
+    request_update(
+        request=world.renewal, actor=world.manager, report_text="Ran it.",
+        report_output_ids=[world.ours[0].pk],
+    )  # fmt: skip
+    report = ProgressReport.objects.get(request=world.renewal)
+    assert (report.updated_by, list(report.outputs.all())) == (world.manager, [world.ours[0]])
+
+
+def test_a_refused_estimate_line_leaves_the_draft_and_its_report_as_they_were(world):
+    work = Partition.objects.get(cluster=world.centre.cluster, name="work")
+    with pytest.raises(AllocationError, match="at least one job"):
+        request_save_and_estimate(
+            request=world.renewal, actor=world.centre.alice, justification="typed",
+            amounts={world.centre.cpu: Decimal(1500)}, partition=work, jobs=0,
+            quote=QuoteRequest(nodes=1, hours=Decimal(1)), report_text="typed too",
+        )  # fmt: skip
+    world.renewal.refresh_from_db()
+    assert world.renewal.justification == ""
+    assert world.renewal.amounts.get(pool=world.centre.cpu).requested_su == Decimal(1000)
     assert not ProgressReport.objects.filter(request=world.renewal).exists()
 
 
