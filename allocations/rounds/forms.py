@@ -85,6 +85,13 @@ def _su_field(label: str, *, required: bool = True) -> forms.DecimalField:
     )  # fmt: skip
 
 
+def _belong_to(form: forms.Form, form_id: str) -> None:
+    """The form's fields belong to the page's form ``form_id`` (``form=``), wherever they are."""
+    if form_id:
+        for field in form.fields.values():
+            field.widget.attrs["form"] = form_id
+
+
 def _plain(value: Decimal) -> str:
     """260000.000000 -> "260000" (and never "2.6E+5")."""
     return format(value.normalize(), "f")
@@ -124,11 +131,17 @@ class ProgressReportForm(forms.Form):
         widget=forms.CheckboxSelectMultiple, help_text="the project's outputs this report cites",
     )  # fmt: skip
 
-    def __init__(self, *args: Any, outputs: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, outputs: Any, form_id: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["outputs"]
         assert isinstance(field, forms.ModelMultipleChoiceField)
         field.queryset = outputs
+        _belong_to(self, form_id)
+        if form_id:  # then every button of the draft sends it: left blank, it blocks none
+            self.use_required_attribute = False
+
+    def output_ids(self) -> list[int]:
+        return [output.pk for output in self.cleaned_data["outputs"]]
 
 
 class EstimateForm(forms.Form):
@@ -148,11 +161,14 @@ class EstimateForm(forms.Form):
     memory_per_node = QuoteForm.base_fields["memory_per_node"]
     clean_memory_per_node = QuoteForm.clean_memory_per_node
 
-    def __init__(self, *args: Any, partitions: list[Partition], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, partitions: list[Partition], form_id: str = "", **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["partition"]
         assert isinstance(field, forms.TypedChoiceField)
         field.choices = [(partition.pk, str(partition)) for partition in partitions]
+        _belong_to(self, form_id)
 
 
 class ReviewForm(forms.Form):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -88,6 +89,7 @@ from allocations.rounds.services import (
     request_decide,
     request_estimate_add,
     request_review_start,
+    request_save_and_estimate,
     request_save_and_submit,
     request_submit,
     request_update,
@@ -132,6 +134,20 @@ PICKED_KINDS = (
 )
 # A service's refusal about one input is shown on the form's field for it.
 FORM_FIELD_OF = {"round": "round", "amounts": "su", "new_end": "new_end", "kind": None}
+
+# The draft's form on the request page: the estimate line's and the progress report's fields
+# and every button that posts the draft (Save, Add to the estimate, the report's, Submit)
+# belong to it, so whichever is pressed sends everything the page shows.
+DRAFT_FORM = "request-edit"
+NOT_SAVED = "Nothing was saved: correct what is marked below."
+NOT_SAVED_BECAUSE = "Nothing was saved: "
+NOT_ADDED = "The estimate line was not added and nothing was saved: correct what is marked below."
+NOT_ADDED_BECAUSE = "The estimate line was not added and nothing was saved: "
+NOT_SUBMITTED = "Not submitted and nothing was saved: correct what is marked below."
+REPORT_NOT_SAVED = "The progress report was not saved, nor anything else: correct what is marked."
+LINE_NOT_ADDED = (
+    "The estimate line typed below is not added yet: press Add to the estimate to add it."
+)
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
@@ -287,10 +303,64 @@ def _amounts_initial(
     return initial
 
 
-def _estimate_filled(allocation_request: AllocationRequest, totals: dict[int, Decimal]) -> set[int]:
-    """The pools whose field shows the estimate's total rather than a saved figure."""
+def _estimate_fills(
+    allocation_request: AllocationRequest, totals: dict[int, Decimal]
+) -> dict[int, Decimal]:
+    """The pools whose field shows the estimate's total rather than a saved figure, with the
+    figure it shows (``_amounts_initial``)."""
     asked = {a.pool_id for a in allocation_request.amounts.all() if a.requested_su > 0}
-    return set(totals) - asked
+    return {
+        pool_id: total.to_integral_value(ROUND_CEILING)
+        for pool_id, total in totals.items()
+        if pool_id not in asked
+    }
+
+
+def _left_as_filled(form: RequestAmountsForm, fills: dict[int, Decimal]) -> set[int]:
+    """Of the fields the estimate filled, those a posted draft form sent back unchanged."""
+    typed = getattr(form, "cleaned_data", {})
+    return {pool_id for pool_id, shown in fills.items() if typed.get(f"pool_{pool_id}") == shown}
+
+
+def _amounts_typed(form: RequestAmountsForm, fills: dict[int, Decimal]) -> dict[Any, Decimal]:
+    """A valid posted draft form's amounts, less the fields still showing the estimate's total:
+    those stay unsaved, so that they go on following the estimate as lines are added."""
+    untouched = _left_as_filled(form, fills)
+    return {
+        pool: Decimal(0) if pool.pk in untouched else amount
+        for pool, amount in form.amounts().items()
+    }
+
+
+def _estimate_form(allocation_request: AllocationRequest, data: Any = None) -> EstimateForm:
+    """The estimate line's form, its fields in the draft's form (``DRAFT_FORM``)."""
+    return EstimateForm(
+        data, partitions=request_partitions(request=allocation_request), form_id=DRAFT_FORM
+    )
+
+
+def _estimate_typed(allocation_request: AllocationRequest, posted: Any) -> dict[str, str]:
+    """The estimate line's fields that ``posted`` (Save, pressed with a line typed and not
+    added) changed from what the page shows untouched: the line's first partition, the
+    form's own starting figures."""
+    form = _estimate_form(allocation_request)
+    partitions = getattr(form.fields["partition"], "choices", [])
+    untouched = {name: form[name].value() for name in form.fields}
+    if untouched["partition"] is None and partitions:
+        untouched["partition"] = partitions[0][0]
+    return {
+        name: posted[name]
+        for name, value in untouched.items()
+        if name in posted and posted[name] != ("" if value is None else str(value))
+    }
+
+
+def _estimate_as_typed(allocation_request: AllocationRequest, typed: Any) -> EstimateForm:
+    """The estimate line's form showing the values ``typed`` (a post that was not the line's:
+    Save, Submit), unchecked, so that they are not lost and not reported as errors."""
+    form = _estimate_form(allocation_request)
+    form.initial = {name: typed[name] for name in form.fields if name in typed}
+    return form
 
 
 def _estimate_warnings(
@@ -316,8 +386,26 @@ def _estimate_warnings(
 @require_GET
 @login_required
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """A request's status and history; the forms its viewer may use in its current state."""
+    """A request's status and history; the forms its viewer may use in its current state.
+    On a draft, an estimate line typed and not added when Save was pressed comes in the query
+    (``request_edit``) and is shown as typed."""
     allocation_request = _visible_request(request, pk)
+    typed = request.GET
+    estimate_form = _estimate_as_typed(allocation_request, typed) if typed else None
+    return _detail_page(request, allocation_request, estimate_form=estimate_form)
+
+
+def _detail_page(
+    request: HttpRequest,
+    allocation_request: AllocationRequest,
+    *,
+    amounts_form: RequestAmountsForm | None = None,
+    estimate_form: EstimateForm | None = None,
+    report_form: ProgressReportForm | None = None,
+) -> HttpResponse:
+    """The request's page. On a draft, ``amounts_form``, ``estimate_form`` and
+    ``report_form`` are forms posted and refused, shown again with what was typed and their
+    errors; else the draft as saved."""
     user = request.user
     state = allocation_request.state
     writable = project_is_writable(allocation_request.project)  # archived: read-only
@@ -371,13 +459,15 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "assignments": None,  # the chair's list of reviewers (None: not theirs to see)
     }
     if editable and allocation_request.kind == AllocationRequest.Kind.RENEWAL:
-        report = context["progress_report"]
-        context["report_form"] = ProgressReportForm(
-            outputs=outputs_since(allocation_request.project, None),
-            initial=(
-                {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
-            ),
-        )
+        if report_form is None:
+            report = context["progress_report"]
+            report_form = ProgressReportForm(
+                outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM,
+                initial=(
+                    {"text": report.text, "outputs": list(report.outputs.all())} if report else {}
+                ),
+            )  # fmt: skip
+        context["report_form"] = report_form
     if can_assign_reviewers(user, allocation_request):
         context["assignments"] = request_assignments(request=allocation_request)
         waiting = (AllocationRequest.State.SUBMITTED, AllocationRequest.State.UNDER_REVIEW)
@@ -386,60 +476,151 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 members=committee_users(round_=allocation_request.round)
             )
     if editable:
-        context["estimate_filled"] = _estimate_filled(allocation_request, totals)
-        context["amounts_form"] = RequestAmountsForm(
-            initial=_amounts_initial(allocation_request, totals), pools=pools
-        )
-        context["estimate_form"] = EstimateForm(
-            partitions=request_partitions(request=allocation_request)
+        fills = _estimate_fills(allocation_request, totals)
+        if amounts_form is None:
+            amounts_form = RequestAmountsForm(
+                initial=_amounts_initial(allocation_request, totals), pools=pools
+            )
+            context["estimate_filled"] = set(fills)
+        else:
+            context["estimate_filled"] = _left_as_filled(amounts_form, fills)
+        context["amounts_form"] = amounts_form
+        context["estimate_form"] = (
+            estimate_form if estimate_form is not None else _estimate_form(allocation_request)
         )
     return render(request, "allocations/request_detail.html", context)
 
 
+def _typed_again(
+    request: HttpRequest,
+    allocation_request: AllocationRequest,
+    message: str,
+    *,
+    amounts_form: RequestAmountsForm | None = None,
+    estimate_form: EstimateForm | None = None,
+    report_form: ProgressReportForm | None = None,
+) -> HttpResponse:
+    """A refused post from a draft's page: the page again with ``message``, every field as
+    typed (the estimate line's too, whichever button was pressed) and the errors on them."""
+    messages.error(request, message)
+    allocation_request.refresh_from_db()  # the page says what is saved, not what was refused
+    if estimate_form is None:
+        estimate_form = _estimate_as_typed(allocation_request, request.POST)
+    return _detail_page(
+        request, allocation_request, amounts_form=amounts_form, estimate_form=estimate_form,
+        report_form=report_form,
+    )  # fmt: skip
+
+
+def _report_posted(
+    request: HttpRequest, allocation_request: AllocationRequest
+) -> ProgressReportForm | None:
+    """A renewal draft's progress report as the page's draft form sends it with every button,
+    or None: no report on the page, or left blank with none saved (nothing typed)."""
+    text = request.POST.get("text")
+    if allocation_request.kind != AllocationRequest.Kind.RENEWAL or text is None:
+        return None
+    if not text.strip() and progress_report_of(allocation_request) is None:
+        return None
+    return ProgressReportForm(
+        request.POST, outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM
+    )
+
+
+def _valid(*forms: Any) -> bool:
+    """Every form given is valid (None: not posted); all are checked, so all errors show."""
+    checked = [form.is_valid() for form in forms if form is not None]  # no short cut
+    return all(checked)
+
+
+def _refusal(error: Exception) -> str:
+    return str(error.args[0]) if error.args else str(error)
+
+
 def _service_error(request: HttpRequest, error: Exception) -> None:
-    messages.error(request, str(error.args[0]) if error.args else str(error))
+    messages.error(request, _refusal(error))
 
 
 @require_POST
 @login_required
 def request_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save: the draft's figures and justification. Refused, the page comes back as typed."""
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
-    if not form.is_valid():
-        _form_errors_say(request, form)
-        return redirect("allocations:request-detail", pk=pk)
+    report = _report_posted(request, allocation_request)
+    if not _valid(form, report):
+        return _typed_again(
+            request, allocation_request, NOT_SAVED, amounts_form=form, report_form=report
+        )
     try:
         request_update(
             request=allocation_request, actor=_user(request),
             justification=form.cleaned_data["justification"], amounts=form.amounts(),
+            report_text=report.cleaned_data["text"] if report else None,
+            report_output_ids=report.output_ids() if report else (),
         )  # fmt: skip
     except (AllocationError, PermissionDenied) as error:
-        _service_error(request, error)
-    else:
-        messages.success(request, "Request saved.")
-    return redirect("allocations:request-detail", pk=pk)
+        return _typed_again(
+            request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}",
+            amounts_form=form, report_form=report,
+        )  # fmt: skip
+    messages.success(request, "Request saved.")
+    # Save is the form's first button, the one Enter presses in any of its fields, the
+    # estimate line's too: a line typed and not added comes back as typed (in the query).
+    line = _estimate_typed(allocation_request, request.POST)
+    if not line:
+        return redirect("allocations:request-detail", pk=pk)
+    messages.info(request, LINE_NOT_ADDED)
+    return redirect(f"{reverse('allocations:request-detail', args=[pk])}?{urlencode(line)}")
 
 
 @require_POST
 @login_required
 def request_progress_report(request: HttpRequest, pk: int) -> HttpResponse:
-    """The PI (or a manager) writes a draft renewal's progress report."""
+    """The PI (or a manager) writes a draft renewal's progress report. The page's button
+    belongs to the draft's form, so the SU and justification it shows come too and are saved
+    with the report (a field still showing the estimate's total goes on following it); a
+    post of the report's fields alone writes the report alone. Refused, the page comes back
+    with everything as typed."""
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
-    form = ProgressReportForm(request.POST, outputs=outputs_since(allocation_request.project, None))
-    if not form.is_valid():
-        _form_errors_say(request, form)
-        return redirect("allocations:request-detail", pk=pk)
-    try:
-        progress_report_set(
-            request=allocation_request, actor=_user(request), text=form.cleaned_data["text"],
-            output_ids=[output.pk for output in form.cleaned_data["outputs"]],
+    form = ProgressReportForm(
+        request.POST, outputs=outputs_since(allocation_request.project, None), form_id=DRAFT_FORM
+    )
+    shown = "justification" in request.POST
+    amounts_form = (
+        RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
+        if shown
+        else None
+    )
+    if not _valid(form, amounts_form):
+        return _typed_again(
+            request, allocation_request, REPORT_NOT_SAVED, amounts_form=amounts_form,
+            report_form=form,
         )  # fmt: skip
+    try:
+        if amounts_form is None:
+            progress_report_set(
+                request=allocation_request, actor=_user(request),
+                text=form.cleaned_data["text"], output_ids=form.output_ids(),
+            )  # fmt: skip
+        else:
+            fills = _estimate_fills(
+                allocation_request, request_estimate_totals(request=allocation_request)
+            )
+            request_update(
+                request=allocation_request, actor=_user(request),
+                justification=amounts_form.cleaned_data["justification"],
+                amounts=_amounts_typed(amounts_form, fills),
+                report_text=form.cleaned_data["text"], report_output_ids=form.output_ids(),
+            )  # fmt: skip
     except (AllocationError, PermissionDenied) as error:
-        _service_error(request, error)
-    else:
-        messages.success(request, "Progress report saved.")
+        return _typed_again(
+            request, allocation_request, f"{NOT_SAVED_BECAUSE}{_refusal(error)}",
+            amounts_form=amounts_form, report_form=form,
+        )  # fmt: skip
+    messages.success(request, "Progress report saved.")
     return redirect("allocations:request-detail", pk=pk)
 
 
@@ -467,28 +648,58 @@ def request_letter(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 def request_estimate(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add an estimate line to a draft. The page's button belongs to the draft's form
+    (``form="request-edit"``), so the figures and justification the page shows come with the
+    line, typed or not: they are saved with it (``request_save_and_estimate``), except a
+    field still showing the estimate's total, which goes on following it. Anything invalid or
+    refused saves nothing and adds nothing, and the page comes back with everything as typed.
+    A post of the line's fields alone (no justification) adds the line alone."""
     allocation_request = _visible_request(request, pk)
     _require_pi(request, allocation_request)
     partitions = request_partitions(request=allocation_request)
-    form = EstimateForm(request.POST, partitions=partitions)
-    if not form.is_valid():
-        _form_errors_say(request, form, prefix="Estimate ")
-        return redirect("allocations:request-detail", pk=pk)
-    data = form.cleaned_data
+    estimate_form = _estimate_form(allocation_request, request.POST)
+    shown = "justification" in request.POST
+    amounts_form = (
+        RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
+        if shown
+        else None
+    )
+    report = _report_posted(request, allocation_request) if shown else None
+    if not _valid(estimate_form, amounts_form, report):
+        return _typed_again(
+            request, allocation_request, NOT_ADDED,
+            amounts_form=amounts_form, estimate_form=estimate_form, report_form=report,
+        )  # fmt: skip
+    data = estimate_form.cleaned_data
     partition = next(p for p in partitions if p.pk == data["partition"])
     planned = QuoteRequest(
         nodes=data["nodes"], hours=data["hours"], cores_per_node=data["cores_per_node"],
         gpus_per_node=data["gpus_per_node"], memory_per_node_mb=data["memory_per_node"],
     )  # fmt: skip
     try:
-        line = request_estimate_add(
-            request=allocation_request, actor=_user(request), partition=partition,
-            jobs=data["jobs"], quote=planned, description=data["description"],
-        )  # fmt: skip
+        if amounts_form is None:
+            line = request_estimate_add(
+                request=allocation_request, actor=_user(request), partition=partition,
+                jobs=data["jobs"], quote=planned, description=data["description"],
+            )  # fmt: skip
+        else:
+            fills = _estimate_fills(
+                allocation_request, request_estimate_totals(request=allocation_request)
+            )
+            line = request_save_and_estimate(
+                request=allocation_request, actor=_user(request),
+                justification=amounts_form.cleaned_data["justification"],
+                amounts=_amounts_typed(amounts_form, fills), partition=partition,
+                jobs=data["jobs"], quote=planned, description=data["description"],
+                report_text=report.cleaned_data["text"] if report else None,
+                report_output_ids=report.output_ids() if report else (),
+            )  # fmt: skip
     except (AllocationError, PermissionDenied, ValueError) as error:
-        _service_error(request, error)
-    else:
-        messages.success(request, f"Estimate added: {line.service_units.normalize():,f} SU.")
+        return _typed_again(
+            request, allocation_request, f"{NOT_ADDED_BECAUSE}{_refusal(error)}",
+            amounts_form=amounts_form, estimate_form=estimate_form, report_form=report,
+        )  # fmt: skip
+    messages.success(request, f"Estimate added: {line.service_units.normalize():,f} SU.")
     return redirect("allocations:request-detail", pk=pk)
 
 
@@ -501,24 +712,30 @@ def request_submit_view(request: HttpRequest, pk: int) -> HttpResponse:
     # saved or not, is what is submitted. A bare POST submits the draft as saved.
     shown = "justification" in request.POST
     form = RequestAmountsForm(request.POST, pools=_request_pools(allocation_request))
-    if shown and not form.is_valid():
-        _form_errors_say(request, form)
-        return redirect("allocations:request-detail", pk=pk)
+    report = _report_posted(request, allocation_request) if shown else None
+    if shown and not _valid(form, report):
+        return _typed_again(
+            request, allocation_request, NOT_SUBMITTED, amounts_form=form, report_form=report
+        )
     try:
         if shown:
             request_save_and_submit(
                 request=allocation_request, actor=_user(request),
                 justification=form.cleaned_data["justification"], amounts=form.amounts(),
+                report_text=report.cleaned_data["text"] if report else None,
+                report_output_ids=report.output_ids() if report else (),
             )  # fmt: skip
         else:
             request_submit(request=allocation_request, actor=_user(request))
     except (AllocationError, PermissionDenied) as error:
-        _service_error(request, error)
-    else:
-        if allocation_request.in_round:
-            messages.success(request, "Submitted: the committee will review it.")
-        else:  # a top-up, an extension or an appeal goes straight to whoever decides it
-            messages.success(request, "Submitted: no committee review, it waits for a decision.")
+        return _typed_again(
+            request, allocation_request, _refusal(error),
+            amounts_form=form if shown else None, report_form=report,
+        )  # fmt: skip
+    if allocation_request.in_round:
+        messages.success(request, "Submitted: the committee will review it.")
+    else:  # a top-up, an extension or an appeal goes straight to whoever decides it
+        messages.success(request, "Submitted: no committee review, it waits for a decision.")
     return redirect("allocations:request-detail", pk=pk)
 
 

@@ -459,13 +459,29 @@ def request_update(
     actor: User,
     justification: str | None = None,
     amounts: Mapping[ResourcePool, Decimal] | None = None,
+    report_text: str | None = None,
+    report_output_ids: Iterable[int] = (),
 ) -> AllocationRequest:
+    """The PI edits a draft: its justification, its SU per pool and, on a renewal, its progress
+    report (``report_text`` and the outputs it cites; written again only when it changed, so
+    that who wrote it last stays true)."""
     _editable_by(request, actor)
     if justification is not None:
         request.justification = justification
         request.save(update_fields=["justification"])
     if amounts is not None:
         _set_amounts(request, amounts)
+    if report_text is not None:
+        wanted = set(report_output_ids)
+        report = ProgressReport.objects.filter(request=request).first()
+        if (
+            report is None
+            or report.text != report_text
+            or set(report.outputs.values_list("pk", flat=True)) != wanted
+        ):
+            progress_report_set(
+                request=request, actor=actor, text=report_text, output_ids=sorted(wanted)
+            )
     return request
 
 
@@ -486,6 +502,34 @@ def request_estimate_add(
         description=description,
         **estimate_line_priced(partition=partition, jobs=jobs, quote=quote),
     )
+
+
+@transaction.atomic
+def request_save_and_estimate(
+    *,
+    request: AllocationRequest,
+    actor: User,
+    justification: str,
+    amounts: Mapping[ResourcePool, Decimal],
+    partition: Partition,
+    jobs: int,
+    quote: QuoteRequest,
+    description: str = "",
+    report_text: str | None = None,
+    report_output_ids: Iterable[int] = (),
+) -> RequestEstimate:
+    """The PI adds an estimate line from the draft's page, whose button sends the draft's
+    figures, justification and progress report as the page shows them (typed, not saved yet):
+    they are saved with the line, both or neither, so a refused line leaves the draft as it
+    was and the page can show everything as typed again."""
+    request_update(
+        request=request, actor=actor, justification=justification, amounts=amounts,
+        report_text=report_text, report_output_ids=report_output_ids,
+    )  # fmt: skip
+    return request_estimate_add(
+        request=request, actor=actor, partition=partition, jobs=jobs, quote=quote,
+        description=description,
+    )  # fmt: skip
 
 
 @transaction.atomic
@@ -565,11 +609,17 @@ def request_save_and_submit(
     actor: User,
     justification: str,
     amounts: Mapping[ResourcePool, Decimal],
+    report_text: str | None = None,
+    report_output_ids: Iterable[int] = (),
 ) -> AllocationRequest:
-    """The PI submits a draft with the figures the page shows (typed, or filled from the
-    estimate, and not saved yet): they are saved first, in a transaction of their own, so a
-    refused submission (a closed round, no SU asked for) keeps what was typed in the draft."""
-    request_update(request=request, actor=actor, justification=justification, amounts=amounts)
+    """The PI submits a draft with the figures (and a renewal's progress report) the page
+    shows (typed, or filled from the estimate, and not saved yet): they are saved first, in a
+    transaction of their own, so a refused submission (a closed round, no SU asked for) keeps
+    what was typed in the draft."""
+    request_update(
+        request=request, actor=actor, justification=justification, amounts=amounts,
+        report_text=report_text, report_output_ids=report_output_ids,
+    )  # fmt: skip
     return request_submit(request=request, actor=actor)
 
 

@@ -16,6 +16,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounting.clusters.quotes import QuoteRequest
+from accounting.models import Partition
 from allocations import request_states
 from allocations.grants.selectors import pool_today
 from allocations.grants.services import AllocationError
@@ -32,7 +34,9 @@ from allocations.rounds.services import (
     request_create,
     request_decide,
     request_review_start,
+    request_save_and_estimate,
     request_submit,
+    request_update,
     round_create,
     round_update,
 )
@@ -40,6 +44,7 @@ from kit.calendar import add_months
 from projects.models import Membership, Project
 from tests.allocations.conftest import Centre
 from tests.factories import MembershipFactory, UserFactory
+from tests.form_reader import FormReader
 
 pytestmark = pytest.mark.django_db
 Kind = AllocationRequest.Kind
@@ -256,6 +261,110 @@ def test_submitting_on_the_page_without_the_report_says_what_is_missing(world):
     assert "requires a progress report with every renewal" in response.content.decode()
     world.renewal.refresh_from_db()
     assert world.renewal.state == State.DRAFT
+
+
+def _typed_on_the_page(world: Renewal, button: str) -> tuple[str, dict[str, str]]:
+    """alice types SU, a justification and the progress report on her renewal's page, saves
+    none of them, and presses ``button``: what her browser posts."""
+    reader = FormReader(label=button)
+    reader.feed(
+        _page(world.centre.alice).get(f"/allocations/requests/{world.renewal.pk}/").content.decode()
+    )
+    reader.type(f"pool_{world.centre.cpu.pk}", "1500")
+    reader.type("justification", "Typed, not saved.")
+    reader.type("text", "We ran the ocean model at 4 km.")
+    return reader.press()
+
+
+def test_saving_the_report_keeps_the_su_typed_and_not_saved(world):
+    """The report's button sends the draft's form: the SU and justification typed and not
+    saved are saved with the report, not lost (issue 31, item 8)."""
+    response = _page(world.centre.alice).post(
+        *_typed_on_the_page(world, "Add the report"), follow=True
+    )
+
+    assert "Progress report saved." in response.content.decode()
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("We ran")
+    world.renewal.refresh_from_db()
+    assert world.renewal.amounts.get(pool=world.centre.cpu).requested_su == Decimal(1500)
+    assert world.renewal.justification == "Typed, not saved."
+
+
+def test_submit_takes_the_report_typed_and_not_saved(world):
+    """The round requires a report; the PI types it and presses Submit without saving it:
+    it is saved and the renewal submitted, not refused for a report the page shows."""
+    _page(world.centre.alice).post(*_typed_on_the_page(world, "Submit to the committee"))
+
+    world.renewal.refresh_from_db()
+    assert world.renewal.state == State.SUBMITTED
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("We ran")
+    assert world.renewal.amounts.get(pool=world.centre.cpu).requested_su == Decimal(1500)
+
+
+def test_save_and_add_to_the_estimate_keep_the_report_typed(world):
+    action, fields = _typed_on_the_page(world, "Save")
+    _page(world.centre.alice).post(action, fields)
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("We ran")
+
+    action, fields = _typed_on_the_page(world, "Add to the estimate")
+    fields["text"] = "Written again, then a line added."
+    _page(world.centre.alice).post(action, fields)
+    assert world.renewal.estimates.count() == 1
+    assert ProgressReport.objects.get(request=world.renewal).text.startswith("Written again")
+
+
+def test_save_with_the_report_left_blank_saves_the_draft_and_no_report(world):
+    action, fields = _typed_on_the_page(world, "Save")
+    fields["text"] = ""
+
+    response = _page(world.centre.alice).post(action, fields, follow=True)
+
+    assert "Request saved." in response.content.decode()
+    assert not ProgressReport.objects.filter(request=world.renewal).exists()
+    world.renewal.refresh_from_db()
+    assert world.renewal.justification == "Typed, not saved."
+
+
+def test_an_invalid_su_keeps_the_report_typed_and_saves_nothing(world):
+    action, fields = _typed_on_the_page(world, "Add the report")
+    fields[f"pool_{world.centre.cpu.pk}"] = "-1"
+
+    response = _page(world.centre.alice).post(action, fields)
+
+    assert response.status_code == 200
+    assert "We ran the ocean model at 4 km." in response.content.decode()
+    assert not ProgressReport.objects.filter(request=world.renewal).exists()
+
+
+def test_request_update_writes_the_report_again_only_when_it_changed(world):
+    """Save sends the report with the draft every time: written again unchanged, it would
+    name whoever pressed Save as its last writer."""
+    centre = world.centre
+    progress_report_set(request=world.renewal, actor=centre.alice, text="Ran it.", output_ids=[])
+    request_update(
+        request=world.renewal, actor=world.manager, justification="j", report_text="Ran it."
+    )
+    assert ProgressReport.objects.get(request=world.renewal).updated_by == centre.alice
+    request_update(
+        request=world.renewal, actor=world.manager, report_text="Ran it.",
+        report_output_ids=[world.ours[0].pk],
+    )  # fmt: skip
+    report = ProgressReport.objects.get(request=world.renewal)
+    assert (report.updated_by, list(report.outputs.all())) == (world.manager, [world.ours[0]])
+
+
+def test_a_refused_estimate_line_leaves_the_draft_and_its_report_as_they_were(world):
+    work = Partition.objects.get(cluster=world.centre.cluster, name="work")
+    with pytest.raises(AllocationError, match="at least one job"):
+        request_save_and_estimate(
+            request=world.renewal, actor=world.centre.alice, justification="typed",
+            amounts={world.centre.cpu: Decimal(1500)}, partition=work, jobs=0,
+            quote=QuoteRequest(nodes=1, hours=Decimal(1)), report_text="typed too",
+        )  # fmt: skip
+    world.renewal.refresh_from_db()
+    assert world.renewal.justification == ""
+    assert world.renewal.amounts.get(pool=world.centre.cpu).requested_su == Decimal(1000)
+    assert not ProgressReport.objects.filter(request=world.renewal).exists()
 
 
 def test_staff_set_the_requirement_on_the_round_page(world):

@@ -4,13 +4,14 @@ with CSRF enforced."""
 from __future__ import annotations
 
 from decimal import Decimal
-from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from allocations.models import Allocation, AllocationRequest, Review
+from allocations.rounds.services import request_decide
+from tests.form_reader import FormReader
 from tests.pages.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -219,6 +220,22 @@ def test_a_project_that_applied_in_a_round_is_not_offered_it_again(site):
     assert "Save draft" not in new_page  # nothing to type that could only be refused
 
 
+def test_a_decided_application_is_not_offered_again_either(site):
+    """Once the chair has decided carol's application, the rounds page still links it rather
+    than offering "Apply for" pawsey0003 in that round (issue 31, item 8)."""
+    request_decide(
+        request=site.request, actor=site.users["chair"], reason="the pools are full",
+        granted={site.cpu: Decimal(0), site.gpu: Decimal(0)},
+    )  # fmt: skip
+    apply = reverse("allocations:request-new", args=[site.project.code])
+
+    page = client_for(site.users["pi"]).get(reverse("allocations:round-list")).content.decode()
+
+    assert f'href="{apply}?round={site.round.pk}"' not in page
+    detail = reverse("allocations:request-detail", args=[site.request.pk])
+    assert f'{site.project.code}: <a href="{detail}">application rejected</a>' in page
+
+
 def test_the_request_page_says_what_happens_next_and_who_does_it(site):
     submitted = AllocationRequest.objects.get(project=site.projects["pawsey0002"], round=site.round)
     chair = client_for(site.users["chair"])
@@ -228,53 +245,6 @@ def test_the_request_page_says_what_happens_next_and_who_does_it(site):
     chair.post(reverse("allocations:request-start-review", args=[submitted.pk]))
     page = chair.get(url).content.decode()
     assert "Next: the committee scores it (0 of" in page
-
-
-class _FormReader(HTMLParser):
-    """What a browser sends when the button ``button_id`` is pressed: the fields of the form it
-    belongs to (inside it, or naming it with ``form=``) and the address it posts to."""
-
-    def __init__(self, button_id: str) -> None:
-        super().__init__()
-        self.button_id = button_id
-        self.forms: dict[str, str] = {}  # form id -> action
-        self.inside: str | None = None
-        self.fields: dict[str, dict[str, str]] = {}
-        self.button: dict[str, str | None] = {}
-        self.textarea: tuple[str, str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attr = dict(attrs)
-        if tag == "form":
-            self.inside = attr.get("id") or ""
-            self.forms[self.inside] = attr.get("action") or ""
-        owner = attr.get("form") or self.inside
-        if tag == "button" and attr.get("id") == self.button_id:
-            self.button = {"form": owner, "formaction": attr.get("formaction")}
-        name = attr.get("name")
-        if owner is None or not name:
-            return
-        if tag == "input" and attr.get("type") != "submit":
-            self.fields.setdefault(owner, {})[name] = attr.get("value") or ""
-        if tag == "textarea":
-            self.textarea = (owner, name)
-            self.fields.setdefault(owner, {})[name] = ""
-
-    def handle_data(self, data: str) -> None:
-        if self.textarea is not None:
-            owner, name = self.textarea
-            self.fields[owner][name] += data.lstrip("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "form":
-            self.inside = None
-        if tag == "textarea":
-            self.textarea = None
-
-    def press(self) -> tuple[str, dict[str, str]]:
-        form = self.button["form"]
-        assert form is not None, "the button belongs to no form"
-        return self.button["formaction"] or self.forms[form], self.fields[form]
 
 
 def test_submit_takes_the_figures_the_page_shows_even_unsaved(site):
@@ -295,7 +265,7 @@ def test_submit_takes_the_figures_the_page_shows_even_unsaved(site):
     page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
     assert "the field shows it, not saved yet" in page
 
-    reader = _FormReader("request-submit")
+    reader = FormReader("request-submit")
     reader.feed(page)
     action, fields = reader.press()
     assert fields[f"pool_{site.cpu.pk}"] == "2560"
@@ -317,7 +287,7 @@ def test_a_refused_submission_keeps_what_was_typed(site):
     bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
     request = AllocationRequest.objects.get(project=project, round=site.round)
     page = bob.get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
-    reader = _FormReader("request-submit")
+    reader = FormReader("request-submit")
     reader.feed(page)
     action, fields = reader.press()
     fields["justification"] = "Typed, no SU yet."
@@ -328,3 +298,168 @@ def test_a_refused_submission_keeps_what_was_typed(site):
     request.refresh_from_db()
     assert request.state == AllocationRequest.State.DRAFT
     assert request.justification == "Typed, no SU yet."
+
+
+def _draft_of_bob(site) -> tuple[Client, AllocationRequest, str]:
+    """bob's pawsey0004 applies in the round: a draft with no SU, and bob's client on its page."""
+    project = site.projects["pawsey0004"]
+    bob = _csrf_client(site.users["other"])
+    new_url = reverse("allocations:request-new", args=[project.code])
+    token = _token(bob, new_url)
+    bob.post(new_url, {"round": site.round.pk, "justification": "x", "csrfmiddlewaretoken": token})
+    request = AllocationRequest.objects.get(project=project, round=site.round)
+    return bob, request, reverse("allocations:request-detail", args=[request.pk])
+
+
+def _type_an_estimate_line(reader: FormReader, site, *, jobs: str) -> None:
+    reader.type("partition", str(site.cluster.partitions.get(name="work").pk))
+    reader.type("jobs", jobs)
+    reader.type("nodes", "1")
+    reader.type("hours", "2")  # one whole work node (128 cores) for 2 h: 256 SU a job
+
+
+def test_adding_an_estimate_line_keeps_the_su_and_justification_typed_and_not_saved(site):
+    """The PI types SU and a justification, does not press Save, and adds an estimate line:
+    the line is added and what was typed is kept (issue 31, item 8)."""
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+    reader.type("justification", "Cathode screening, typed and not saved.")
+    _type_an_estimate_line(reader, site, jobs="10")
+    action, fields = reader.press()
+
+    response = bob.post(action, fields, follow=True)
+
+    assert response.redirect_chain == [(url, 302)]
+    assert request.estimates.get().service_units == Decimal(2560)
+    request.refresh_from_db()
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(3000)
+    assert request.justification == "Cathode screening, typed and not saved."
+    shown = response.context["amounts_form"]
+    assert shown[f"pool_{site.cpu.pk}"].value() == "3000"
+    assert "Cathode screening, typed and not saved." in response.content.decode()
+
+
+def test_a_field_still_showing_the_estimate_keeps_following_it_as_lines_are_added(site):
+    """A pool's field filled from the estimate and left as it was is not saved by adding a
+    line: it shows the new total, as it did before the button sent the draft's fields."""
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    _type_an_estimate_line(reader, site, jobs="10")
+    bob.post(*reader.press())
+    reader = FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    assert reader.fields["request-edit"][f"pool_{site.cpu.pk}"] == "2560"  # filled, not saved
+    _type_an_estimate_line(reader, site, jobs="5")
+
+    response = bob.post(*reader.press(), follow=True)
+
+    assert request.estimates.count() == 2
+    assert not request.amounts.filter(requested_su__gt=0).exists()
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "3840"
+
+
+def test_an_invalid_draft_field_keeps_the_estimate_line_and_everything_typed(site):
+    """SU the draft cannot take: neither the draft nor the line is saved, and the page comes
+    back with the error on the field, the line as typed and the justification as typed."""
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "-5")
+    reader.type("justification", "Typed before the mistake.")
+    _type_an_estimate_line(reader, site, jobs="17")
+    reader.type("description", "screening runs")
+
+    response = bob.post(*reader.press())
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "The estimate line was not added" in page
+    assert "Ensure this value is greater than or equal to 0." in page
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "-5"
+    assert "Typed before the mistake." in page
+    estimate = response.context["estimate_form"]
+    assert (estimate["jobs"].value(), estimate["description"].value()) == ("17", "screening runs")
+    assert not request.estimates.exists()
+    request.refresh_from_db()
+    assert request.justification == "x"
+
+
+def test_an_invalid_estimate_line_keeps_the_draft_typed(site):
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Add to the estimate")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+    _type_an_estimate_line(reader, site, jobs="0")
+
+    response = bob.post(*reader.press())
+
+    assert response.status_code == 200
+    assert "The estimate line was not added" in response.content.decode()
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "3000"
+    assert response.context["estimate_form"].errors["jobs"]
+    assert not request.estimates.exists()
+
+
+def test_a_refused_save_keeps_what_was_typed(site):
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Save")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "-5")
+    reader.type("justification", "Typed, then Save.")
+
+    response = bob.post(*reader.press())
+
+    assert response.status_code == 200
+    assert "Typed, then Save." in response.content.decode()
+    assert response.context["amounts_form"][f"pool_{site.cpu.pk}"].value() == "-5"
+    request.refresh_from_db()
+    assert request.justification == "x"
+
+
+def test_another_person_posting_the_draft_and_a_line_is_refused_before_either_is_read(site):
+    """Who asks is checked first: a member's post, valid or not, is forbidden, and nothing of
+    it is echoed back."""
+    member = client_for(site.users["member"])
+    url = reverse("allocations:request-estimate", args=[site.request.pk])
+    response = member.post(url, {f"pool_{site.cpu.pk}": "-5", "justification": "sneaky"})
+    assert response.status_code == 403
+    assert "sneaky" not in response.content.decode()
+
+
+def test_save_keeps_an_estimate_line_typed_and_not_added(site):
+    """Enter in one of the line's fields presses the draft form's first button, Save: the
+    draft is saved, and the line comes back as typed, not added, with a word saying so."""
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Save")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+    _type_an_estimate_line(reader, site, jobs="17")
+    reader.type("description", "screening runs")
+
+    response = bob.post(*reader.press(), follow=True)
+
+    request.refresh_from_db()
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(3000)
+    assert not request.estimates.exists()
+    page = response.content.decode()
+    assert "Request saved." in page
+    assert "The estimate line typed below is not added yet" in page
+    estimate = response.context["estimate_form"]
+    assert (estimate["jobs"].value(), estimate["hours"].value()) == ("17", "2")
+    assert estimate["description"].value() == "screening runs"
+
+
+def test_save_with_the_line_left_as_it_was_says_nothing_of_it(site):
+    bob, request, url = _draft_of_bob(site)
+    reader = FormReader(label="Save")
+    reader.feed(bob.get(url).content.decode())
+    reader.type(f"pool_{site.cpu.pk}", "3000")
+
+    response = bob.post(*reader.press(), follow=True)
+
+    assert response.redirect_chain == [(url, 302)]
+    assert "not added yet" not in response.content.decode()
+    assert request.amounts.get(pool=site.cpu).requested_su == Decimal(3000)
