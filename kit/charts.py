@@ -43,11 +43,14 @@ _TEMPLATE = go.layout.Template(
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "#ffffff",
         "hoverlabel": {"font": {"size": 13}},
+        # A tick label that sticks out of the chart is drawn, not hidden: static/js/charts.js
+        # widens the margin it needs ("100 %" at an axis' end, a phone's last date).
         "xaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
-                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 10}},
+                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 10},
+                  "ticklabeloverflow": "allow", "ticklabelstandoff": 4},
         "yaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
                   "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 12},
-                  "rangemode": "tozero"},
+                  "rangemode": "tozero", "ticklabeloverflow": "allow"},
         # The legend sits at the very bottom of the figure, below the x axis and its title.
         "legend": {"orientation": "h", "yref": "container", "y": 0.01, "yanchor": "bottom",
                    "x": 0, "font": {"size": 12}},
