@@ -77,6 +77,13 @@ def test_the_explorer_reproduces_the_papers_weights_and_tables(site):
     assert figure["layout"]["yaxis"]["title"]["text"] == "energy (Wh)"
 
 
+def test_the_examples_table_groups_its_charges_by_thousands(site):
+    page = client_for(site.users["member"]).get(reverse("accounting:cost-ratio"), PAPER)
+    amber = re.search(r"<tr[^>]*><td>AMBER</td>.*?</tr>", page.content.decode(), re.S)
+    assert amber is not None
+    assert '<td class="num">5,508</td>' in amber.group()
+
+
 @pytest.mark.django_db
 def test_added_applications_join_the_tables_and_the_csv(site):
     client = client_for(site.users["pi"])
