@@ -156,6 +156,16 @@ def test_queued_and_running_jobs_reserve_their_size_and_time_limit_and_finished_
     shown = f"{balance.reserved_su:,.0f} reserved · {balance.free_su:,.0f} free"
     for url in (reverse("allocations:project-detail", args=["pawsey0003"]), reverse("home")):
         assert shown in client_for(granted.carol).get(url).content.decode()
+    # The dashboard's sentence on them gives the same figures ("12,288", not "12,288.0").
+    home = client_for(granted.carol).get(reverse("home")).content.decode()
+    reserve = f"reserve {balance.reserved_su:,.0f} SU at their size and time limit: "
+    assert reserve + f"{balance.free_su:,.0f} SU free once they end" in home
+    assert f"Plus {balance.pending_su:,.0f} SU pending on running jobs" in home
+    project = reverse("allocations:project-detail", args=["pawsey0003"])
+    assert (
+        f"+ {balance.pending_su:,.0f} pending"
+        in client_for(granted.carol).get(project).content.decode()
+    )
 
     # The running job ends within its limit: it is charged and reserves nothing any more.
     ended = RUNNING.replace("|RUNNING|", "|COMPLETED|").replace(
