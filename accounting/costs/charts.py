@@ -57,7 +57,7 @@ def cost_share_curve(
         380,
         xaxis={"title": {"text": "most expensive jobs (% of jobs)"}, "range": [0, 100],
                "ticksuffix": " %"},
-        yaxis={"title": {"text": f"share of the total cost ({currency}), %"},
+        yaxis={"title": {"text": f"share of the total {currency} cost (%)"},
                "range": [0, 100.5], "ticksuffix": " %"},
         showlegend=False,
         margin={"l": 70, "r": 16, "t": 48, "b": 56},

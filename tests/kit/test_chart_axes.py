@@ -12,7 +12,7 @@ from decimal import Decimal
 import plotly.graph_objects as go
 import pytest
 
-from accounting.costs.charts import cost_quantile_curve
+from accounting.costs.charts import cost_quantile_curve, cost_share_curve
 from accounting.ledger.charts import bar_label, efficiency_histogram, node_fractions
 from accounting.utilisation.charts import overhead_series
 from allocations.grants.charts import burn_down, usage_stacked
@@ -198,3 +198,11 @@ def test_the_cost_quantile_curves_label_their_log_axis_in_full():
 
 def test_a_log_axis_of_one_value_between_steps_leaves_the_ticks_to_plotly():
     assert "tickvals" not in log_axis("runtime (hours)", [0.37])
+
+
+def test_the_cost_share_curve_names_its_y_axis_in_words():
+    # It read "share of the total cost (Euro), %".
+    chart = cost_share_curve(
+        key="cost-share", points=[(Decimal(1), 3, Decimal("17.6"))], currency="Euro"
+    )
+    assert layout(chart)["yaxis"]["title"]["text"] == "share of the total Euro cost (%)"
