@@ -134,3 +134,16 @@ def test_a_stats_values_stand_level_when_a_label_takes_two_lines(live_server, sc
     for stats in rows:
         tops = stats.evaluate(STAT_VALUE_TOPS)
         assert max(y for _, y in tops) - min(y for _, y in tops) <= 1, tops
+
+
+def test_on_a_phone_every_tab_of_a_project_shows_without_scrolling(live_server, scenario, sign_in):
+    # The project's tabs scrolled sideways: a phone showed "Efficie" and hid "Audit log".
+    page = sign_in("alice", **PHONE)
+    page.goto(f"{live_server.url}/allocations/projects/pawsey0001/")
+    tabs = page.locator("nav.tabs a")
+    assert tabs.count() >= 5
+    cut = page.evaluate("""() => [...document.querySelectorAll('nav.tabs a')].filter(tab => {
+        const box = tab.getBoundingClientRect(), nav = tab.parentElement.getBoundingClientRect();
+        return box.left < nav.left || box.right > nav.right;
+      }).map(tab => tab.innerText)""")
+    assert cut == []
