@@ -129,6 +129,17 @@
     (root || document).querySelectorAll("[data-figure]").forEach(draw);
   }
 
+  // A window that narrows or widens (a phone turned, a laptop's window resized) gets each
+  // chart drawn again from its figure, so its margins, titles and ticks fit the new width.
+  // Only the width counts: a phone's address bar, hiding as the page scrolls, changes the height.
+  var resized = null, width = window.innerWidth;
+  window.addEventListener("resize", function () {
+    if (window.innerWidth === width) { return; }
+    width = window.innerWidth;
+    clearTimeout(resized);
+    resized = setTimeout(function () { drawAll(); }, 250);
+  });
+
   window.portalCharts = { draw: draw, drawAll: drawAll };
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", function () { drawAll(); });

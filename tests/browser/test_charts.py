@@ -40,3 +40,13 @@ def test_no_chart_hides_or_cuts_its_words(live_server, transactional_db, sign_in
             problems.append(f"{where}: {cut}")
     assert pages > 100  # every page as every role that reads it
     assert not problems, f"{len(problems)} pages at {width} px:\n" + "\n".join(problems)
+
+
+def test_a_chart_fits_its_words_again_when_the_window_narrows(live_server, scenario, sign_in):
+    # A laptop window narrowed to a phone's (or a phone turned upright): the burn-downs'
+    # titles ran off the chart, as on a phone before the fitting.
+    page = sign_in("alice", width=1280, height=800)
+    page.goto(f"{live_server.url}/allocations/projects/pawsey0001/")
+    page.wait_for_function(CHARTS_READY)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function(f"({CHART_TEXT_CUT})().length === 0", timeout=10_000)
