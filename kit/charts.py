@@ -43,11 +43,14 @@ _TEMPLATE = go.layout.Template(
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "#ffffff",
         "hoverlabel": {"font": {"size": 13}},
+        # A tick label that sticks out of the chart is drawn, not hidden: static/js/charts.js
+        # widens the margin it needs ("100 %" at an axis' end, a phone's last date).
         "xaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
-                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 10}},
+                  "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 10},
+                  "ticklabeloverflow": "allow", "ticklabelstandoff": 4},
         "yaxis": {"gridcolor": GRID, "linecolor": "#c7ced6", "zeroline": False,
                   "automargin": True, "title": {"font": {"color": MUTED}, "standoff": 12},
-                  "rangemode": "tozero"},
+                  "rangemode": "tozero", "ticklabeloverflow": "allow"},
         # The legend sits at the very bottom of the figure, below the x axis and its title.
         "legend": {"orientation": "h", "yref": "container", "y": 0.01, "yanchor": "bottom",
                    "x": 0, "font": {"size": 12}},
@@ -214,6 +217,47 @@ def value_axis(
         "tickmode": "linear", "tick0": 0, "dtick": float(step), "tickformat": tickformat,
         **more,
     }  # fmt: skip
+
+
+_LOG_DIGITS = (1, 2, 5)  # each decade's ticks when the data spans a few decades
+_LOG_FEW_DECADES = 3.5  # beyond this many decades, one tick per power of ten
+
+
+def log_axis(
+    title: str, values: Iterable[float | int | Decimal | None], **more: Any
+) -> dict[str, Any]:
+    """A log axis whose ticks follow the data and read in full: ``values`` are every value
+    drawn on it (zeros and None are not drawn on a log axis). Under one decade (jobs of 1 to 4
+    nodes) the ticks step as on a value axis (1, 2, 3, 4); over a few decades at 1, 2 and 5 of
+    each (0.05, 0.1, 0.2 ... 50); over more, the powers of ten. Plotly alone labels the 2s and
+    5s with their lone digit ("5, 2, 10, 5, 2, 1") and a short range in halves of a node."""
+    axis: dict[str, Any] = {"title": {"text": title}, "type": "log", **more}
+    shown = [float(value) for value in values if value is not None and value > 0]
+    if not shown:
+        return axis
+    low, high = min(shown), max(shown)
+    decades = math.log10(high / low)
+    if decades < 1:
+        step = nice_step(high)
+        first = math.ceil(Decimal(repr(low)) / step)
+        ticks = [step * n for n in range(first, math.floor(Decimal(repr(high)) / step) + 1)]
+    else:
+        digits = _LOG_DIGITS if decades <= _LOG_FEW_DECADES else (1,)
+        powers = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        ticks = [Decimal(digit).scaleb(power) for power in powers for digit in digits]
+        # one tick either side of the data, for plotly's padding; the rest are off the axis
+        below = [tick for tick in ticks if tick <= Decimal(repr(low))][-1:]
+        above = [tick for tick in ticks if tick >= Decimal(repr(high))][:1]
+        inside = [tick for tick in ticks if Decimal(repr(low)) < tick < Decimal(repr(high))]
+        ticks = below + inside + above
+    if not ticks:  # one value between two steps: plotly's own tick is as good
+        return axis
+    axis.update(
+        tickmode="array",
+        tickvals=[float(tick) for tick in ticks],
+        ticktext=[f"{tick.normalize():,f}" for tick in ticks],
+    )
+    return axis
 
 
 def date_axis(

@@ -11,7 +11,7 @@ from typing import Any
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from kit import numbers
@@ -57,3 +57,12 @@ def day(value: date | datetime | None) -> SafeString | str:
 def last_day(end: date | None) -> SafeString | str:
     """The last day of a ``[start, end)`` period, written as ``day`` writes it."""
     return "" if end is None else day(_last_day(end))
+
+
+@register.filter("command")
+def command(text: Any) -> SafeString:
+    """A shell command in a page's text, ``<code>{{ line|command }}</code>``: on a narrow
+    screen it breaks between its words, never inside an option ("--" / "account=...")."""
+    return format_html_join(
+        " ", '<span class="nowrap">{}</span>', ((w,) for w in str(text).split())
+    )

@@ -78,8 +78,10 @@ def figure1(
             fillcolor="rgba(47,158,68,0.13)", line={"width": 0}, layer="below",
         )  # fmt: skip
     if shaded:
+        # From the band's left edge rightwards: centred on a phone's narrow band it ran over
+        # the y axis' labels, and to the right the curves have fallen well above it.
         fig.annotate(
-            x=(shaded[0][0] + shaded[0][1]) / 2, y=0.03, yref="paper", yanchor="bottom",
+            x=shaded[0][0], xanchor="left", xshift=2, y=0.03, yref="paper", yanchor="bottom",
             text="only the energy model<br>picks the efficient node", showarrow=False,
             font={"size": 11, "color": "#23692f"}, bgcolor="rgba(255,255,255,0.75)",
         )  # fmt: skip

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from kit.charts import MUTED, PALETTE, Chart, embeddable, figure, say_empty
+from kit.charts import MUTED, PALETTE, Chart, embeddable, figure, log_axis, say_empty
 
 
 def cost_quantile_curve(
@@ -17,15 +17,15 @@ def cost_quantile_curve(
     """Quantile curve of one job property: x the quantile in %, y its value on a log axis
     (the report's Figures 6.1-6.3). Zero values cannot sit on a log axis and are left out of
     the curve (they stay in the data table)."""
+    shown = [(float(p), float(v)) for p, v in points if v is not None and v > 0]
     fig = figure(
         title,
         340,
         xaxis={"title": {"text": "quantile (% of jobs)"}, "range": [0, 100], "ticksuffix": " %"},
-        yaxis={"title": {"text": axis_title}, "type": "log", "rangemode": "normal"},
+        yaxis=log_axis(axis_title, (v for _, v in shown), rangemode="normal"),
         showlegend=False,
         margin={"l": 70, "r": 16, "t": 48, "b": 56},
     )
-    shown = [(float(p), float(v)) for p, v in points if v is not None and v > 0]
     fig.add(
         {
             "type": "scatter", "mode": "lines+markers",
@@ -57,7 +57,7 @@ def cost_share_curve(
         380,
         xaxis={"title": {"text": "most expensive jobs (% of jobs)"}, "range": [0, 100],
                "ticksuffix": " %"},
-        yaxis={"title": {"text": f"share of the total cost ({currency}), %"},
+        yaxis={"title": {"text": f"share of the total {currency} cost (%)"},
                "range": [0, 100.5], "ticksuffix": " %"},
         showlegend=False,
         margin={"l": 70, "r": 16, "t": 48, "b": 56},

@@ -485,7 +485,7 @@ class PoolCapacity:
             return "not oversubscribed"
         if self.remaining_su == 0:
             return "nothing left to grant"
-        return f"{self.oversubscription_percent}% oversubscribed"
+        return f"{self.oversubscription_percent} % oversubscribed"  # as every page writes a percent
 
 
 def round_capacity(*, round_: AllocationRound) -> list[PoolCapacity]:

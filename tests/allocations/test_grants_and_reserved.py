@@ -4,6 +4,7 @@ the Slurm account of each pool; one definition, in the one balance."""
 
 from __future__ import annotations
 
+import re
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -155,6 +156,16 @@ def test_queued_and_running_jobs_reserve_their_size_and_time_limit_and_finished_
     shown = f"{balance.reserved_su:,.0f} reserved · {balance.free_su:,.0f} free"
     for url in (reverse("allocations:project-detail", args=["pawsey0003"]), reverse("home")):
         assert shown in client_for(granted.carol).get(url).content.decode()
+    # The dashboard's sentence on them gives the same figures ("12,288", not "12,288.0").
+    home = client_for(granted.carol).get(reverse("home")).content.decode()
+    reserve = f"reserve {balance.reserved_su:,.0f} SU at their size and time limit: "
+    assert reserve + f"{balance.free_su:,.0f} SU free once they end" in home
+    assert f"Plus {balance.pending_su:,.0f} SU pending on running jobs" in home
+    project = reverse("allocations:project-detail", args=["pawsey0003"])
+    assert (
+        f"+ {balance.pending_su:,.0f} pending"
+        in client_for(granted.carol).get(project).content.decode()
+    )
 
     # The running job ends within its limit: it is charged and reserves nothing any more.
     ended = RUNNING.replace("|RUNNING|", "|COMPLETED|").replace(
@@ -284,7 +295,8 @@ def test_the_project_page_lists_every_grant_and_says_which_account_to_use(three_
         .get(reverse("allocations:project-detail", args=["pawsey0003"]))
         .content.decode()
     )
-    assert "<code>sbatch --account=pawsey0003-cpu --partition=work</code>" in content
+    shown = re.sub(r"</?span[^>]*>", "", content)  # each word of the command in a span
+    assert "<code>sbatch --account=pawsey0003-cpu --partition=work</code>" in shown
     (pool,) = balances_for_project(project=centre.p3, grants=True)
     for grant in pool.grants:
         row = content[content.index(f'id="grant-{grant.allocation_id}"') :]

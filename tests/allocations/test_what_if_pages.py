@@ -26,7 +26,7 @@ def test_the_committee_reads_the_round_figures_but_not_the_what_if(centre, fitte
     reviewer = _client(centre.reviewer)
     page = reviewer.get(f"/allocations/rounds/{round_.pk}/").content.decode()
     assert "The round against its capacity" in page
-    assert "80.0% oversubscribed" in page
+    assert "80.0 % oversubscribed" in page
     assert "what-if" not in page
     assert reviewer.get(f"/allocations/rounds/{round_.pk}/what-if/").status_code == 403
     draft = WhatIfDraft.objects.create(round=round_, method="pro_rata", created_by=centre.chair)

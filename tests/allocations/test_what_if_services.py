@@ -102,7 +102,7 @@ def test_the_round_figures_count_open_requests_against_what_is_left(centre, fitt
         D(1000), D(0), D(1800), D(1500),
     )  # fmt: skip
     assert cpu.oversubscription_percent == D("80.0")
-    assert cpu.oversubscription == "80.0% oversubscribed"
+    assert cpu.oversubscription == "80.0 % oversubscribed"
     assert gpu.oversubscription_percent == D("50.0")
 
 

@@ -68,7 +68,7 @@ def test_the_chair_fits_the_round_edits_one_proposal_and_applies(live_server, si
     chair = sign_in("dana")
     chair.goto(f"{live_server.url}/allocations/rounds/{climate.round_id}/")
     capacity = chair.locator("#round-capacity").inner_text()
-    assert "50.0% oversubscribed" in capacity
+    assert "50.0 % oversubscribed" in capacity
 
     chair.get_by_role("link", name="Fit the round to capacity (what-if) →").click()
     chair.wait_for_url("**/what-if/")

@@ -88,3 +88,62 @@ def test_at_1400_px_the_staff_menu_is_one_row(live_server, scenario, sign_in):
     page.locator("header nav a", has_text="Audit log").click()
     page.wait_for_url(f"{live_server.url}/audit/")
     assert page.locator("header nav summary.active", has_text="Staff").count() == 1
+
+
+# The top of each form control and button of a form's first row, and of each stat's value in
+# a row of stats: what should stand level, by what it is (to say what is out of line).
+FIRST_ROW_TOPS = """form => {
+  const controls = [...form.querySelectorAll(
+    '.form-grid > .field > input, .form-grid > .field > select, .form-grid > .buttons > *')];
+  const cell = control => control.closest('.form-grid > *').getBoundingClientRect();
+  // the first row's cells begin above where the shortest of them ends
+  const end = Math.min(...controls.map(control => cell(control).bottom));
+  return controls.filter(control => cell(control).top < end)
+    .map(control => [control.name || control.innerText.trim(),
+                     Math.round(control.getBoundingClientRect().top
+                                + control.getBoundingClientRect().height / 2)]);
+}"""
+STAT_VALUE_TOPS = """stats => [...stats.querySelectorAll(':scope > .stat')]
+  .filter(stat => Math.abs(stat.getBoundingClientRect().top
+                           - stats.firstElementChild.getBoundingClientRect().top) < 2)
+  .map(stat => [stat.querySelector('.label').innerText,
+                Math.round(stat.querySelector('.value').getBoundingClientRect().top)])"""
+
+
+def test_a_forms_fields_and_buttons_stand_level_whatever_help_hangs_below(
+    live_server, scenario, sign_in
+):
+    # The jobs filter: the job field's help (three lines) lifted it above its row's others;
+    # the window of the utilisation page: its buttons stood below the fields' inputs.
+    page = sign_in("staff", width=1280, height=800)
+    for path, form in (("/accounting/projects/pawsey0001/jobs/", "Filter jobs"),
+                       ("/accounting/utilisation/", "Choose the window")):  # fmt: skip
+        page.goto(live_server.url + path)
+        centres = page.locator(f"form[aria-label='{form}']").evaluate(FIRST_ROW_TOPS)
+        assert len(centres) >= 3, centres
+        assert max(y for _, y in centres) - min(y for _, y in centres) <= 2, (path, centres)
+
+
+def test_a_stats_values_stand_level_when_a_label_takes_two_lines(live_server, scenario, sign_in):
+    # The dashboard's "last day of the period" wraps in a laptop's half-width card: its date
+    # stood a line below the other figures of the row.
+    page = sign_in("alice", width=1280, height=800)
+    page.goto(live_server.url + "/")
+    rows = page.locator(".stats").all()
+    assert rows
+    for stats in rows:
+        tops = stats.evaluate(STAT_VALUE_TOPS)
+        assert max(y for _, y in tops) - min(y for _, y in tops) <= 1, tops
+
+
+def test_on_a_phone_every_tab_of_a_project_shows_without_scrolling(live_server, scenario, sign_in):
+    # The project's tabs scrolled sideways: a phone showed "Efficie" and hid "Audit log".
+    page = sign_in("alice", **PHONE)
+    page.goto(f"{live_server.url}/allocations/projects/pawsey0001/")
+    tabs = page.locator("nav.tabs a")
+    assert tabs.count() >= 5
+    cut = page.evaluate("""() => [...document.querySelectorAll('nav.tabs a')].filter(tab => {
+        const box = tab.getBoundingClientRect(), nav = tab.parentElement.getBoundingClientRect();
+        return box.left < nav.left || box.right > nav.right;
+      }).map(tab => tab.innerText)""")
+    assert cut == []

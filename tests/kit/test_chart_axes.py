@@ -12,10 +12,11 @@ from decimal import Decimal
 import plotly.graph_objects as go
 import pytest
 
+from accounting.costs.charts import cost_quantile_curve, cost_share_curve
 from accounting.ledger.charts import bar_label, efficiency_histogram, node_fractions
 from accounting.utilisation.charts import overhead_series
 from allocations.grants.charts import burn_down, usage_stacked
-from kit.charts import date_axis, nice_step, value_axis
+from kit.charts import date_axis, log_axis, nice_step, value_axis
 
 DAY_MS = 86_400_000
 
@@ -162,3 +163,46 @@ def test_job_bar_labels_are_short_and_sit_inside_a_long_bar():
     assert trace["text"] == ["100 %", "40 %", "100 %"]
     assert trace["textposition"] == "auto"  # inside when it fits: a full bar's label never
     assert trace["cliponaxis"] is False  # runs past the figure's right edge
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "labels"),
+    [
+        # Jobs of 1 to 4 nodes: whole nodes, never "1.5" or "2.5" nodes.
+        (1, 4, ["1", "2", "3", "4"]),
+        # Runtimes of 3 min to 48 h: each decade at 1, 2 and 5, every label whole ("0.05"),
+        # never plotly's lone minor digits ("5, 2, 10, 5, 2, 1").
+        (0.05, 48, ["0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50"]),
+        # Costs from a tenth of a cent to hundreds: the powers of ten, grouped.
+        (0.001, 1000, ["0.001", "0.01", "0.1", "1", "10", "100", "1,000"]),
+    ],
+)
+def test_a_log_axis_labels_each_tick_in_full(low, high, labels):
+    axis = log_axis("runtime (hours)", [None, low, 0, (low + high) / 2, high])
+    assert axis["type"] == "log"
+    assert axis["ticktext"] == labels
+    assert [float(label.replace(",", "")) for label in labels] == axis["tickvals"]
+
+
+def test_a_log_axis_without_positive_values_leaves_the_ticks_to_plotly():
+    assert "tickvals" not in log_axis("cost (Euro)", [None, 0])
+
+
+def test_the_cost_quantile_curves_label_their_log_axis_in_full():
+    chart = cost_quantile_curve(
+        key="quantiles-nodes", title="Job size by quantile", axis_title="job size (nodes)",
+        unit="nodes", points=[(Decimal(p), Decimal(1 + p // 30)) for p in range(101)],
+    )  # fmt: skip
+    assert layout(chart)["yaxis"]["ticktext"] == ["1", "2", "3", "4"]
+
+
+def test_a_log_axis_of_one_value_between_steps_leaves_the_ticks_to_plotly():
+    assert "tickvals" not in log_axis("runtime (hours)", [0.37])
+
+
+def test_the_cost_share_curve_names_its_y_axis_in_words():
+    # It read "share of the total cost (Euro), %".
+    chart = cost_share_curve(
+        key="cost-share", points=[(Decimal(1), 3, Decimal("17.6"))], currency="Euro"
+    )
+    assert layout(chart)["yaxis"]["title"]["text"] == "share of the total Euro cost (%)"

@@ -129,3 +129,13 @@ def test_the_day_filter_keeps_a_date_on_one_line_and_the_last_day_filter_reads_a
     assert last_day(date(2027, 1, 8)) == (
         '<time class="date" datetime="2027-01-07">2027-01-07</time>'
     )
+
+
+def test_the_command_filter_breaks_a_command_between_its_words_never_inside_an_option():
+    # A phone broke "sbatch --account=pawsey0001 --partition=work" after "--".
+    from kit.template_filters import command
+
+    assert command("sbatch --account=p<1> --partition=work") == (
+        '<span class="nowrap">sbatch</span> <span class="nowrap">--account=p&lt;1&gt;</span> '
+        '<span class="nowrap">--partition=work</span>'
+    )

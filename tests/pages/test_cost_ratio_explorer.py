@@ -73,8 +73,19 @@ def test_the_explorer_reproduces_the_papers_weights_and_tables(site):
     shaded = [shape for shape in shapes if shape["type"] == "rect"]
     assert shaded[0]["x0"] == pytest.approx(16 / 3)
     assert shaded[0]["x1"] == pytest.approx(12)
+    # Its words start at the band's left edge: centred, a phone's narrow band put them over
+    # the y axis' "0".
+    (words,) = [note for note in figure["layout"]["annotations"] if "only the" in note["text"]]
+    assert (words["x"], words["xanchor"]) == (pytest.approx(16 / 3), "left")
     assert figure["layout"]["xaxis"]["title"]["text"].startswith("GPU speedup")
     assert figure["layout"]["yaxis"]["title"]["text"] == "energy (Wh)"
+
+
+def test_the_examples_table_groups_its_charges_by_thousands(site):
+    page = client_for(site.users["member"]).get(reverse("accounting:cost-ratio"), PAPER)
+    amber = re.search(r"<tr[^>]*><td>AMBER</td>.*?</tr>", page.content.decode(), re.S)
+    assert amber is not None
+    assert '<td class="num">5,508</td>' in amber.group()
 
 
 @pytest.mark.django_db

@@ -117,6 +117,9 @@ def test_staff_see_the_users_who_leave_the_most_su_on_the_table(site):
     left = [user.totals.su_left_on_the_table for user in top]
     assert left == sorted(left, reverse=True)
     assert "/accounting/projects/" in page.content.decode()
+    # With fewer users than the limit the page does not promise "the 20 users".
+    assert len(top) < 20
+    assert "The users (at most 20) whose jobs" in page.content.decode()
 
 
 def test_the_staff_page_opens_on_the_last_full_month():
