@@ -51,6 +51,8 @@ def test_a_measured_job_shows_its_efficiency_and_what_a_right_sized_request_cost
     assert "25.0&nbsp;%" in content
     assert "no GPUs" in content
     assert "Left on the table" in content
+    # The advice's options never break on a phone: "(--" / "ntasks-per-node" (screenshots).
+    assert '<span class="nowrap">(--ntasks-per-node</span>' in content
     assert page.context["cheaper"] is None  # measured right-sizing replaces the guess
 
 
