@@ -339,6 +339,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7, help="server-time samples per view")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--database", default=DB, help="the throwaway database's name")
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the database (to profile a view on it)"
+    )
     args = parser.parse_args()
     levels = [int(level) for level in args.connections.split(",")]
     now = datetime.now(UTC)
@@ -426,7 +429,8 @@ def main() -> int:
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
     finally:
-        database_drop(args.database)
+        if not args.keep:
+            database_drop(args.database)
     return 1 if failed else 0
 
 
