@@ -5,8 +5,6 @@ above the domains (it reads grants' balances and rounds' requests)."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
-from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_per_day, usage_series
+from accounting.ledger.selectors import ledger_stamp, top_jobs, usage_series
 from allocations import request_states
 from allocations.access import can_edit_outputs, can_read_letter
 from allocations.grants import charts
@@ -36,7 +34,7 @@ from kit.caching import remembered
 from kit.charts import Chart, find_chart
 from projects.access import can_delegate, can_manage_project, project_is_writable
 from projects.invitations import invitations_of
-from projects.models import Project, ResourcePool
+from projects.models import Project
 from projects.selectors import memberships_of, project_for_user, role_in_project
 
 # A grant ending this soon offers its renewal and its extension on the project page.
@@ -74,13 +72,6 @@ def _top_jobs_window(
 # --- Project page -----------------------------------------------------------------------------
 
 
-def _pool_usage_per_day(
-    *, project: Project, pool: ResourcePool, start: date, end: date
-) -> dict[date, Decimal]:
-    partition_ids = list(pool.partitions.values_list("pk", flat=True))
-    return usage_per_day(project=project, partition_ids=partition_ids, start=start, end=end)
-
-
 @require_GET
 @login_required
 def project_detail(request: HttpRequest, code: str) -> HttpResponse:
@@ -102,17 +93,8 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         balance = item.balance
         burn = None
         if balance is not None:
-            used_until = min(balance.end, balance.on + timedelta(days=1))
-            used = remembered(
-                ("burn", project.pk, item.pool.pk, balance.start, used_until, stamp),
-                partial(
-                    _pool_usage_per_day,
-                    project=project,
-                    pool=item.pool,
-                    start=balance.start,
-                    end=used_until,
-                ),
-            )
+            # The days the balance read already: no query of its own, cached or not.
+            used = dict(balance.used_per_day)
             burn = charts.burn_down(
                 key=f"burn-{item.pool.pk}", pool=item.pool.name, start=balance.start,
                 end=balance.end, today=balance.on, available_su=balance.available_su,

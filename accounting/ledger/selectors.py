@@ -712,21 +712,6 @@ def usage_series(
     return points
 
 
-def usage_per_day(
-    *, project: Project, partition_ids: Iterable[int], start: date, end: date
-) -> dict[date, Decimal]:
-    """SU per day of the project on some partitions (one pool), in [start, end)."""
-    rows = (
-        UsageDaily.objects.filter(
-            project=project, partition_id__in=list(partition_ids), day__gte=start, day__lt=end
-        )
-        .values("day")
-        .annotate(total=Sum("service_units"))
-        .order_by("day")
-    )
-    return {row["day"]: Decimal(row["total"]) for row in rows}
-
-
 # The costliest first; among equal SU the newest end, then the newest id: one order, ties too.
 TOP_JOBS_ORDER = ("-service_units", "-end", "-id")
 # A month's list is kept under its roll-ups' signature, so it is never stale: this only bounds

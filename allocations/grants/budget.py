@@ -98,6 +98,9 @@ class Balance:
     """What queued and running jobs hold (NCI's "reserved"): each at its requested size and
     time limit, or what it used so far without a limit. Counted in the current period only,
     as pending is; never deducted from ``remaining``."""
+    used_per_day: tuple[tuple[date, Decimal], ...] = ()
+    """The SU charged on each day of the period up to ``on`` that has usage, from the same
+    read of the roll-ups as ``used_su``: the burn-down's points."""
 
     @property
     def last_day(self) -> date:

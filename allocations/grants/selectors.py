@@ -190,7 +190,15 @@ def _balance_of(
         on=day,
         used_cost=_between(spent, period.start, period.end),
         reserved_su=reserved if now else ZERO,
+        used_per_day=_days_between(used, period.start, min(period.end, day + timedelta(days=1))),
     )
+
+
+def _days_between(
+    daily: list[tuple[date, Decimal]], since: date, until: date
+) -> tuple[tuple[date, Decimal], ...]:
+    """The days in [since, until) with their amounts."""
+    return tuple((day, amount) for day, amount in daily if since <= day < until)
 
 
 def _grants_of(

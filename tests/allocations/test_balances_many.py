@@ -78,6 +78,30 @@ def test_many_projects_read_at_once_have_exactly_the_balances_each_has_alone(bus
         assert carried[busy.gpu.pk].adjustments_su == Decimal(31)
 
 
+@pytest.mark.parametrize("on", [SAMPLE_DAY, SECOND_QUARTER])
+def test_the_balances_days_are_the_rollups_per_day_of_the_period_up_to_its_day(busy, on):
+    """The burn-down's points come with the balance (no query of their own): each day of the
+    period up to ``on`` with its SU on the pool's partitions, as the daily roll-ups sum them."""
+    days_seen = 0
+    for project in (busy.p1, busy.p2, busy.p3):
+        for item in balances_for_project(project=project, on=on):
+            balance = item.balance
+            until = min(balance.end, balance.on + timedelta(days=1))
+            expected = {}
+            for row in UsageDaily.objects.filter(
+                project=project, partition__in=item.pool.partitions.all(),
+                day__gte=balance.start, day__lt=until,
+            ).order_by("day"):  # fmt: skip
+                expected[row.day] = expected.get(row.day, Decimal(0)) + row.service_units
+            assert dict(balance.used_per_day) == expected
+            days_seen += len(expected)
+            assert [day for day, _ in balance.used_per_day] == sorted(expected)
+            assert sum(expected.values(), Decimal(0)) <= balance.used_su
+            if on >= balance.end - timedelta(days=1):
+                assert sum(expected.values(), Decimal(0)) == balance.used_su
+    assert days_seen > 10
+
+
 def test_a_project_without_a_grant_reads_no_pools_among_others(busy):
     empty = ProjectFactory(code="pawsey0099", pi=busy.bob)
     found = balances_for_projects(projects=[busy.p1, empty], on=SAMPLE_DAY)
