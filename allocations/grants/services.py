@@ -12,7 +12,6 @@ from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from accounting.models import Job
 from allocations.access import approves_project_requests, can_decide, chairs_any_round
@@ -226,11 +225,9 @@ def _slurm_limits_refresh_enqueue(cluster_id: int) -> None:
     the work, the Slurm page says so (a failed "limits update"), the balance having moved."""
 
     def unsent(error: Exception) -> None:
-        SlurmSyncRequest.objects.create(
+        SlurmSyncRequest.record_unsent(
             cluster_id=cluster_id,
             kind=SlurmSyncRequest.Kind.LIMITS,
-            outcome=SlurmSyncRequest.Outcome.FAILED,
-            finished_at=timezone.now(),
             error=f"Slurm's limits were not set again after a balance moved: {error}",
         )
 

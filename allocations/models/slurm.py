@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from allocations.models.grants import BudgetPeriod
 from projects.models import AuditedInProject, Project, ResourcePool
@@ -168,3 +169,13 @@ class SlurmSyncRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} of {self.cluster} asked at {self.requested_at}"
+
+    @classmethod
+    def record_unsent(cls, *, cluster_id: int, kind: str, error: str) -> SlurmSyncRequest:
+        """Work for Slurm the portal asked for itself (a balance that moved, a decision) and
+        the task queue did not take: kept as a failed request, so the Slurm page says so. On
+        the model, the one place both the grants and the request decisions may reach."""
+        return cls.objects.create(
+            cluster_id=cluster_id, kind=kind, outcome=cls.Outcome.FAILED,
+            finished_at=timezone.now(), error=error,
+        )  # fmt: skip

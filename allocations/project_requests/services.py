@@ -371,10 +371,8 @@ def _slurm_plans_prepare(request: ProjectRequest, actor: User) -> list[str]:
 def _plan_unsent(cluster_id: int, error: Exception) -> None:
     """The Slurm plan a decision asks for, when the task queue does not take it: the Slurm page
     says so (the decision stands; staff plan again from that page)."""
-    SlurmSyncRequest.objects.create(
+    SlurmSyncRequest.record_unsent(
         cluster_id=cluster_id,
         kind=SlurmSyncRequest.Kind.PLAN,
-        outcome=SlurmSyncRequest.Outcome.FAILED,
-        finished_at=timezone.now(),
         error=f"the plan this decision asks for could not be handed to a worker: {error}",
     )
