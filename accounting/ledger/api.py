@@ -36,7 +36,7 @@ from accounting.ledger.selectors import (
     count_bounded,
     job_find,
     jobs_after,
-    jobs_count,
+    keyset_page_count,
     usage_get,
 )
 from accounting.ledger.serializers import (
@@ -218,11 +218,10 @@ class JobViewSet(ApiViewSet):
             ended_from=window.get("start"),
         )  # fmt: skip
         page, more = rows[:size], len(rows) > size
-        count = None
-        if after is None and not more:
-            count = len(page)  # the whole list is this page
-        elif _count_bounded(window):
-            count = jobs_count(jobs=jobs)
+        count = keyset_page_count(
+            jobs=jobs, shown=len(page), first=after is None, more=more,
+            bounded=_count_bounded(window),
+        )  # fmt: skip
         following = None
         if more:
             last = page[-1]

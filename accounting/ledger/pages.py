@@ -45,9 +45,9 @@ from accounting.ledger.selectors import (
     job_partitions,
     job_usernames,
     jobs_after,
-    jobs_count,
     jobs_count_from_rollups,
     jobs_of_project,
+    keyset_page_count,
     quarantine_open,
     quarantine_records,
     quarantine_retry_cluster,
@@ -210,11 +210,11 @@ def _newest_first(
         ended_from=filters.ended_from,
     )  # fmt: skip
     page, more = found[:JOBS_PER_PAGE], len(found) > JOBS_PER_PAGE
-    if after is None and not more:
-        count: int | None = len(page)  # the whole list is this page
-    elif count_bounded(ended_from=filters.ended_from, ended_before=filters.ended_before):
-        count = jobs_count(jobs=jobs)
-    else:
+    count = keyset_page_count(
+        jobs=jobs, shown=len(page), first=after is None, more=more,
+        bounded=count_bounded(ended_from=filters.ended_from, ended_before=filters.ended_before),
+    )  # fmt: skip
+    if count is None:
         count = jobs_count_from_rollups(project=project, filters=filters)
     older = cursor_encode(JobCursor(end=page[-1].end, pk=page[-1].pk)) if more else None
     return JobsListing(jobs=page, count=count, older=older, newest=after is None)

@@ -511,6 +511,17 @@ def count_bounded(*, ended_from: datetime | None, ended_before: datetime | None)
     )
 
 
+def keyset_page_count(
+    *, jobs: QuerySet[Job], shown: int, first: bool, more: bool, bounded: bool
+) -> int | None:
+    """How many jobs a keyset page's filters select, where that costs no scan of the ledger:
+    the page's own rows when the first page holds them all, a count where the filters bound
+    it (:func:`count_bounded`), else None. The jobs API and the jobs page both ask here."""
+    if first and not more:
+        return shown
+    return jobs_count(jobs=jobs) if bounded else None
+
+
 def jobs_count(*, jobs: QuerySet[Job]) -> int:
     """How many of ``jobs`` there are (their count from the ``(project, end)`` index; call it
     only where a filter bounds them: docs/api.md, "Jobs")."""
