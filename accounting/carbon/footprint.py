@@ -230,14 +230,26 @@ class RunFootprint:
     g_per_kwh: Decimal | None
 
 
+def _run_seconds(start: datetime | None, end: datetime) -> tuple[int, int]:
+    """A run as Unix seconds; an unknown start is a run of no length at its end."""
+    end_s = int(end.timestamp())
+    return (end_s if start is None else int(start.timestamp())), end_s
+
+
+def run_hours(start: datetime | None, end: datetime) -> tuple[datetime, datetime]:
+    """The UTC clock hours a run's CO2e reads the intensity of, as [first hour, after the
+    last): what :func:`run_footprint` needs of a cluster's series."""
+    start_s, end_s = _run_seconds(start, end)
+    return epoch_hour_start(min(start_s, end_s) // 3600), epoch_hour_start(end_s // 3600 + 1)
+
+
 def run_footprint(
     *, energy_wh: Decimal, start: datetime | None, end: datetime, intensity: Intensity
 ) -> RunFootprint:
     """A job's CO2e: its energy over the hours of its run, each hour at its mean intensity
     (the rule the months use). None when an hour with energy has no intensity: a figure that
     left it out would understate."""
-    end_s = int(end.timestamp())
-    start_s = end_s if start is None else int(start.timestamp())
+    start_s, end_s = _run_seconds(start, end)
     mean_of = HourMeans(intensity)
     grams = _ZERO
     for hour, share in energy_hour_shares(to_millionths(energy_wh), start_s, end_s):

@@ -30,6 +30,7 @@ from accounting.carbon.footprint import (
     job_energy,
     monthly_footprint,
     run_footprint,
+    run_hours,
 )
 from accounting.models import Cluster, EnergyHourly, GridIntensity, Job, UsageDaily
 from projects.models import Project
@@ -67,13 +68,8 @@ def job_footprint_get(*, job: Job) -> JobFootprint:
     )
     if job.end is None:
         return JobFootprint(energy=energy, g_per_kwh=None, co2e_g=None)
-    end_s = int(job.end.timestamp())
-    start_s = end_s if job.start is None else min(int(job.start.timestamp()), end_s)
-    intensity = cluster_intensity_get(
-        cluster=job.cluster,
-        start=epoch_hour_start(start_s // 3600),
-        end=epoch_hour_start(end_s // 3600 + 1),
-    )
+    first, after = run_hours(job.start, job.end)
+    intensity = cluster_intensity_get(cluster=job.cluster, start=first, end=after)
     run = run_footprint(energy_wh=energy.wh, start=job.start, end=job.end, intensity=intensity)
     return JobFootprint(energy=energy, g_per_kwh=run.g_per_kwh, co2e_g=run.co2e_g)
 

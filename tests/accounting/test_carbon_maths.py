@@ -21,6 +21,7 @@ from accounting.carbon.footprint import (
     measured_energy_wh,
     monthly_footprint,
     run_footprint,
+    run_hours,
 )
 from accounting.carbon.series_csv import IntensityCsvError, intensity_csv_parse
 
@@ -196,6 +197,13 @@ def test_the_shares_of_a_run_add_up_to_its_energy_exactly_and_follow_its_seconds
         for hour, share in shares:
             inside = min(end, (hour + 1) * 3600) - max(start, hour * 3600)
             assert abs(share - millionths * inside / seconds) <= 1
+
+
+def test_the_hours_a_run_reads_cover_it_from_its_first_hour_to_after_its_last():
+    start, end = at(1, 10) + timedelta(minutes=30), at(1, 12) + timedelta(minutes=15)
+    assert run_hours(start, end) == (at(1, 10), at(1, 13))
+    assert run_hours(None, end) == (at(1, 12), at(1, 13))  # no start: its end's hour
+    assert run_hours(end + timedelta(hours=2), end) == (at(1, 12), at(1, 13))
 
 
 def test_a_jobs_co2e_takes_each_hour_of_its_run_at_that_hours_intensity():
