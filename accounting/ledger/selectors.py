@@ -489,10 +489,13 @@ def _after(jobs: QuerySet[Job], after: JobCursor | None) -> QuerySet[Job]:
     return jobs.filter(Q(end__lt=after.end) | Q(end=after.end, pk__lt=after.pk))
 
 
-def _months_before(moment: datetime | None, months: int) -> datetime:
+def _months_before(moment: datetime | None, months: int) -> datetime | None:
     """The first instant (UTC) of the month ``months - 1`` before ``moment``'s month (now's
-    when None): a window of ``months`` calendar months ending with ``moment``'s."""
+    when None): a window of ``months`` calendar months ending with ``moment``'s. None when
+    that month would be before year 1 (a cursor near the calendar's start): no lower bound."""
     start = month_of(moment or datetime.now(UTC))
+    if start.year * 12 + start.month - months < 12:  # the window's first month before 0001-01
+        return None
     first = add_months(start, 1 - months)
     return datetime(first.year, first.month, 1, tzinfo=UTC)
 

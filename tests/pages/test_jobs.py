@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 from decimal import Decimal
@@ -298,3 +299,25 @@ def test_the_first_page_does_not_count_the_ledger(site):
     counts = [query["sql"] for query in queries if "COUNT(" in query["sql"].upper()]
     ledger_counts = [sql for sql in counts if '"accounting_job"' in sql]
     assert all('"end" IS NULL' in sql for sql in ledger_counts), ledger_counts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0001-01-01T00:00:00+00:00,5",  # the calendar's first month: no month before it
+        "9999-12-31T23:59:59+00:00,5",
+        "2026-01-01T00:00:00+14:00,999999999999999999",
+        ",0",  # a running job's cursor
+    ],
+)
+def test_a_crafted_cursor_at_the_calendars_edges_is_a_page_not_a_crash(site, text):
+    """A cursor is read back strictly, but one that decodes can name any instant: the pages'
+    month windows must not step before year 1 (it raised 'unreachable' in add_months)."""
+    crafted = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    client = client_for(site.users["pi"])
+    page = client.get(_jobs_url(), {"after": crafted})
+    assert page.status_code == 200
+    assert page.context["listing"].newest is False
+    answer = client.get("/api/v1/jobs/", {"project": site.project.code, "cursor": crafted})
+    assert answer.status_code == 200
+    assert isinstance(answer.json()["results"], list)
