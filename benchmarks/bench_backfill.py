@@ -184,7 +184,8 @@ def main() -> int:
             one, ledger_one = _backfill(env, 1, since=since, until=until, windows=args.windows)
             psql(
                 DB,
-                "TRUNCATE accounting_job, accounting_usagedaily, accounting_utilisationhourly "
+                "TRUNCATE accounting_job, accounting_usagedaily, accounting_projectusagedaily, "
+                "accounting_utilisationhourly "
                 "CASCADE; DELETE FROM accounting_importrun;",
             )
             two, ledger_two = _backfill(env, 2, since=since, until=until, windows=args.windows)

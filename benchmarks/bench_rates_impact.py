@@ -28,7 +28,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
-from benchmarks.pg import SHAPED_JOBS, database_create, database_drop, psql  # noqa: E402
+from benchmarks.pg import (  # noqa: E402
+    PROJECT_USAGE_FROM_USAGE,
+    SHAPED_JOBS,
+    database_create,
+    database_drop,
+    psql,
+)
 
 DB = "portal_bench_rates_impact"
 TARGET_S = 2.0
@@ -53,6 +59,9 @@ SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date,
   sum(service_units), sum(cpus * elapsed_seconds / 3600.0), sum(gpus * elapsed_seconds / 3600.0),
   0, 0, count(*), 0, 0, 0
 FROM accounting_job GROUP BY 1, 2, 3, 4;
+"""
+    + PROJECT_USAGE_FROM_USAGE
+    + """
 ANALYZE accounting_usagedaily;
 """
 )

@@ -30,7 +30,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from any directory
-from benchmarks.pg import SHAPED_JOBS, database_create, database_drop, psql  # noqa: E402
+from benchmarks.pg import (  # noqa: E402
+    PROJECT_USAGE_FROM_USAGE,
+    SHAPED_JOBS,
+    database_create,
+    database_drop,
+    psql,
+)
 
 DB = "portal_bench_record"
 TARGET_MS = 100
@@ -187,7 +193,7 @@ def main() -> None:
         started = time.perf_counter()
         psql(DB, FILL.format(jobs=args.jobs))
         print(f"filled {args.jobs:,} jobs in {time.perf_counter() - started:.0f} s")
-        psql(DB, ROLLUPS)
+        psql(DB, ROLLUPS + PROJECT_USAGE_FROM_USAGE)
         done = subprocess.run(
             [*manage, "shell", "-c", TIMING.replace("{runs}", str(args.runs))], cwd=ROOT,
             env=env, capture_output=True, text=True,

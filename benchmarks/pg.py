@@ -15,14 +15,25 @@ ROOT = Path(__file__).resolve().parent.parent
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 
 
+# The balance's roll-up from UsageDaily, the migration's rule (accounting 0030).
+PROJECT_USAGE_FROM_USAGE = """
+INSERT INTO accounting_projectusagedaily (project_id, day, partition_id, service_units, cost,
+  jobs)
+SELECT project_id, day, partition_id, sum(service_units), sum(cost), sum(jobs)
+FROM accounting_usagedaily GROUP BY 1, 2, 3;
+"""
+
 # The daily roll-ups of a ledger filled in SQL, as the import would have kept them.
-USAGE_DAILY_FROM_JOBS = """
+USAGE_DAILY_FROM_JOBS = (
+    """
 INSERT INTO accounting_usagedaily (project_id, partition_id, username, day, service_units,
   core_hours, gpu_hours, energy_wh, jobs)
 SELECT project_id, partition_id, username, ("end" AT TIME ZONE 'UTC')::date, sum(service_units),
   sum(cpus * elapsed_seconds / 3600.0), 0, sum(energy_wh), count(*)
 FROM accounting_job GROUP BY 1, 2, 3, 4;
 """
+    + PROJECT_USAGE_FROM_USAGE
+)
 
 
 # A year of charged jobs (2026) in SQL, of 1,568 shapes on the testbed's two partitions: a job

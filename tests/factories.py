@@ -12,13 +12,13 @@ from django.contrib.auth import get_user_model
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
+from accounting.ledger.rollups import DAILY_SUMS, daily_apply
 from accounting.models import (
     Cluster,
     EfficiencyDaily,
     EfficiencyMonthly,
     Partition,
     PartitionVersion,
-    UsageDaily,
 )
 from projects.models import Membership, PoolPartition, Project, ResourcePool
 
@@ -164,12 +164,25 @@ def api_token(user: Any, *, scope: str = "write", name: str = "tests") -> str:
     return token_create(user=user, name=name, scope=scope, expires_in_days=30).plaintext
 
 
+def usage_day_add(project, partition, username, day, *, service_units=0, cost=0, jobs=0):
+    """A day of usage written by hand as the import writes it (``daily_apply``: UsageDaily and
+    the balance's ProjectUsageDaily), for read-side tests whose figures are computed on paper."""
+    amounts = {"service_units": Decimal(service_units), "cost": Decimal(cost), "jobs": jobs}
+    daily_apply(
+        {
+            (project.pk, partition.pk, username, day): [
+                amounts.get(name, 0 if name.endswith("jobs") else Decimal(0)) for name in DAILY_SUMS
+            ]
+        }
+    )
+
+
 def efficiency_rollups_add(project, partition, username, day, *, jobs, measured, **sums):
     """Roll-up rows of a day written by hand (UsageDaily, EfficiencyDaily when ``measured``
     jobs had usage data), and their share of the month's EfficiencyMonthly row, as the import
     keeps them: for read-side tests whose every figure is computed on paper."""
-    UsageDaily.objects.create(
-        project=project, partition=partition, username=username, day=day, jobs=jobs,
+    usage_day_add(
+        project, partition, username, day, jobs=jobs,
         service_units=sums.get("service_units", Decimal(0)),
     )  # fmt: skip
     month, _ = EfficiencyMonthly.objects.get_or_create(

@@ -62,6 +62,7 @@ from accounting.models import (
     ImportRun,
     Job,
     PartitionVersion,
+    ProjectUsageDaily,
     UsageDaily,
 )
 from accounting.quarantine import quarantine_retry_enqueue
@@ -713,7 +714,9 @@ def _usage_costs_fix(*, cluster: Cluster, first_day: date, stop_day: date) -> in
         params: list[Any] = [cluster.timezone, cluster.pk, start, stop, Job.ChargeState.PENDING]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            return int(cursor.rowcount)
+            fixed = int(cursor.rowcount)
+        _project_usage_costs_fix(cluster=cluster, first_day=first_day, stop_day=stop_day)
+        return fixed
     # SQLite (the embedded demo): the same sums, per roll-up row.
     sums: dict[tuple[int, int, str, date], Decimal] = {}
     jobs = Job.objects.filter(cluster=cluster, end__gte=start, end__lt=stop).exclude(
@@ -734,7 +737,35 @@ def _usage_costs_fix(*, cluster: Cluster, first_day: date, stop_day: date) -> in
         if wanted is not None and wanted != cost:
             UsageDaily.objects.filter(pk=pk).update(cost=wanted)
             fixed += 1
+    _project_usage_costs_fix(cluster=cluster, first_day=first_day, stop_day=stop_day)
     return fixed
+
+
+def _project_usage_costs_fix(*, cluster: Cluster, first_day: date, stop_day: date) -> None:
+    """Set ``ProjectUsageDaily.cost`` of the cluster's days [first_day, stop_day) to the sum of
+    their UsageDaily rows' (after a cost model re-costed those): the one other writer of the
+    money the roll-ups hold (the import keeps the rest, accounting.ledger.rollups)."""
+    table, usage = ProjectUsageDaily._meta.db_table, UsageDaily._meta.db_table
+    partitions = list(cluster.partitions.values_list("pk", flat=True))
+    if not partitions:
+        return
+    where = f"partition_id IN ({', '.join(['%s'] * len(partitions))}) AND day >= %s AND day < %s"
+    if connection.vendor == "postgresql":
+        sql = (
+            f"UPDATE {table} AS t SET cost = s.cost FROM ("  # noqa: S608
+            f"  SELECT project_id, day, partition_id, SUM(cost) AS cost FROM {usage} "
+            f"  WHERE {where} GROUP BY 1, 2, 3) AS s "
+            "WHERE t.project_id = s.project_id AND t.day = s.day "
+            "AND t.partition_id = s.partition_id AND t.cost <> s.cost"
+        )
+    else:  # SQLite: the same sums, a correlated subquery per row
+        sql = (
+            f"UPDATE {table} SET cost = (SELECT COALESCE(SUM(u.cost), 0) FROM {usage} u "  # noqa: S608
+            f"WHERE u.project_id = {table}.project_id AND u.day = {table}.day "
+            f"AND u.partition_id = {table}.partition_id) WHERE {where}"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*partitions, first_day, stop_day])
 
 
 # --- The cost distribution (ch. 6, Figures 6.1-6.5) ---------------------------------------------

@@ -27,6 +27,7 @@ from accounting.models import (
     EnergyHourly,
     ImportRunChange,
     Job,
+    ProjectUsageDaily,
     UsageDaily,
     UsageShapeDaily,
     UsageShapeMonthly,
@@ -41,7 +42,7 @@ _MB_QUANTUM = Decimal("0.001")
 
 
 def _contribution(values: dict[str, Any], zone: tzinfo) -> tuple[tuple[Any, ...], list[Any]]:
-    """What a finished job adds to its day's roll-up: key and the amounts of ``_DAILY_SUMS``
+    """What a finished job adds to its day's roll-up: key and the amounts of ``DAILY_SUMS``
     (SU, core-h, GPU-h, Wh, cost, jobs, then measured Wh, the estimate of the measured job and
     whether it was measured)."""
     day = _day_of(values["end"], zone)
@@ -216,7 +217,7 @@ def _months_of(deltas: Deltas) -> dict[tuple[Any, ...], list[Any]]:
     """The batch's deltas of EfficiencyMonthly: per (project, partition, user, month), the
     charged jobs and SU of its days' UsageDaily deltas, then the sums of their EfficiencyDaily
     deltas."""
-    jobs, service_units = _DAILY_SUMS.index("jobs"), _DAILY_SUMS.index("service_units")
+    jobs, service_units = DAILY_SUMS.index("jobs"), DAILY_SUMS.index("service_units")
     zero = [0, _ZERO, *_EFFICIENCY_ZEROS]
     months: dict[tuple[Any, ...], list[Any]] = {}
     for (project_id, partition_id, username, day), amounts in deltas.daily.items():
@@ -347,11 +348,11 @@ def energy_hours_apply(energy: dict[tuple[int, date, int, int], int]) -> None:
     _upsert_adding(EnergyHourly._meta.db_table, columns, types, key=4, rows=rows)
 
 
-_DAILY_SUMS = (
+DAILY_SUMS = (
     "service_units", "core_hours", "gpu_hours", "energy_wh", "cost", "jobs",
     "energy_measured_wh", "energy_measured_estimate_wh", "energy_measured_jobs",
 )  # fmt: skip
-_DAILY_TYPES = tuple("bigint" if name.endswith("jobs") else "numeric" for name in _DAILY_SUMS)
+_DAILY_TYPES = tuple("bigint" if name.endswith("jobs") else "numeric" for name in DAILY_SUMS)
 
 
 def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
@@ -359,9 +360,32 @@ def daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
     rows = [(*key, *amounts) for key, amounts in sorted(deltas.items()) if any(amounts)]
     if not rows:
         return
-    columns = ("project_id", "partition_id", "username", "day", *_DAILY_SUMS)
+    columns = ("project_id", "partition_id", "username", "day", *DAILY_SUMS)
     types = ("bigint", "bigint", "text", "date", *_DAILY_TYPES)
     _upsert_adding(UsageDaily._meta.db_table, columns, types, key=4, rows=rows)
+    _project_daily_apply(deltas)
+
+
+# ProjectUsageDaily's sums: their places among DAILY_SUMS.
+_PROJECT_DAILY_SUMS = ("service_units", "cost", "jobs")
+_PROJECT_DAILY_AT = tuple(DAILY_SUMS.index(name) for name in _PROJECT_DAILY_SUMS)
+
+
+def _project_daily_apply(deltas: dict[tuple[Any, ...], list[Any]]) -> None:
+    """The same deltas summed over the users, added to ``ProjectUsageDaily`` (one upsert):
+    the balance's roll-up is UsageDaily grouped by project, day and partition, by
+    construction."""
+    sums: dict[tuple[Any, ...], list[Any]] = {}
+    for (project, partition, _username, day), amounts in deltas.items():
+        current = sums.setdefault((project, day, partition), [_ZERO, _ZERO, 0])
+        for place, index in enumerate(_PROJECT_DAILY_AT):
+            current[place] += amounts[index]
+    rows = [(*key, *amounts) for key, amounts in sorted(sums.items()) if any(amounts)]
+    if not rows:
+        return
+    columns = ("project_id", "day", "partition_id", *_PROJECT_DAILY_SUMS)
+    types = ("bigint", "date", "bigint", "numeric", "numeric", "bigint")
+    _upsert_adding(ProjectUsageDaily._meta.db_table, columns, types, key=3, rows=rows)
 
 
 def _array_param(column: tuple[Any, ...]) -> Any:

@@ -51,6 +51,7 @@ from accounting.models import (
     Job,
     Partition,
     PartitionVersion,
+    ProjectUsageDaily,
     QuarantinedRecord,
     UsageDaily,
 )
@@ -851,7 +852,7 @@ class PoolLedger:
 
 @cache
 def _pool_ledger_sql(projects: int, pools: int, partitioned: bool) -> str:
-    member, partition, usage, job = table_names(PoolPartition, Partition, UsageDaily, Job)
+    member, partition, usage, job = table_names(PoolPartition, Partition, ProjectUsageDaily, Job)
     if partitioned:
         # The running jobs' pending SU from the ledger's key table, which keeps them (and has
         # an index of them): the monthly partitions are not read at all.

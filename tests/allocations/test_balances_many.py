@@ -21,16 +21,21 @@ from allocations.grants.selectors import (
 from allocations.grants.services import adjustment_refund, adjustment_top_up, allocation_grant
 from allocations.models import Allocation
 from tests.allocations.conftest import PERIOD, SAMPLE, SAMPLE_DAY
-from tests.factories import ProjectFactory
+from tests.factories import ProjectFactory, usage_day_add
 
 SECOND_QUARTER = date(2027, 2, 1)
 
 
 def _use(project, partition, day, amount):
-    UsageDaily.objects.create(
-        project=project, partition=partition, username="u", day=day,
-        service_units=Decimal(amount), cost=Decimal(amount) / 10, jobs=1,
-    )  # fmt: skip
+    usage_day_add(
+        project,
+        partition,
+        "u",
+        day,
+        service_units=Decimal(amount),
+        cost=Decimal(amount) / 10,
+        jobs=1,
+    )
 
 
 @pytest.fixture

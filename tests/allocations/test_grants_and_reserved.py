@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from accounting.ledger.pipeline import jobs_import
 from accounting.ledger.policy import reserved_for
-from accounting.models import Job, Partition, UsageDaily
+from accounting.models import Job, Partition
 from allocations.grants.budget import Balance, GrantStatus, grant_status
 from allocations.grants.selectors import (
     balance_get,
@@ -29,6 +29,7 @@ from allocations.models import BudgetPeriod
 from kit.calendar import add_months
 from projects.accounts import submit_commands
 from tests.allocations.conftest import PERIOD, SAMPLE_DAY
+from tests.factories import usage_day_add
 from tests.pages.conftest import client_for
 
 # --- The status rule (pure) ------------------------------------------------------------------
@@ -212,11 +213,14 @@ def three_grants(centre):
     adjustment_top_up(
         project=centre.p3, pool=centre.cpu, amount=Decimal(10), actor=centre.staff, reason="x"
     )
-    UsageDaily.objects.create(
-        project=centre.p3, partition=Partition.objects.get(cluster=centre.cluster, name="work"),
-        username="carol", day=max(today - timedelta(days=1), start),
-        service_units=Decimal(50), jobs=1,
-    )  # fmt: skip
+    usage_day_add(
+        centre.p3,
+        Partition.objects.get(cluster=centre.cluster, name="work"),
+        "carol",
+        max(today - timedelta(days=1), start),
+        service_units=Decimal(50),
+        jobs=1,
+    )
     centre.cpu.slurm_account_suffix = "-cpu"
     centre.cpu.save(update_fields=["slurm_account_suffix"])
     return centre, spans

@@ -22,6 +22,7 @@ from allocations.grants.services import (
 )
 from allocations.models import Adjustment, Allocation
 from tests.allocations.conftest import PERIOD
+from tests.factories import usage_day_add
 
 DAY = date(2026, 11, 22)
 amounts = st.integers(min_value=1, max_value=5_000_000).map(lambda units: Decimal(units) / 1000)
@@ -37,12 +38,7 @@ operations = st.lists(
 
 
 def _charge(project, partition, amount):
-    row, _ = UsageDaily.objects.get_or_create(
-        project=project, partition=partition, username="u", day=DAY
-    )
-    row.service_units += amount
-    row.jobs += 1
-    row.save()
+    usage_day_add(project, partition, "u", DAY, service_units=amount, jobs=1)
 
 
 @pytest.mark.django_db

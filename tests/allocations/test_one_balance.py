@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from accounting.models import Job, Partition, UsageDaily
+from accounting.models import Job, Partition
 from allocations.grants.selectors import balance_for_period, balance_get, pool_today
 from allocations.grants.services import (
     AllocationError,
@@ -32,6 +32,7 @@ from allocations.grants.services import (
 from allocations.models import BudgetPeriod
 from allocations.slurm.enforcement import thresholds_check
 from kit.calendar import add_months
+from tests.factories import usage_day_add
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("su_balance", ROOT / "clients" / "su_balance.py")
@@ -107,13 +108,10 @@ def _build(centre, ledger):
         )  # fmt: skip
     partitions = [Partition.objects.get(cluster=centre.cluster, name=n) for n in ("work", "gpu")]
     for index, offset, amount in ledger["usage"]:
-        row, _ = UsageDaily.objects.get_or_create(
-            project=centre.p3, partition=partitions[index], username="carol",
-            day=today + timedelta(days=offset - 40),
+        usage_day_add(
+            centre.p3, partitions[index], "carol", today + timedelta(days=offset - 40),
+            service_units=amount, jobs=1,
         )  # fmt: skip
-        row.service_units += amount
-        row.jobs += 1
-        row.save()
     for number, (index, amount, reserved) in enumerate(ledger["running"]):
         Job.objects.create(
             cluster=centre.cluster, job_id_raw=f"77{number}", job_id=f"77{number}",
@@ -206,10 +204,14 @@ def test_a_tiny_grant_far_overspent_is_noticed_not_a_crash(centre):
         actor=centre.staff,
     )  # fmt: skip
     work = Partition.objects.get(cluster=centre.cluster, name="work")
-    UsageDaily.objects.create(
-        project=centre.p3, partition=work, username="carol", day=today,
-        service_units=Decimal(100_000), jobs=1,
-    )  # fmt: skip
+    usage_day_add(
+        centre.p3,
+        work,
+        "carol",
+        today,
+        service_units=Decimal(100_000),
+        jobs=1,
+    )
 
     report = thresholds_check(on=today)
 

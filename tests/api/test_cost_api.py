@@ -16,6 +16,7 @@ from django.db.models import Sum
 from accounting.costs.services import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.models import Job, UsageDaily
 from tests.allocations.conftest import PERIOD, SAMPLE_DAY
+from tests.factories import usage_day_add
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = (ROOT / "examples" / "costmodels" / "slurm-testbed.cost").read_text()
@@ -86,10 +87,15 @@ def test_usage_never_sums_money_across_currencies(world, priced):
         cluster=other.partition.cluster, name="usd",
         text="currency USD\nnodes all n[1-4]\nrate Hardware 1 k/a\n",
     )  # fmt: skip
-    UsageDaily.objects.create(
-        project=world.centre.p3, partition=other.partition, username="carol", day=SAMPLE_DAY,
-        service_units=Decimal(1), cost=Decimal("5.5"), jobs=1,
-    )  # fmt: skip
+    usage_day_add(
+        world.centre.p3,
+        other.partition,
+        "carol",
+        SAMPLE_DAY,
+        service_units=Decimal(1),
+        cost=Decimal("5.5"),
+        jobs=1,
+    )
     client = world.client("staff")
     (total,) = client.get(
         "/api/v1/usage/", {"granularity": "total", "project": "pawsey0003"}

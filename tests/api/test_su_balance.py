@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from accounting.models import Partition, UsageDaily
+from accounting.models import Partition
 from allocations.grants.selectors import pool_today
 from allocations.grants.services import adjustment_top_up, allocation_grant
 from kit.calendar import add_months
-from tests.factories import api_token
+from tests.factories import api_token, usage_day_add
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "clients"
@@ -60,10 +60,14 @@ def portal(live_server, centre):
     work = Partition.objects.get(cluster=centre.cluster, name="work")
     day = max(today - timedelta(days=1), start)
     for username, su in (("alice", "12.5"), ("carol", "37.5")):
-        UsageDaily.objects.create(
-            project=centre.p3, partition=work, username=username, day=day,
-            service_units=Decimal(su), jobs=3,
-        )  # fmt: skip
+        usage_day_add(
+            centre.p3,
+            work,
+            username,
+            day,
+            service_units=Decimal(su),
+            jobs=3,
+        )
     token = api_token(centre.carol, scope="read")
     return {"SU_PORTAL_URL": live_server.url, "SU_PORTAL_TOKEN": token}
 
