@@ -81,7 +81,7 @@ def project_detail(request: HttpRequest, code: str) -> HttpResponse:
         raise Http404
     step_form = UsageStepForm(request.GET or None)
     step = (step_form.is_valid() and step_form.cleaned_data.get("step")) or "week"
-    pool_balances = balances_for_project(project=project, grants=True)
+    pool_balances = balances_for_project(project=project, grants=True, per_day=True)
     today = pool_balances[0].balance.on if pool_balances and pool_balances[0].balance else None
     today = today or datetime.now(UTC).date()
 

@@ -6,11 +6,11 @@ import hashlib
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
-from functools import cache
+from functools import lru_cache
 from typing import Any, Literal
 
 from django.core.cache import cache as shared_cache
@@ -850,23 +850,56 @@ class PoolLedger:
     reserved: dict[int, Decimal]
 
 
-@cache
-def _pool_ledger_sql(projects: int, pools: int, partitioned: bool) -> str:
+_USAGE_PER_DAY = (
+    "SELECT 'usage', u.project_id, pp.pool_id, NULL, u.day, SUM(u.service_units), "
+    "SUM(u.cost) FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
+    "WHERE u.project_id IN {projects} AND pp.pool_id IN {pools} "
+    "AND u.day >= %s AND u.day < %s GROUP BY u.project_id, pp.pool_id, u.day"
+)
+# The same sums per range of days asked for (b: project, pool, since, until). On PostgreSQL
+# each range is read from the roll-up's (project, day, partition) key on its own (LATERAL):
+# a join of all of them is planned as a scan of the whole roll-up.
+_USAGE_PER_RANGE = (
+    "SELECT 'usage', b.project, b.pool, NULL, b.since, s.units, s.cost "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::date[], %s::date[]) "
+    "AS b(project, pool, since, until) CROSS JOIN LATERAL ("
+    "SELECT SUM(u.service_units) AS units, SUM(u.cost) AS cost FROM {usage} u "
+    "JOIN {member} pp ON pp.partition_id = u.partition_id WHERE pp.pool_id = b.pool "
+    "AND u.project_id = b.project AND u.day >= b.since AND u.day < b.until) s "
+    "WHERE s.units IS NOT NULL"
+)
+_USAGE_PER_RANGE_LISTED = (
+    "SELECT 'usage', b.project, b.pool, NULL, b.since, SUM(u.service_units), SUM(u.cost) "
+    "FROM (SELECT column1 AS project, column2 AS pool, column3 AS since, column4 AS until "
+    "FROM (VALUES {values})) AS b JOIN {member} pp ON pp.pool_id = b.pool "
+    "JOIN {usage} u ON u.project_id = b.project AND u.partition_id = pp.partition_id "
+    "AND u.day >= b.since AND u.day < b.until GROUP BY b.project, b.pool, b.since"
+)
+
+
+@lru_cache(maxsize=256)
+def _pool_ledger_sql(projects: int, pools: int, partitioned: bool, ranges: int | None) -> str:
+    """The balance's one query; ``ranges``: None for a row per day, else the number of ranges
+    of days whose sums are asked for (0 on PostgreSQL, where they travel as arrays)."""
     member, partition, usage, job = table_names(PoolPartition, Partition, ProjectUsageDaily, Job)
     if partitioned:
         # The running jobs' pending SU from the ledger's key table, which keeps them (and has
         # an index of them): the monthly partitions are not read at all.
         job = KEY_TABLE
-    return (  # partitions of the pools; usage per project, pool and day; running jobs
+    if ranges is None:
+        used = _USAGE_PER_DAY.format(
+            usage=usage, member=member, projects=placeholders(projects), pools=placeholders(pools)
+        )
+    elif connection.vendor == "postgresql":
+        used = _USAGE_PER_RANGE.format(member=member, usage=usage)
+    else:
+        values = ", ".join(["(%s, %s, %s, %s)"] * ranges)
+        used = _USAGE_PER_RANGE_LISTED.format(values=values, member=member, usage=usage)
+    return (  # partitions of the pools; usage per project, pool and day or range; running jobs
         f"SELECT 'partition', NULL, pp.pool_id, pa.name, NULL, NULL, NULL "  # noqa: S608
         f"FROM {member} pp "
         f"JOIN {partition} pa ON pa.id = pp.partition_id WHERE pp.pool_id IN {placeholders(pools)} "
-        "UNION ALL "
-        "SELECT 'usage', u.project_id, pp.pool_id, NULL, u.day, SUM(u.service_units), "
-        f"SUM(u.cost) FROM {usage} u JOIN {member} pp ON pp.partition_id = u.partition_id "
-        f"WHERE u.project_id IN {placeholders(projects)} AND pp.pool_id IN {placeholders(pools)} "
-        "AND u.day >= %s AND u.day < %s GROUP BY u.project_id, pp.pool_id, u.day "
-        "UNION ALL "
+        f"UNION ALL {used} UNION ALL "
         "SELECT 'pending', j.project_id, pp.pool_id, NULL, NULL, SUM(j.pending_service_units), "
         "SUM(COALESCE(j.reserved_service_units, j.pending_service_units)) "
         f"FROM {job} j JOIN {member} pp ON pp.partition_id = j.partition_id "
@@ -877,11 +910,30 @@ def _pool_ledger_sql(projects: int, pools: int, partitioned: bool) -> str:
 
 @dataclass(frozen=True)
 class LedgerWanted:
-    """What the balance asks of one project's ledger: its pools and the days [since, until)."""
+    """What the balance asks of one project's ledger: its pools and the days [since, until);
+    with ``cuts``, per pool the days that bound the sums it needs (a period's start and end,
+    the last 7 and 30 days...): the usage then comes as one sum per range between consecutive
+    cuts, dated by the range's first day, instead of one per day. A sum from one cut to another
+    is then the sum of its ranges, and the rows read grow with the cuts, not with the days."""
 
     pool_ids: list[int]
     since: date
     until: date
+    cuts: Mapping[int, Collection[date]] | None = None
+
+    def ranges(self) -> list[tuple[int, date, date]]:
+        """(pool, first day, day after) of each range between the cuts inside [since, until)
+        (one per day without cuts)."""
+        found = []
+        for pool in self.pool_ids:
+            if self.cuts is None:
+                days = (self.until - self.since).days
+                inside = {self.since + timedelta(days=offset) for offset in range(1, days)}
+            else:
+                inside = {day for day in self.cuts.get(pool, ()) if self.since < day < self.until}
+            edges = [self.since, *sorted(inside), self.until]
+            found += [(pool, low, high) for low, high in itertools.pairwise(edges)]
+        return found
 
 
 def pool_ledger_get(
@@ -915,15 +967,24 @@ def pools_ledger_get(*, wanted: Mapping[int, LedgerWanted]) -> dict[int, PoolLed
         return result
     since = min(asked.since for asked in wanted.values())
     until = max(asked.until for asked in wanted.values())
+    ranges: list[tuple[int, int, date, date]] | None = None
+    if any(asked.cuts is not None for asked in wanted.values()):
+        ranges = [
+            (project, *pool_range)
+            for project, asked in wanted.items()
+            for pool_range in asked.ranges()
+        ]
+    if ranges is None:
+        used: list[Any] = [*project_ids, *pool_ids, since, until]
+    elif connection.vendor == "postgresql":
+        used = [list(column) for column in zip(*ranges, strict=True)] or [[], [], [], []]
+    else:
+        used = [value for row in ranges for value in row]
+    # PostgreSQL's text is the same for any number of ranges (arrays); SQLite's lists them.
+    count = None if ranges is None else 0 if connection.vendor == "postgresql" else len(ranges)
+    sql = _pool_ledger_sql(len(project_ids), len(pool_ids), is_partitioned(), count)
     with connection.cursor() as cursor:
-        cursor.execute(
-            _pool_ledger_sql(len(project_ids), len(pool_ids), is_partitioned()),
-            [
-                *pool_ids,
-                *project_ids, *pool_ids, since, until,
-                *project_ids, *pool_ids, Job.ChargeState.PENDING,
-            ],
-        )  # fmt: skip
+        cursor.execute(sql, [*pool_ids, *used, *project_ids, *pool_ids, Job.ChargeState.PENDING])
         rows = cursor.fetchall()
     pools_of = {project: set(asked.pool_ids) for project, asked in wanted.items()}
     partitions: dict[int, list[str]] = defaultdict(list)

@@ -167,9 +167,12 @@ def _balance_of(
     reserved: Decimal,
     adjusted: dict[int, Decimal],
     day: date,
+    per_day: bool,
 ) -> Balance:
-    """One budget period's balance on ``day`` from its pool's daily usage; ``earlier`` are the
-    periods whose unused SU carry over into it (empty when the pool does not carry over)."""
+    """One budget period's balance on ``day`` from its pool's usage (per day, or per range
+    between the cuts of :func:`_cuts`); ``earlier`` are the periods whose unused SU carry over
+    into it (empty when the pool does not carry over). ``per_day``: with the SU of each day of
+    the period up to ``day`` (the usage is per day then)."""
     carried = ZERO
     for previous in earlier:
         if previous.allocation == period.allocation and previous.start < period.start:
@@ -190,7 +193,11 @@ def _balance_of(
         on=day,
         used_cost=_between(spent, period.start, period.end),
         reserved_su=reserved if now else ZERO,
-        used_per_day=_days_between(used, period.start, min(period.end, day + timedelta(days=1))),
+        used_per_day=(
+            _days_between(used, period.start, min(period.end, day + timedelta(days=1)))
+            if per_day
+            else ()
+        ),
     )
 
 
@@ -250,10 +257,10 @@ def _balances(
     period_id: int | None = None,
     grants: bool = False,
 ) -> ProjectBalances:
-    """One project's balances (:func:`_balances_of`)."""
+    """One project's balances (:func:`_balances_of`), without their days."""
     found = _balances_of(
         projects=[project], on=on, pool_id=pool_id, all_periods=all_periods,
-        period_id=period_id, grants=grants,
+        period_id=period_id, grants=grants, per_day=False,
     )  # fmt: skip
     return found[project.pk]
 
@@ -277,13 +284,17 @@ def _balances_of(
     all_periods: bool = False,
     period_id: int | None = None,
     grants: bool = False,
+    per_day: bool = False,
 ) -> dict[int, ProjectBalances]:
     """Each project's balances on each pool it holds a grant on (or on ``pool_id``), keyed by
     project id: the budget period containing ``on`` (today on the pool's cluster) and, with
     ``all_periods``, every budget period of the grant covering that day (with ``period_id``:
     that period only); with ``grants``, every grant of each pool as a whole (past, current and
-    future). Two queries whatever the number of projects, none over the jobs' history: a
-    project's figures are the same read alone or among many."""
+    future); with ``per_day``, each balance's SU per day (``Balance.used_per_day``, the
+    burn-down's points; without, the roll-ups are read as one sum per range of days the
+    figures need, :func:`_cuts`). Two queries whatever the number of projects, none over the
+    jobs' history: a project's figures are the same read alone or among many, with its days or
+    without."""
     if not projects:
         return {}
     with connection.cursor() as cursor:
@@ -311,25 +322,25 @@ def _balances_of(
         if not own.pools:
             continue
         wanted_of[project.pk], asked[project.pk] = _ledger_wanted(
-            own, all_periods=all_periods, period_id=period_id, grants=grants
+            own, all_periods=all_periods, period_id=period_id, grants=grants, per_day=per_day
         )
     ledgers = pools_ledger_get(wanted=asked)
     return {
         project.pk: _project_balances(
             project, held[project.pk], wanted=wanted_of.get(project.pk, {}),
             ledger=ledgers.get(project.pk), adjusted=adjusted, all_periods=all_periods,
-            period_id=period_id, grants=grants,
+            period_id=period_id, grants=grants, per_day=per_day,
         )
         for project in projects
     }  # fmt: skip
 
 
 def _ledger_wanted(
-    own: _Held, *, all_periods: bool, period_id: int | None, grants: bool
+    own: _Held, *, all_periods: bool, period_id: int | None, grants: bool, per_day: bool
 ) -> tuple[dict[int, list[_Period]], LedgerWanted]:
     """The periods wanted on each pool, and the ledger's days their balances need: their
     periods, the 30 days before ``on`` for the burn rates and, where SU carry over, the
-    grant's earlier periods."""
+    grant's earlier periods; per day with ``per_day``, else per range between :func:`_cuts`."""
     pools, periods, days = own.pools, own.periods, own.days
     wanted: dict[int, list[_Period]] = {
         k: _wanted(periods[k], day=days[k], all_periods=all_periods, period_id=period_id)
@@ -347,7 +358,19 @@ def _ledger_wanted(
     ]
     first = min([start for start, _ in spans] + [days[k] - timedelta(days=30) for k in pools])
     last = max([end for _, end in spans] + [days[k] for k in pools])
-    return wanted, LedgerWanted(pool_ids=list(pools), since=first, until=last)
+    cuts = None if per_day else {k: _cuts(periods[k], day=own.days[k]) for k in pools}
+    return wanted, LedgerWanted(pool_ids=list(pools), since=first, until=last, cuts=cuts)
+
+
+def _cuts(periods: list[_Period], *, day: date) -> set[date]:
+    """Every day a balance's sum over one pool's usage starts or ends at (:func:`_balance_of`
+    and :func:`_grants_of` sum nothing else): each period's and grant's start and end, and
+    the last 7 and 30 days before ``day``. The usage read as one sum per range between them
+    gives each of those sums exactly."""
+    found = {day, day - timedelta(days=7), day - timedelta(days=30)}
+    for period in periods:
+        found.update((period.start, period.end, period.grant_start, period.grant_end))
+    return found
 
 
 def _project_balances(
@@ -360,6 +383,7 @@ def _project_balances(
     all_periods: bool,
     period_id: int | None,
     grants: bool,
+    per_day: bool,
 ) -> ProjectBalances:
     """One project's balances from its periods and its ledger."""
     if ledger is None:
@@ -374,7 +398,7 @@ def _project_balances(
             return _balance_of(
                 period, earlier=periods[pool] if pools[pool][2] else [], used=used[pool],
                 spent=spent[pool], pending=pending[pool], reserved=reserved[pool],
-                adjusted=adjusted, day=day,
+                adjusted=adjusted, day=day, per_day=per_day,
             )  # fmt: skip
 
         current = next((p for p in periods[pool] if p.start <= day < p.end), None)
@@ -452,20 +476,27 @@ class PoolBalance:
 
 
 def balances_for_project(
-    *, project: Project, on: date | None = None, grants: bool = False
+    *, project: Project, on: date | None = None, grants: bool = False, per_day: bool = False
 ) -> list[PoolBalance]:
     """Every pool the project holds a grant on, with the current balance (the pages' form);
-    with ``grants``, every grant on each pool as a whole (the project page)."""
-    return balances_for_projects(projects=[project], on=on, grants=grants)[project.pk]
+    with ``grants``, every grant on each pool as a whole, and with ``per_day`` the balance's SU
+    per day (the project page's burn-down)."""
+    return balances_for_projects(projects=[project], on=on, grants=grants, per_day=per_day)[
+        project.pk
+    ]
 
 
 def balances_for_projects(
-    *, projects: Sequence[Project], on: date | None = None, grants: bool = False
+    *,
+    projects: Sequence[Project],
+    on: date | None = None,
+    grants: bool = False,
+    per_day: bool = False,
 ) -> dict[int, list[PoolBalance]]:
     """:func:`balances_for_project` of many projects at once, keyed by project id (the
     dashboards, a page of projects at a time): three queries whatever the number of projects
     and pools, and each project's figures exactly those it has alone."""
-    found = _balances_of(projects=projects, on=on, grants=grants)
+    found = _balances_of(projects=projects, on=on, grants=grants, per_day=per_day)
     pool_ids = {item.pool_id for balances in found.values() for item in balances.pools}
     pools = ResourcePool.objects.filter(pk__in=pool_ids).select_related("cluster").order_by("name")
     pools_in_order = list(pools) if pool_ids else []

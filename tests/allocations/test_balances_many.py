@@ -3,6 +3,7 @@ queries (the staff dashboard, issue 33)."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -11,8 +12,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounting.ledger.pipeline import jobs_import
+from accounting.ledger.selectors import LedgerWanted, pool_ledger_get, pools_ledger_get
 from accounting.models import Partition, UsageDaily
 from allocations.grants.selectors import (
+    _balances_of,
     balances_for_project,
     balances_for_projects,
     grant_balances_of,
@@ -89,7 +92,7 @@ def test_the_balances_days_are_the_rollups_per_day_of_the_period_up_to_its_day(b
     period up to ``on`` with its SU on the pool's partitions, as the daily roll-ups sum them."""
     days_seen = 0
     for project in (busy.p1, busy.p2, busy.p3):
-        for item in balances_for_project(project=project, on=on):
+        for item in balances_for_project(project=project, on=on, per_day=True):
             balance = item.balance
             until = min(balance.end, balance.on + timedelta(days=1))
             expected = {}
@@ -105,6 +108,50 @@ def test_the_balances_days_are_the_rollups_per_day_of_the_period_up_to_its_day(b
             if on >= balance.end - timedelta(days=1):
                 assert sum(expected.values(), Decimal(0)) == balance.used_su
     assert days_seen > 10
+
+
+@pytest.mark.parametrize("on", [PERIOD[0], SAMPLE_DAY, SECOND_QUARTER, date(2027, 9, 30), None])
+@pytest.mark.parametrize(
+    "asked",
+    [{}, {"grants": True}, {"all_periods": True}, {"all_periods": True, "grants": True}],
+    ids=["current", "grants", "all periods", "all periods and grants"],
+)
+def test_balances_read_per_range_of_days_equal_those_read_per_day(busy, on, asked):
+    """Without their days, balances read one sum per range between the days their sums start
+    and end at (_cuts): every figure is the one the per-day read gives, to the last SU."""
+    projects = [busy.p1, busy.p2, busy.p3]
+    per_range = _balances_of(projects=projects, on=on, **asked)
+    per_day = _balances_of(projects=projects, on=on, per_day=True, **asked)
+    compared = 0
+    for project in projects:
+        for ranged, daily in zip(per_range[project.pk].pools, per_day[project.pk].pools,
+                                 strict=True):  # fmt: skip
+            assert ranged.grants == daily.grants
+            assert len(ranged.periods) == len(daily.periods)
+            for one, other in zip(ranged.periods, daily.periods, strict=True):
+                assert one.used_per_day == ()
+                assert one == dataclasses.replace(other, used_per_day=())
+                compared += 1
+            if daily.current is not None:
+                assert ranged.current == dataclasses.replace(daily.current, used_per_day=())
+    assert compared >= 6
+
+
+def test_the_ledger_read_per_range_gives_a_sum_per_range_not_a_row_per_day(busy):
+    """What the staff dashboard reads: one sum per range between cuts, however many days of
+    the range had use; each the sum of those days."""
+    pools = [busy.cpu.pk, busy.gpu.pk]
+    daily = pool_ledger_get(project_id=busy.p2.pk, pool_ids=pools, since=PERIOD[0],
+                            until=PERIOD[1]).used  # fmt: skip
+    cut = PERIOD[0] + timedelta(days=45)
+    wanted = LedgerWanted(pool_ids=pools, since=PERIOD[0], until=PERIOD[1],
+                          cuts={pool: [cut] for pool in pools})  # fmt: skip
+    ranged = pools_ledger_get(wanted={busy.p2.pk: wanted})[busy.p2.pk].used
+    for pool in pools:
+        assert len(daily[pool]) > 8  # a day of use in every nine
+        before = sum((amount for day, amount in daily[pool] if day < cut), Decimal(0))
+        after = sum((amount for day, amount in daily[pool] if day >= cut), Decimal(0))
+        assert ranged[pool] == [(PERIOD[0], before), (cut, after)]
 
 
 def test_a_project_without_a_grant_reads_no_pools_among_others(busy):
