@@ -29,6 +29,7 @@ from accounting.models.utilisation import (
     OverheadPartitionResult,
     OverheadRun,
     UtilisationHourly,
+    UtilisationMonth,
 )
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "UsageShapeDaily",
     "UsageShapeMonthly",
     "UtilisationHourly",
+    "UtilisationMonth",
 ]

@@ -25,11 +25,15 @@ from accounting.utilisation.quality import (
     WindowError,
     requested_window,
     utc_text,
-    utilisation_columns,
     utilisation_figures,
     utilisation_rows,
 )
-from accounting.utilisation.selectors import UtilisationReport, utilisation_report_get
+from accounting.utilisation.selectors import (
+    UtilisationColumnsReport,
+    UtilisationReport,
+    utilisation_columns_get,
+    utilisation_report_get,
+)
 from accounting.utilisation.serializers import (
     UtilisationColumnsOutputSerializer,
     UtilisationOutputSerializer,
@@ -79,7 +83,9 @@ times once, then per series one array per figure) and ``buckets`` (the former de
 object per bucket, kept for clients written against it)."""
 
 
-def _report_head(report: UtilisationReport, shape: str) -> dict[str, Any]:
+def _report_head(
+    report: UtilisationReport | UtilisationColumnsReport, shape: str
+) -> dict[str, Any]:
     return {
         "shape": shape,
         "cluster": report.cluster.name,
@@ -99,15 +105,11 @@ def _report_head(report: UtilisationReport, shape: str) -> dict[str, Any]:
     }
 
 
-def utilisation_columns_body(report: UtilisationReport) -> dict[str, Any]:
+def utilisation_columns_body(report: UtilisationColumnsReport) -> dict[str, Any]:
     """The ``columns`` shape: ``starts`` (each bucket's start; a bucket ends where the next
     starts, the last at ``end``) and ``series`` (per partition and ``total``, one array per
     figure). The figures are those of the ``buckets`` shape, value for value."""
-    return {
-        **_report_head(report, "columns"),
-        "starts": [utc_text(window.start) for window in report.windows],
-        "series": utilisation_columns(report.windows, [peaks.name for peaks in report.peaks]),
-    }
+    return {**_report_head(report, "columns"), "starts": report.starts, "series": report.series}
 
 
 def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
@@ -171,23 +173,29 @@ class UtilisationView(APIView):
                 start=options.get("start"), end=options.get("end"), step=options["step"],
                 timezone=cluster.zoneinfo, now=timezone.now(),
             )  # fmt: skip
-            report = utilisation_report_get(
-                cluster=cluster, partition=options["partition_object"], start=start, end=end,
-                step=options["step"],
-            )  # fmt: skip
+            csv = request.accepted_renderer.format == UtilisationCsvRenderer.format
+            if csv or options["shape"] == "buckets":
+                report = utilisation_report_get(
+                    cluster=cluster, partition=options["partition_object"], start=start,
+                    end=end, step=options["step"],
+                )  # fmt: skip
+            else:  # the columns, kept in the cache month by month (docs/utilisation.md)
+                columns = utilisation_columns_get(
+                    cluster=cluster, partition=options["partition_object"], start=start,
+                    end=end, step=options["step"],
+                )  # fmt: skip
+                return Response(utilisation_columns_body(columns))
         except WindowError as error:
             raise ValidationError({error.field: [str(error)]}) from None
         except (PeakError, UtilisationError) as error:
             field = "partition" if options["partition_object"] else "cluster"
             raise ValidationError({field: [str(error)]}) from None
-        if request.accepted_renderer.format == UtilisationCsvRenderer.format:
+        if csv:
             response = Response([ROW_FIELDS, *utilisation_rows(report.windows)])
             filename = utilisation_csv_filename(report)
             response["Content-Disposition"] = f'attachment; filename="{filename}"'
             return response
-        if options["shape"] == "buckets":
-            return Response(utilisation_body(report))
-        return Response(utilisation_columns_body(report))
+        return Response(utilisation_body(report))
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         # Errors are JSON (the API's error shape) even when CSV was asked for.

@@ -426,6 +426,37 @@ def bucket_boundaries(
     return tuple(from_epoch_seconds(boundary) for boundary in seconds)
 
 
+def month_blocks(
+    *, start: datetime, end: datetime, step: Step | str, timezone: str | tzinfo
+) -> tuple[tuple[datetime, datetime], ...]:
+    """``[start, end)`` cut into blocks of whole consecutive buckets of ``step``, one block per
+    local calendar month it touches: each block ends at the first bucket edge at or after a
+    local month start (a week may hold one, so its block runs on to the week's end).
+
+    A block's buckets (:func:`bucket_boundaries` of the block) are exactly the window's buckets
+    inside it, so a series computed block by block and put end to end equals the series of the
+    whole window; a block past months that no longer change can be kept (the Q(T) cache).
+    """
+    zone, step = _zone(timezone), Step(step)
+    first, last = epoch_seconds(start), epoch_seconds(end)
+    boundaries = _boundaries_seconds(first, last, step, zone)
+    cuts: list[int] = []
+    day = datetime.fromtimestamp(first, zone).date().replace(day=1)
+    while True:
+        day = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+        month_start = _midnight(day, zone)
+        if month_start >= last:
+            break
+        cut = boundaries[bisect.bisect_left(boundaries, month_start)]
+        if first < cut < last and (not cuts or cut > cuts[-1]):
+            cuts.append(cut)
+    edges = [first, *cuts, last]
+    return tuple(
+        (from_epoch_seconds(low), from_epoch_seconds(high))
+        for low, high in itertools.pairwise(edges)
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Pricing and accumulating, in whole numbers on a common scale
 #
