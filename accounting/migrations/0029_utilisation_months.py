@@ -19,11 +19,15 @@ MONTH = {
 }
 
 
+def backfill_months(connection):
+    if connection.vendor not in MONTH:
+        raise RuntimeError(f"no backfill of the utilisation months on {connection.vendor}")
+    with connection.cursor() as cursor:
+        cursor.execute(BACKFILL.format(month=MONTH[connection.vendor]))
+
+
 def backfill(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor not in MONTH:
-        raise RuntimeError(f"no backfill of the utilisation months on {vendor}")
-    schema_editor.execute(BACKFILL.format(month=MONTH[vendor]))
+    backfill_months(schema_editor.connection)
 
 
 class Migration(migrations.Migration):
