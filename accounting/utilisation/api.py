@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
@@ -112,6 +114,16 @@ def utilisation_columns_body(report: UtilisationColumnsReport) -> dict[str, Any]
     return {**_report_head(report, "columns"), "starts": report.starts, "series": report.series}
 
 
+def utilisation_columns_json(report: UtilisationColumnsReport) -> bytes:
+    """:func:`utilisation_columns_body` as ``JSONRenderer`` writes it, byte for byte, with the
+    columns' text as the cache keeps it: a year of hours is never parsed nor printed again."""
+    head = json.dumps(
+        _report_head(report, "columns"), separators=(",", ":"), ensure_ascii=False
+    )  # fmt: skip
+    body = f'{head[:-1]},"starts":{report.starts_json},"series":{report.series_json}}}'
+    return body.encode()
+
+
 def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
     """The ``buckets`` shape (``UtilisationOutputSerializer``), built directly: an object per
     bucket, too many to pass through serializer fields one by one."""
@@ -130,6 +142,15 @@ def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
             for window in report.windows
         ],
     }
+
+
+def _plain_json(request: Request) -> bool:
+    """JSON as ``JSONRenderer`` writes it without options (no ``indent``): the columns' text
+    can be sent as it is; the browsable API and indented JSON go through the renderers."""
+    return (
+        type(request.accepted_renderer) is JSONRenderer
+        and request.accepted_media_type == JSONRenderer.media_type
+    )
 
 
 def utilisation_csv_filename(report: UtilisationReport) -> str:
@@ -158,7 +179,7 @@ class UtilisationView(APIView):
             ),
         },
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
         """Q(T) = Op_app(T) / Op(T) (eqs 9-12) beside the classical core- and GPU-hour
         utilisation, per bucket, per partition and in total, read from the hourly rows the
         import keeps. Each partition says where its peak came from (eq 3/7 or the vendor's
@@ -184,6 +205,10 @@ class UtilisationView(APIView):
                     cluster=cluster, partition=options["partition_object"], start=start,
                     end=end, step=options["step"],
                 )  # fmt: skip
+                if _plain_json(request):
+                    return HttpResponse(
+                        utilisation_columns_json(columns), content_type="application/json"
+                    )
                 return Response(utilisation_columns_body(columns))
         except WindowError as error:
             raise ValidationError({error.field: [str(error)]}) from None

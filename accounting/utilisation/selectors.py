@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -253,22 +254,37 @@ Columns = dict[str, dict[str, list[str | int | None]]]
 @dataclass(frozen=True)
 class UtilisationColumnsReport:
     """A Q(T) series as columns (the API's ``columns`` shape), with what it was computed
-    from: :class:`UtilisationReport` with ``starts`` and ``series`` in place of the windows."""
+    from: :class:`UtilisationReport` with the columns in place of the windows.
+
+    The columns come as JSON text, as the cache keeps them (a year of hours is about 4 MB of
+    JSON; put together from the blocks' texts it is never parsed nor printed again):
+    ``starts_json`` the array of each bucket's start (UTC ISO 8601 with Z), ``series_json``
+    the object of :data:`Columns`. :attr:`starts` and :attr:`series` parse them."""
 
     cluster: Cluster
     partition: Partition | None
     start: datetime
     end: datetime
     step: Step
-    starts: list[str]  # each bucket's start, UTC ISO 8601 with Z
-    series: Columns
+    starts_json: str
+    series_json: str
     peaks: list[PartitionPeaks]
     blocks_computed: int  # blocks not found in the cache (what a first view recomputed)
+
+    @property
+    def starts(self) -> list[str]:
+        starts: list[str] = json.loads(self.starts_json)
+        return starts
+
+    @property
+    def series(self) -> Columns:
+        series: Columns = json.loads(self.series_json)
+        return series
 
 
 # A key holds every input of its block (it is never stale); this only bounds what is kept.
 QT_BLOCK_SECONDS = 30 * 86400
-_QT_BLOCK_VERSION = 1  # the cached value's layout; a new one leaves the old keys unread
+_QT_BLOCK_VERSION = 3  # the cached value's layout; a new one leaves the old keys unread
 
 
 def utilisation_columns_get(
@@ -297,39 +313,75 @@ def utilisation_columns_get(
     timelines = partition_peak_timelines(partitions=partitions)
     blocks = month_blocks(start=start, end=end, step=step, timezone=cluster.zoneinfo)
     stamps = _month_stamps(partitions=partitions, start=start, end=end)
+    # The last month's blocks (a day each) are keyed by their hourly rows, read in one query:
+    # a change in the open month leaves its other days' blocks in the cache.
+    last_month = _local_month_start(end, cluster)
+    open_blocks = [block for block in blocks if block[0] >= last_month]
+    rows_of = _rows_by_block(partitions=partitions, blocks=open_blocks)
     shared = (
         _QT_BLOCK_VERSION, [(p.pk, p.name) for p in partitions], str(step), cluster.timezone,
         hashlib.sha256(repr(list(timelines.items())).encode()).hexdigest(),
     )  # fmt: skip
     keys = {
         block: "qt-columns:" + hashlib.sha256(
-            repr((shared, *_block_seconds(block), _block_stamps(block, stamps))).encode()
+            repr((
+                shared, *_block_seconds(block),
+                sorted(rows_of[block]) if block in rows_of else _block_stamps(block, stamps),
+            )).encode()
         ).hexdigest()
         for block in blocks
     }  # fmt: skip
     cached = shared_cache.get_many(list(keys.values()))
     missing = [block for block, key in keys.items() if key not in cached]
+    closed = [block for block in missing if block not in rows_of]
+    rows_of.update(_rows_by_block(partitions=partitions, blocks=closed))
     fresh = _blocks_columns(
-        cluster=cluster, partitions=partitions, timelines=timelines, blocks=missing, step=step
-    )
+        cluster=cluster, timelines=timelines, rows_of={block: rows_of[block] for block in missing},
+        step=step,
+    )  # fmt: skip
     if fresh:
         shared_cache.set_many({keys[block]: fresh[block] for block in missing}, QT_BLOCK_SECONDS)
     parts = [cached[keys[block]] if keys[block] in cached else fresh[block] for block in blocks]
-    series: Columns = {
-        name: {field: [] for field in figures} for name, figures in parts[0][1].items()
-    }
-    starts: list[str] = []
-    for block_starts, block_series in parts:
-        starts += block_starts
-        for name, figures in block_series.items():
-            columns = series[name]
-            for field, values in figures.items():
-                columns[field] += values
+    starts_json, series_json = _joined(parts)
     return UtilisationColumnsReport(
-        cluster=cluster, partition=partition, start=start, end=end, step=step, starts=starts,
-        series=series, peaks=_partition_peaks(timelines, start, end, now),
-        blocks_computed=len(missing),
+        cluster=cluster, partition=partition, start=start, end=end, step=step,
+        starts_json=starts_json, series_json=series_json,
+        peaks=_partition_peaks(timelines, start, end, now), blocks_computed=len(missing),
     )  # fmt: skip
+
+
+BlockText = tuple[str, dict[str, dict[str, str]]]
+"""A block's columns as the cache keeps them: the JSON of its buckets' starts and, per series
+and figure, of its values, each without the array's brackets (blocks are joined by commas)."""
+
+
+def _block_text(starts: list[str], columns: Columns) -> BlockText:
+    def items(values: list[Any]) -> str:
+        return _json(values)[1:-1]
+
+    return items(starts), {
+        name: {field: items(values) for field, values in figures.items()}
+        for name, figures in columns.items()
+    }
+
+
+def _json(value: Any) -> str:
+    """JSON as DRF's ``JSONRenderer`` writes it (compact, UTF-8 as it is)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _joined(parts: Sequence[BlockText]) -> tuple[str, str]:
+    """The blocks' texts end to end: the JSON of all the starts and of all the series."""
+    starts = "[" + ",".join(block[0] for block in parts) + "]"
+    first = parts[0][1]
+    series = ",".join(
+        _json(name) + ":{" + ",".join(
+            _json(field) + ":[" + ",".join(block[1][name][field] for block in parts) + "]"
+            for field in figures
+        ) + "}"
+        for name, figures in first.items()
+    )  # fmt: skip
+    return starts, "{" + series + "}"
 
 
 def _block_seconds(block: tuple[datetime, datetime]) -> tuple[int, int]:
@@ -367,33 +419,48 @@ def _block_stamps(
 _ONE_SECOND = timedelta(seconds=1)
 
 
-def _blocks_columns(
-    *,
-    cluster: Cluster,
-    partitions: Sequence[Partition],
-    timelines: Mapping[str, PeakTimeline],
-    blocks: Sequence[tuple[datetime, datetime]],
-    step: Step,
-) -> dict[tuple[datetime, datetime], tuple[list[str], Columns]]:
-    """Each block's ``(starts, columns)``, from the blocks' hourly rows read in one query."""
+def _local_month_start(end: datetime, cluster: Cluster) -> datetime:
+    """Local midnight of the first day of the month ``[..., end)`` ends in."""
+    last = (end - _ONE_SECOND).astimezone(cluster.zoneinfo)
+    return datetime(last.year, last.month, 1, tzinfo=cluster.zoneinfo)
+
+
+Block = tuple[datetime, datetime]
+
+
+def _rows_by_block(
+    *, partitions: Sequence[Partition], blocks: Sequence[Block]
+) -> dict[Block, list[HourRow]]:
+    """The hourly rows of each of ``blocks`` (in time order), read in one query."""
     if not blocks:
         return {}
     rows = _hour_rows(partitions=partitions, ranges=_merged(blocks))
     edges = [_block_seconds(block)[0] for block in blocks]
-    rows_of: list[list[HourRow]] = [[] for _ in blocks]
+    rows_of: dict[Block, list[HourRow]] = {block: [] for block in blocks}
     for row in rows:
         index = bisect.bisect_right(edges, row[1]) - 1
         if index >= 0:
-            rows_of[index].append(row)
+            rows_of[blocks[index]].append(row)
+    return rows_of
+
+
+def _blocks_columns(
+    *,
+    cluster: Cluster,
+    timelines: Mapping[str, PeakTimeline],
+    rows_of: Mapping[Block, list[HourRow]],
+    step: Step,
+) -> dict[Block, BlockText]:
+    """Each block's columns as JSON text, from the block's hourly rows."""
     names = list(timelines)
     computed = {}
-    for block, block_rows in zip(blocks, rows_of, strict=True):
+    for block, block_rows in rows_of.items():
         windows = utilisation_series_from_hour_rows(
             rows=block_rows, partitions=timelines, start=block[0], end=block[1], step=step,
             timezone=cluster.zoneinfo,
         )  # fmt: skip
         starts = [utc_text(window.start) for window in windows]
-        computed[block] = (starts, utilisation_columns(windows, names))
+        computed[block] = _block_text(starts, utilisation_columns(windows, names))
     return computed
 
 

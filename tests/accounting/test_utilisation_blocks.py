@@ -70,10 +70,10 @@ def test_blocks_tile_the_window_with_the_windows_own_buckets(zone, step, first_h
     ]
     joined = [pieces[0][0], *(edge for piece in pieces for edge in piece[1:])]
     assert joined == list(whole)
-    # The block edges are exactly the first bucket edges at or after each local month start.
-    cuts = {
-        _first_edge_at_or_after(whole, moment) for moment in _local_month_starts(start, end, tz)
-    }
+    # The block edges are exactly the first bucket edges at or after each local month start
+    # and each local day start of the last local month.
+    starts = _local_month_starts(start, end, tz) + _last_months_days(start, end, tz)
+    cuts = {_first_edge_at_or_after(whole, moment) for moment in starts} - {start}
     assert {low for low, _ in blocks[1:]} == cuts - {end}
 
 
@@ -94,34 +94,45 @@ def _local_month_starts(low: datetime, high: datetime, tz: ZoneInfo) -> list[dat
         found.append(moment)
 
 
+def _last_months_days(low: datetime, high: datetime, tz: ZoneInfo) -> list[datetime]:
+    final = (high - timedelta(seconds=1)).astimezone(tz).date()
+    days = [final.replace(day=number) for number in range(2, final.day + 1)]
+    midnights = [datetime(day.year, day.month, day.day, tzinfo=tz).astimezone(UTC) for day in days]
+    return [moment for moment in midnights if low < moment]
+
+
 def _first_edge_at_or_after(edges, moment):
     return next(edge for edge in edges if edge >= moment)
 
 
-def test_a_month_of_days_is_one_block_and_a_window_inside_a_month_too():
+def test_closed_months_are_a_block_each_and_the_last_month_a_block_a_day():
     tz = ZoneInfo("Europe/Berlin")
-    start = datetime(2026, 3, 1, tzinfo=tz)
-    end = datetime(2026, 5, 1, tzinfo=tz)
-    assert month_blocks(start=start, end=end, step="day", timezone=tz) == (
-        (start.astimezone(UTC), datetime(2026, 4, 1, tzinfo=tz).astimezone(UTC)),
-        (datetime(2026, 4, 1, tzinfo=tz).astimezone(UTC), end.astimezone(UTC)),
-    )
-    inside = (datetime(2026, 3, 3, 5, tzinfo=tz), datetime(2026, 3, 20, tzinfo=tz))
-    assert len(month_blocks(start=inside[0], end=inside[1], step="hour", timezone=tz)) == 1
+    start, end = datetime(2026, 2, 1, tzinfo=tz), datetime(2026, 4, 3, 15, tzinfo=tz)
+    blocks = month_blocks(start=start, end=end, step="hour", timezone=tz)
+    local = [datetime(2026, 3, 1, tzinfo=tz), *(datetime(2026, 4, d, tzinfo=tz) for d in (1, 2, 3))]
+    assert [high for _, high in blocks] == [moment.astimezone(UTC) for moment in local] + [
+        end.astimezone(UTC)
+    ]
+    # By month, the last month stays whole: buckets are never cut.
+    by_month = month_blocks(start=start, end=end, step="month", timezone=tz)
+    assert [high for _, high in by_month] == [
+        local[0].astimezone(UTC),
+        local[1].astimezone(UTC),
+        end,
+    ]
 
 
 def test_a_week_across_a_month_start_stays_whole_in_one_block():
-    tz = ZoneInfo("UTC")
-    # 2026-04-01 is a Wednesday: the week of Monday 30 March ends the March block.
+    # 2026-04-01 is a Wednesday: the week of Monday 30 March ends the March block; in May (the
+    # last month) no Monday falls before the end.
     blocks = month_blocks(
-        start=datetime(2026, 3, 2, tzinfo=tz), end=datetime(2026, 5, 4, tzinfo=tz),
-        step="week", timezone=tz,
+        start=datetime(2026, 3, 2, tzinfo=UTC), end=datetime(2026, 5, 4, tzinfo=UTC),
+        step="week", timezone="UTC",
     )  # fmt: skip
-    assert [block[1] for block in blocks[:-1]] == [
-        datetime(2026, 4, 6, tzinfo=UTC),
-        datetime(2026, 5, 4, tzinfo=UTC),
-    ][: len(blocks) - 1]
-    assert blocks[-1][1] == datetime(2026, 5, 4, tzinfo=UTC)
+    assert blocks == (
+        (datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 4, 6, tzinfo=UTC)),
+        (datetime(2026, 4, 6, tzinfo=UTC), datetime(2026, 5, 4, tzinfo=UTC)),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,9 +232,10 @@ def test_an_import_into_one_month_recomputes_that_month_only():
     tz = ZoneInfo("Australia/Sydney")
     _fill(cluster, datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 6, 1, tzinfo=UTC), seed=3)
     start, end = datetime(2026, 1, 1, tzinfo=tz), datetime(2026, 6, 1, tzinfo=tz)
-    assert _cached(cluster, start, end, "hour")[1] == 5
+    blocks = month_blocks(start=start, end=end, step="hour", timezone=tz)
+    assert _cached(cluster, start, end, "hour")[1] == len(blocks) == 4 + 31
     cpu = cluster.partitions.get(name="cpu")
-    # Into the open month (the window's last): its block alone.
+    # Into the open month (the window's last): the block of the day alone.
     hourly_apply({(cpu.pk, datetime(2026, 5, 15, 2, tzinfo=UTC)): [3600, 0]})
     after, computed = _cached(cluster, start, end, "hour")
     assert computed == 1
@@ -236,7 +248,8 @@ def test_an_import_into_one_month_recomputes_that_month_only():
     assert computed == 2
     assert after == _uncached(cluster, start, end, "hour")
     # Seconds moved between two hours of one month leave its sums as they were: the count of
-    # batches still moves the stamp (UTC April: local April's and May's blocks).
+    # batches still moves the stamp (UTC April: local April's block; May's days have their own
+    # keys, of their rows).
     hour = datetime(2026, 4, 15, 2, tzinfo=UTC)
     april = UtilisationMonth.objects.get(partition=cpu, month=hour.date().replace(day=1))
     hourly_apply({(cpu.pk, hour): [-600, 0], (cpu.pk, hour + timedelta(hours=1)): [600, 0]})
@@ -244,7 +257,13 @@ def test_an_import_into_one_month_recomputes_that_month_only():
     assert april_after.core_seconds == april.core_seconds
     assert april_after.changes == april.changes + 1
     moved, computed = _cached(cluster, start, end, "hour")
-    assert computed == 2
+    assert computed == 1
+    assert moved == _uncached(cluster, start, end, "hour")
+    # Seconds moved between two hours of a day of the open month: that day's block.
+    hour = datetime(2026, 5, 20, 2, tzinfo=UTC)
+    hourly_apply({(cpu.pk, hour): [-600, 0], (cpu.pk, hour + timedelta(hours=1)): [600, 0]})
+    moved, computed = _cached(cluster, start, end, "hour")
+    assert computed == 1
     assert moved == _uncached(cluster, start, end, "hour")
 
 
@@ -283,12 +302,12 @@ def test_a_real_import_recomputes_its_month_only_and_equals_a_fresh_computation(
     _fill_work(work, datetime(2026, 9, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
     start, end = datetime(2026, 9, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
     for step in ("hour", "day"):
-        assert _cached(testbed, start, end, step)[1] == 3
+        assert _cached(testbed, start, end, step)[1] == 2 + 30  # September, October, 30 days
     with (SAMPLE / "sacct_all_duplicates.psv").open() as lines:
         jobs_import(cluster=testbed, lines=lines, source="sample")
     for step in ("hour", "day"):
         columns, computed = _cached(testbed, start, end, step)
-        assert computed == 1  # November's block; September's and October's from the cache
+        assert computed == 1  # 22 November's block; the others from the cache
         assert columns == _uncached(testbed, start, end, step)
         assert columns[1]["total"]["core_seconds"] != [0] * len(columns[0])
     assert _stamps() == _hourly_by_month()
