@@ -298,15 +298,17 @@ def utilisation_columns_get(
 ) -> UtilisationColumnsReport:
     """:func:`utilisation_report_get` as columns, kept in the cache block by block.
 
-    The window's buckets are cut into one block per local month (``month_blocks``); a block's
-    columns are cached under a key of everything they are computed from: the partitions (id and
-    name), the block's edges, the step, the zone, the partitions' peak timelines (the rate
-    versions) and the stamps the import keeps of every UTC month the block overlaps
+    The window's buckets are cut into one block per local month, and per local day in its last
+    month (``month_blocks``); a block's columns are cached as JSON text under a key of
+    everything they are computed from: the partitions (id and name), the block's edges, the
+    step, the zone, the partitions' peak timelines (the rate versions) and the block's hourly
+    data: for a closed month the stamps the import keeps of every UTC month the block overlaps
     (``UtilisationMonth``: sums and a count of the batches that touched it, moved in the same
-    transaction as the hourly rows). A block whose key is cached is served from it; the others
-    (after an import, the months it touched: usually the open one) are computed from their
-    hourly rows, all in one query, and kept. The columns equal ``utilisation_columns`` of the
-    whole window's series, value for value (tests/accounting/test_utilisation_blocks.py).
+    transaction as the hourly rows), for a day of the last month its hourly rows, read for the
+    month in one query. A block whose key is cached is served from it; the others (after an
+    import, the days it touched) are computed from their hourly rows, read in one query, and
+    kept. The columns equal ``utilisation_columns`` of the whole window's series, value for
+    value (tests/accounting/test_utilisation_blocks.py). Docs: docs/utilisation.md.
     """
     step = Step(step)
     partitions = _cluster_partitions(cluster=cluster, partition=partition)
