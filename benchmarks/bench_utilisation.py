@@ -1,12 +1,13 @@
 """Benchmark of Q(T) series (DESIGN section 4) read from the hourly rows in PostgreSQL.
 
-    python benchmarks/bench_utilisation.py [--runs 7] [--target-ms 300]
+    python benchmarks/bench_utilisation.py [--runs 7] [--target-ms 300] [--database NAME]
 
 A throwaway database ``portal_bench_utilisation`` gets the Setonix spec
 (``examples/clusters/setonix.json``: work, highmem and gpu partitions, Australia/Perth), a second
 rate version of ``work`` from 1 July with 64 more nodes (a node-count change mid-year), and one
 ``UtilisationHourly`` row per partition and local hour of 2026, filled by SQL
-(``generate_series``). That is what 10 million jobs leave in the table: the import keeps one
+(``generate_series``), with the import's month stamps (``UtilisationMonth``) summed from them.
+That is what 10 million jobs leave in the table: the import keeps one
 row per partition-hour however many jobs ran in it, so the row count, not the job count, is
 what a series costs.
 
@@ -16,7 +17,11 @@ Timed, the median of ``--runs`` calls each, in one process:
   core_seconds, gpu_seconds FROM accounting_utilisationhourly WHERE ...``) on a cursor, and the
   same with ``hour_start`` as epoch seconds (what the selector reads);
 - ``utilisation_series_get`` for the year in hourly (target <= 300 ms end to end), daily and
-  monthly buckets, each with its ratio to the baseline.
+  monthly buckets, each with its ratio to the baseline;
+- the API (``/api/v1/utilisation/``, the ``columns`` shape, Django's test client with a staff
+  token, the cache of the settings: local memory unless ``PORTAL_CACHE_URL`` is set) for the
+  year by hour and by day, plain and gzipped: warm, and the first view after an upsert of the
+  import's writer (``hourly_apply``) into one hour of December (issue 33, docs/utilisation.md).
 
 The exit status is 2 when the hourly series misses the target. The database is dropped
 afterwards (``--keep`` leaves it, e.g. to profile with ``DATABASE_URL`` pointing at it).
