@@ -1,12 +1,13 @@
 """Benchmark of Q(T) series (DESIGN section 4) read from the hourly rows in PostgreSQL.
 
-    python benchmarks/bench_utilisation.py [--runs 7] [--target-ms 300]
+    python benchmarks/bench_utilisation.py [--runs 7] [--target-ms 300] [--database NAME]
 
 A throwaway database ``portal_bench_utilisation`` gets the Setonix spec
 (``examples/clusters/setonix.json``: work, highmem and gpu partitions, Australia/Perth), a second
 rate version of ``work`` from 1 July with 64 more nodes (a node-count change mid-year), and one
 ``UtilisationHourly`` row per partition and local hour of 2026, filled by SQL
-(``generate_series``). That is what 10 million jobs leave in the table: the import keeps one
+(``generate_series``), with the import's month stamps (``UtilisationMonth``) summed from them.
+That is what 10 million jobs leave in the table: the import keeps one
 row per partition-hour however many jobs ran in it, so the row count, not the job count, is
 what a series costs.
 
@@ -16,7 +17,11 @@ Timed, the median of ``--runs`` calls each, in one process:
   core_seconds, gpu_seconds FROM accounting_utilisationhourly WHERE ...``) on a cursor, and the
   same with ``hour_start`` as epoch seconds (what the selector reads);
 - ``utilisation_series_get`` for the year in hourly (target <= 300 ms end to end), daily and
-  monthly buckets, each with its ratio to the baseline.
+  monthly buckets, each with its ratio to the baseline;
+- the API (``/api/v1/utilisation/``, the ``columns`` shape, Django's test client with a staff
+  token, the cache of the settings: local memory unless ``PORTAL_CACHE_URL`` is set) for the
+  year by hour and by day, plain and gzipped: warm, and the first view after an upsert of the
+  import's writer (``hourly_apply``) into one hour of December (issue 33, docs/utilisation.md).
 
 The exit status is 2 when the hourly series misses the target. The database is dropped
 afterwards (``--keep`` leaves it, e.g. to profile with ``DATABASE_URL`` pointing at it).
@@ -61,12 +66,16 @@ CROSS JOIN generate_series(
   timestamptz '{year}-01-01 00:00+08', timestamptz '{next_year}-01-01 00:00+08' - interval '1 hour',
   interval '1 hour') AS h
 WHERE v.number = 1;
+INSERT INTO accounting_utilisationmonth (partition_id, month, core_seconds, gpu_seconds, changes)
+SELECT partition_id, date_trunc('month', hour_start AT TIME ZONE 'UTC')::date,
+  sum(core_seconds), sum(gpu_seconds), 1
+FROM accounting_utilisationhourly GROUP BY 1, 2;
 ANALYZE;
 """
 
 TIMING = """
 import statistics, time
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 from django.db import connection
 from accounting.models import Cluster
@@ -111,6 +120,43 @@ for step in ("hour", "day", "month"):
     )
     year = sum((window.total for window in series), start=Utilisation())
     print(f"RESULT {{step}} {{took:.1f}} {{len(series)}} {{year.q_percent}}")
+
+# The API end to end (Django's request handler in this process, a staff token, the cache of
+# the settings: local memory unless PORTAL_CACHE_URL is set), warm, and the first view after
+# an upsert of the import's writer into the window's last month (its block alone recomputed).
+from django.contrib.auth.models import User
+from django.test import Client
+from accounting.ledger.rollups import hourly_apply
+from people.tokens import token_create
+
+staff = User.objects.create(username="bench-staff", is_staff=True)
+token = token_create(user=staff, name="bench", scope="read", expires_in_days=1).plaintext
+client = Client(HTTP_HOST="127.0.0.1")
+work = cluster.partitions.get(name="work")
+december = datetime({year}, 12, 15, 3, tzinfo=zone)
+for step in ("hour", "day"):
+    window = f"start={year}-01-01T00:00&end={next_year}-01-01T00:00"
+    path = f"/api/v1/utilisation/?cluster=setonix&{{window}}&step={{step}}"
+    for encoding in ("", "gzip"):
+        name = f"api-{{step}}-{{encoding or 'plain'}}"
+        headers = {{"HTTP_AUTHORIZATION": "Token " + token, "HTTP_ACCEPT_ENCODING": encoding}}
+
+        def view():
+            response = client.get(path, **headers)
+            assert response.status_code == 200, response.content[:300]
+            return response
+
+        view()  # the cache filled
+        took, response = median_ms(view)
+        print(f"RESULT {{name}} {{took:.1f}} {{len(response.content)}} -")
+        firsts = []
+        for index in range(runs):
+            hourly_apply({{(work.pk, december + timedelta(hours=index)): [3600, 0]}})
+            started = time.perf_counter()
+            view()
+            firsts.append((time.perf_counter() - started) * 1000)
+        first = statistics.median(firsts)
+        print(f"RESULT {{name}}-first {{first:.1f}} {{len(response.content)}} -")
 """
 
 
@@ -119,8 +165,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="calls per figure (median)")
     parser.add_argument("--target-ms", type=float, default=TARGET_MS)
     parser.add_argument("--keep", action="store_true", help="keep the database (for profiling)")
+    parser.add_argument("--database", default=DB, help=f"the throwaway database (default {DB})")
     args = parser.parse_args()
-    env = database_create(DB)
+    env = database_create(args.database)
     manage = [sys.executable, "manage.py"]
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -137,7 +184,7 @@ def main() -> int:
                     check=True, capture_output=True,
                 )  # fmt: skip
         started = time.perf_counter()
-        psql(DB, FILL.format(year=YEAR, next_year=YEAR + 1))
+        psql(args.database, FILL.format(year=YEAR, next_year=YEAR + 1))
         seconds = time.perf_counter() - started
         print(f"filled one row per partition-hour of {YEAR} in {seconds:.1f} s")
         timing = TIMING.format(year=YEAR, next_year=YEAR + 1, runs=args.runs)
@@ -147,7 +194,7 @@ def main() -> int:
         )  # fmt: skip
     finally:
         if not args.keep:
-            database_drop(DB)
+            database_drop(args.database)
     results: dict[str, tuple[float, int, str]] = {}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT"):
@@ -167,6 +214,14 @@ def main() -> int:
             f"buckets{target}, {took / baseline:.2f}x the bare fetch; Q over the year "
             f"{q_percent} %"
         )
+    for step in ("hour", "day"):
+        for encoding in ("plain", "gzip"):
+            warm, size, _ = results[f"api-{step}-{encoding}"]
+            first = results[f"api-{step}-{encoding}-first"][0]
+            print(
+                f"API a year by {step} ({encoding}, {size:,} bytes): median {warm:.1f} ms warm; "
+                f"first view after an upsert into December {first:.1f} ms ({first / warm:.2f}x)"
+            )
     met = results["hour"][0] <= args.target_ms
     print(f"hourly series: target {'met' if met else 'MISSED'}; median of {args.runs} runs each")
     return 0 if met else 2

@@ -32,6 +32,7 @@ from accounting.models import (
     UsageShapeDaily,
     UsageShapeMonthly,
     UtilisationHourly,
+    UtilisationMonth,
 )
 from accounting.utilisation.peak import epoch_seconds, from_epoch_seconds
 from accounting.utilisation.quality import AllocatedJob, hourly_contributions
@@ -322,7 +323,9 @@ def run_changes_apply(rows: list[tuple[int, int, int, Decimal]]) -> None:
 
 
 def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
-    """Add the batch's core- and GPU-seconds to the hourly utilisation rows (one upsert)."""
+    """Add the batch's core- and GPU-seconds to the hourly utilisation rows (one upsert), and
+    to the stamps of their UTC months (``UtilisationMonth``, one more upsert): the months' sums
+    and one more change for each month the batch touched, which keys the cached Q(T) blocks."""
     rows = [(key, seconds) for key, seconds in sorted(hourly.items()) if any(seconds)]
     if not rows:
         return
@@ -331,6 +334,19 @@ def hourly_apply(hourly: dict[tuple[int, datetime], list[int]]) -> None:
     values = [(p, hour, core, gpu) for (p, hour), (core, gpu) in rows]
     _upsert_adding(
         table, columns, ("bigint", "timestamptz", "bigint", "bigint"), key=2, rows=values
+    )
+    months: dict[tuple[int, date], list[int]] = {}
+    for (partition_id, hour), (core, gpu) in rows:
+        utc = from_epoch_seconds(epoch_seconds(hour))  # on the UTC calendar
+        sums = months.setdefault((partition_id, date(utc.year, utc.month, 1)), [0, 0])
+        sums[0] += core
+        sums[1] += gpu
+    _upsert_adding(
+        UtilisationMonth._meta.db_table,
+        ("partition_id", "month", "core_seconds", "gpu_seconds", "changes"),
+        ("bigint", "date", "bigint", "bigint", "bigint"),
+        key=2,
+        rows=[(*key, core, gpu, 1) for key, (core, gpu) in sorted(months.items())],
     )
 
 

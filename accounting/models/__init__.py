@@ -30,6 +30,7 @@ from accounting.models.utilisation import (
     OverheadPartitionResult,
     OverheadRun,
     UtilisationHourly,
+    UtilisationMonth,
 )
 
 __all__ = [
@@ -57,4 +58,5 @@ __all__ = [
     "UsageShapeDaily",
     "UsageShapeMonthly",
     "UtilisationHourly",
+    "UtilisationMonth",
 ]

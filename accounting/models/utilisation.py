@@ -35,6 +35,32 @@ class UtilisationHourly(models.Model):
         return f"{self.partition} {self.hour_start:%Y-%m-%d %H:00}"
 
 
+class UtilisationMonth(models.Model):
+    """What the import added to a partition's hourly rows of one UTC month: the month's stamp.
+
+    Kept by the import (``hourly_apply``) in the same transaction as the hourly rows: the sums
+    of the month's core- and GPU-seconds and ``changes``, one more for each batch that touched
+    the month. A Q(T) series cached per block of buckets is keyed on the stamps of the months
+    the block overlaps (accounting.utilisation.selectors), so a month an import did not touch
+    is served from the cache, one it touched is computed again, and none is ever stale.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="+")
+    month = models.DateField(help_text="first day of the UTC month of the hours")
+    core_seconds = models.BigIntegerField(default=0)
+    gpu_seconds = models.BigIntegerField(default=0)
+    changes = models.BigIntegerField(default=0, help_text="batches that touched the month")
+
+    class Meta:
+        ordering = ["month"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "month"], name="utilisation_month_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition} {self.month:%Y-%m}"
+
+
 class OverheadRun(models.Model):
     """One true-overhead computation (DESIGN.md section 5) over a window of a cluster."""
 

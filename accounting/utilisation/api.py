@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
@@ -25,11 +27,15 @@ from accounting.utilisation.quality import (
     WindowError,
     requested_window,
     utc_text,
-    utilisation_columns,
     utilisation_figures,
     utilisation_rows,
 )
-from accounting.utilisation.selectors import UtilisationReport, utilisation_report_get
+from accounting.utilisation.selectors import (
+    UtilisationColumnsReport,
+    UtilisationReport,
+    utilisation_columns_get,
+    utilisation_report_get,
+)
 from accounting.utilisation.serializers import (
     UtilisationColumnsOutputSerializer,
     UtilisationOutputSerializer,
@@ -79,7 +85,9 @@ times once, then per series one array per figure) and ``buckets`` (the former de
 object per bucket, kept for clients written against it)."""
 
 
-def _report_head(report: UtilisationReport, shape: str) -> dict[str, Any]:
+def _report_head(
+    report: UtilisationReport | UtilisationColumnsReport, shape: str
+) -> dict[str, Any]:
     return {
         "shape": shape,
         "cluster": report.cluster.name,
@@ -99,15 +107,21 @@ def _report_head(report: UtilisationReport, shape: str) -> dict[str, Any]:
     }
 
 
-def utilisation_columns_body(report: UtilisationReport) -> dict[str, Any]:
+def utilisation_columns_body(report: UtilisationColumnsReport) -> dict[str, Any]:
     """The ``columns`` shape: ``starts`` (each bucket's start; a bucket ends where the next
     starts, the last at ``end``) and ``series`` (per partition and ``total``, one array per
     figure). The figures are those of the ``buckets`` shape, value for value."""
-    return {
-        **_report_head(report, "columns"),
-        "starts": [utc_text(window.start) for window in report.windows],
-        "series": utilisation_columns(report.windows, [peaks.name for peaks in report.peaks]),
-    }
+    return {**_report_head(report, "columns"), "starts": report.starts, "series": report.series}
+
+
+def utilisation_columns_json(report: UtilisationColumnsReport) -> bytes:
+    """:func:`utilisation_columns_body` as ``JSONRenderer`` writes it, byte for byte, with the
+    columns' text as the cache keeps it: a year of hours is never parsed nor printed again."""
+    head = json.dumps(
+        _report_head(report, "columns"), separators=(",", ":"), ensure_ascii=False
+    )  # fmt: skip
+    body = f'{head[:-1]},"starts":{report.starts_json},"series":{report.series_json}}}'
+    return body.encode()
 
 
 def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
@@ -128,6 +142,15 @@ def utilisation_body(report: UtilisationReport) -> dict[str, Any]:
             for window in report.windows
         ],
     }
+
+
+def _plain_json(request: Request) -> bool:
+    """JSON as ``JSONRenderer`` writes it without options (no ``indent``): the columns' text
+    can be sent as it is; the browsable API and indented JSON go through the renderers."""
+    return (
+        type(request.accepted_renderer) is JSONRenderer
+        and request.accepted_media_type == JSONRenderer.media_type
+    )
 
 
 def utilisation_csv_filename(report: UtilisationReport) -> str:
@@ -156,7 +179,7 @@ class UtilisationView(APIView):
             ),
         },
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
         """Q(T) = Op_app(T) / Op(T) (eqs 9-12) beside the classical core- and GPU-hour
         utilisation, per bucket, per partition and in total, read from the hourly rows the
         import keeps. Each partition says where its peak came from (eq 3/7 or the vendor's
@@ -171,23 +194,33 @@ class UtilisationView(APIView):
                 start=options.get("start"), end=options.get("end"), step=options["step"],
                 timezone=cluster.zoneinfo, now=timezone.now(),
             )  # fmt: skip
-            report = utilisation_report_get(
-                cluster=cluster, partition=options["partition_object"], start=start, end=end,
-                step=options["step"],
-            )  # fmt: skip
+            csv = request.accepted_renderer.format == UtilisationCsvRenderer.format
+            if csv or options["shape"] == "buckets":
+                report = utilisation_report_get(
+                    cluster=cluster, partition=options["partition_object"], start=start,
+                    end=end, step=options["step"],
+                )  # fmt: skip
+            else:  # the columns, kept in the cache month by month (docs/utilisation.md)
+                columns = utilisation_columns_get(
+                    cluster=cluster, partition=options["partition_object"], start=start,
+                    end=end, step=options["step"],
+                )  # fmt: skip
+                if _plain_json(request):
+                    return HttpResponse(
+                        utilisation_columns_json(columns), content_type="application/json"
+                    )
+                return Response(utilisation_columns_body(columns))
         except WindowError as error:
             raise ValidationError({error.field: [str(error)]}) from None
         except (PeakError, UtilisationError) as error:
             field = "partition" if options["partition_object"] else "cluster"
             raise ValidationError({field: [str(error)]}) from None
-        if request.accepted_renderer.format == UtilisationCsvRenderer.format:
+        if csv:
             response = Response([ROW_FIELDS, *utilisation_rows(report.windows)])
             filename = utilisation_csv_filename(report)
             response["Content-Disposition"] = f'attachment; filename="{filename}"'
             return response
-        if options["shape"] == "buckets":
-            return Response(utilisation_body(report))
-        return Response(utilisation_columns_body(report))
+        return Response(utilisation_body(report))
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         # Errors are JSON (the API's error shape) even when CSV was asked for.

@@ -426,6 +426,62 @@ def bucket_boundaries(
     return tuple(from_epoch_seconds(boundary) for boundary in seconds)
 
 
+def month_blocks(
+    *, start: datetime, end: datetime, step: Step | str, timezone: str | tzinfo
+) -> tuple[tuple[datetime, datetime], ...]:
+    """``[start, end)`` cut into blocks of whole consecutive buckets of ``step``: one block per
+    local calendar month it touches, and in its last local month (the open one, when the
+    window ends now) one per local day. Each block ends at the first bucket edge at or after a
+    local month (day) start: a week may hold one, so its block runs on to the week's end, and
+    a month step's last month stays whole.
+
+    A block's buckets (:func:`bucket_boundaries` of the block) are exactly the window's buckets
+    inside it, so a series computed block by block and put end to end equals the series of the
+    whole window; a block of months that no longer change can be kept (the Q(T) cache), and a
+    change in the open month leaves the cached days before it alone.
+    """
+    zone, step = _zone(timezone), Step(step)
+    first, last = epoch_seconds(start), epoch_seconds(end)
+    if last <= first:
+        raise UtilisationError("a window must end after it starts")
+    days: list[date] = []
+    day = datetime.fromtimestamp(first, zone).date().replace(day=1)
+    while True:
+        day = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+        if _midnight(day, zone) >= last:
+            break
+        days.append(day)
+    final = datetime.fromtimestamp(last - 1, zone).date()
+    day = final.replace(day=1)
+    while day < final:
+        day += timedelta(days=1)
+        days.append(day)
+    cuts = sorted(
+        {
+            cut
+            for day in days
+            if first < (cut := _bucket_edge_from(_midnight(day, zone), day, step, zone)) < last
+        }
+    )
+    edges = [first, *cuts, last]
+    return tuple(
+        (from_epoch_seconds(low), from_epoch_seconds(high))
+        for low, high in itertools.pairwise(edges)
+    )
+
+
+def _bucket_edge_from(midnight: int, day: date, step: Step, zone: tzinfo) -> int:
+    """The first edge of ``step``'s buckets at or after ``midnight``, the local start of
+    ``day``, as :func:`_boundaries_seconds` places them."""
+    if step is Step.WEEK:  # the first Monday from the day on
+        return _midnight(day + timedelta(days=-day.weekday() % 7), zone)
+    if step is Step.MONTH and day.day != 1:  # the next month's first day
+        return _midnight(date(day.year + day.month // 12, day.month % 12 + 1, 1), zone)
+    if step is Step.HOUR and not _is_hour_boundary(midnight, zone):
+        return _next_hour(_hour_floor(midnight, zone), zone)
+    return midnight  # days (and months) start at local midnight
+
+
 # --------------------------------------------------------------------------------------------
 # Pricing and accumulating, in whole numbers on a common scale
 #

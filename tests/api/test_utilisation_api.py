@@ -210,3 +210,37 @@ def test_a_year_by_the_hour_is_under_a_megabyte_compressed_with_the_old_figures(
     for field in ("q_percent", "used_flop", "core_seconds", "gpu_percent"):
         assert series["total"][field] == [bucket["total"][field] for bucket in old]
         assert series["work"][field] == [bucket["partitions"]["work"][field] for bucket in old]
+
+
+def test_the_columns_text_is_what_the_json_renderer_writes_byte_for_byte(world):
+    """The cached blocks' JSON text is sent as it is (issue 33): the same bytes as rendering the
+    uncached body, from a cold cache and from a warm one."""
+    from rest_framework.renderers import JSONRenderer
+
+    from accounting.utilisation.api import _report_head
+    from accounting.utilisation.quality import utc_text, utilisation_columns
+    from accounting.utilisation.selectors import utilisation_report_get
+
+    _a_year_of_hours(world.centre.cluster)
+    query = "cluster=slurm-testbed&start=2025-10-03T05:00:00Z&end=2026-01-01T00:00:00Z"
+    report = utilisation_report_get(
+        cluster=world.centre.cluster, start=datetime(2025, 10, 3, 5, tzinfo=UTC),
+        end=datetime(2026, 1, 1, tzinfo=UTC), step="hour",
+    )  # fmt: skip
+    names = [peaks.name for peaks in report.peaks]
+    body = {
+        **_report_head(report, "columns"),
+        "starts": [utc_text(window.start) for window in report.windows],
+        "series": utilisation_columns(report.windows, names),
+    }
+    staff = world.client("staff")
+    for _ in ("cold", "warm"):
+        response = staff.get(f"{URL}?{query}&step=hour")
+        assert response["Content-Type"] == "application/json"
+        assert response.content == JSONRenderer().render(body)
+    indented = staff.get(f"{URL}?{query}&step=hour", HTTP_ACCEPT="application/json; indent=2")
+    assert indented.content.startswith(b'{\n  "shape": "columns"')
+    assert indented.json() == response.json()
+    browsable = staff.get(f"{URL}?{query}&step=day", HTTP_ACCEPT="text/html")
+    assert browsable.status_code == 200
+    assert b"q_percent" in browsable.content
