@@ -107,6 +107,11 @@ JOIN accounting_partition p ON p.id = v.partition_id
 JOIN accounting_cluster c ON c.id = p.cluster_id AND c.name = 'slurm-testbed'
 CROSS JOIN generate_series(timestamptz '{first}', timestamptz '{last}', interval '1 hour') AS h
 WHERE v.number = 1;
+-- The stamps the import keeps of each UTC month of the hourly rows (the Q(T) cache's keys).
+INSERT INTO accounting_utilisationmonth (partition_id, month, core_seconds, gpu_seconds, changes)
+SELECT partition_id, date_trunc('month', hour_start AT TIME ZONE 'UTC')::date,
+  sum(core_seconds), sum(gpu_seconds), 1
+FROM accounting_utilisationhourly GROUP BY 1, 2;
 ANALYZE;
 """
 

@@ -17,7 +17,7 @@ GROUP BY project_id, day, partition_id
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0028_energy_hourly'),
+        ('accounting', '0029_utilisation_months'),
         ('projects', '0004_project_finance_code'),
     ]
 
