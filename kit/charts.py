@@ -22,8 +22,8 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 from django.http import HttpResponse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
 
 from kit.csv_export import csv_writer
 
@@ -72,23 +72,16 @@ class Chart:
 
     @property
     def table_html(self) -> SafeString:
-        """The data table beside the chart (built here: rows can number in the hundreds)."""
-        head = format_html_join("", "<th>{}</th>", ((column,) for column in self.columns))
+        """The data table beside the chart, built here as plain text with each value escaped
+        (rows can number in the hundreds: a year of days is thousands of cells, and a
+        ``format_html`` per cell was most of the project page's time)."""
+        head = "".join(f"<th>{conditional_escape(column)}</th>" for column in self.columns)
         if not self.rows:
-            body = format_html(
-                '<tr><td colspan="{}" class="empty">No data.</td></tr>', len(self.columns)
-            )
+            body = f'<tr><td colspan="{len(self.columns)}" class="empty">No data.</td></tr>'
         else:
-            body = format_html_join(
-                "",
-                "<tr>{}</tr>",
-                (
-                    (format_html_join("", "{}", (_cell(value) for value in row)),)
-                    for row in self.rows
-                ),
-            )
-        return format_html(
-            '<table class="data"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', head, body
+            body = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>" for row in self.rows)
+        return mark_safe(  # noqa: S308 - every value above is escaped
+            f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
         )
 
     def csv_response(self, filename_stem: str) -> HttpResponse:
@@ -149,12 +142,12 @@ def find_chart(charts: Iterable[Chart], key: str) -> Chart | None:
     return next((chart for chart in charts if chart.key == key), None)
 
 
-def _cell(value: object) -> tuple[SafeString]:
-    """One cell of a chart's data table: numbers grouped by thousands and right-aligned, as
-    every table of the pages shows them (the CSV keeps them plain)."""
+def _cell(value: Any) -> str:
+    """One cell of a chart's data table, escaped: numbers grouped by thousands and
+    right-aligned, as every table of the pages shows them (the CSV keeps them plain)."""
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
-        return (format_html('<td class="num">{}</td>', f"{value:,}"),)
-    return (format_html("<td>{}</td>", value),)
+        return f'<td class="num">{conditional_escape(f"{value:,}")}</td>'
+    return f"<td>{conditional_escape(value)}</td>"
 
 
 def su(value: Decimal | float) -> float:
