@@ -708,11 +708,13 @@ def ledger_stamp() -> str:
 def usage_series(
     *, project: Project, start: date, end: date, step: Step, group: UsageGroup
 ) -> list[UsagePoint]:
-    """SU per ``step`` (from each day's roll-up) and per partition or user, in [start, end)."""
+    """SU per ``step`` (from each day's roll-up) and per partition or user, in [start, end):
+    per partition from the roll-up without the user (``ProjectUsageDaily``, the same sums)."""
     key = "partition__name" if group == "partition" else "username"
     period = _truncated(step)
+    daily = ProjectUsageDaily if group == "partition" else UsageDaily
     rows = (
-        UsageDaily.objects.filter(project=project, day__gte=start, day__lt=end)
+        daily.objects.filter(project_id=project.pk, day__gte=start, day__lt=end)
         .annotate(period=period)
         .values("period", key)
         .annotate(total=Coalesce(Sum("service_units"), Value(_ZERO), output_field=_SUM_FIELD))
@@ -810,12 +812,13 @@ def _month_signatures(
     """Per month slice, what the import's daily roll-ups hold of the days its jobs may have
     ended on (each cluster's local days: a day more each side): it moves whenever an import
     charges, re-prices or refunds a job of the slice, in the same transaction. One read of
-    the roll-ups for the whole window, never of the jobs."""
+    the roll-ups for the whole window (``ProjectUsageDaily``: a row per day and partition,
+    whatever the number of users), never of the jobs."""
     if not months:
         return {}
     first, last = months[0][0].date() - timedelta(days=1), months[-1][1].date() + timedelta(days=1)
     days = list(
-        UsageDaily.objects.filter(project_id=project_id, day__gte=first, day__lte=last)
+        ProjectUsageDaily.objects.filter(project_id=project_id, day__gte=first, day__lte=last)
         .values("day")
         .annotate(jobs=Sum("jobs"), units=Sum("service_units"))
         .order_by("day")
