@@ -36,7 +36,7 @@ def _use(project, partition, day, amount):
         "u",
         day,
         service_units=Decimal(amount),
-        cost=Decimal(amount) / 10,
+        cost=(Decimal(amount) / 10).quantize(Decimal("0.000001")),  # as the column keeps it
         jobs=1,
     )
 
