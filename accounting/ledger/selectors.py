@@ -453,7 +453,7 @@ def jobs_after(
     high, oldest = top, None
     windows = itertools.chain(_WINDOW_MONTHS, itertools.repeat(_WIDEST_WINDOW))
     for number, months in enumerate(windows):
-        low: datetime | None = _months_before(high, months)
+        low: datetime | None = _months_before(_anchored(high) if number == 0 else high, months)
         if number == 1:  # past the first window: how far back the ledger's months go
             oldest = _oldest_month()
         if number and (oldest is None or (low is not None and low <= oldest)):
@@ -468,6 +468,25 @@ def jobs_after(
             break
         high = low
     return rows
+
+
+# A cursor this far past now names no job's end (a crafted one, up to year 9999): its first
+# window is counted back from the ledger's newest month, not from the cursor.
+_FUTURE_SLACK = timedelta(days=62)
+
+
+def _anchored(top: datetime | None) -> datetime | None:
+    """Where a page's first window of months ends: ``top``, or for a cursor far in the future
+    the end of the ledger's newest monthly partition. Counted back from year 9999 in windows of
+    16 months, a crafted cursor made about 6,000 queries and held a worker for minutes; the
+    first window still reaches up to the cursor (``end < top``), so nothing is skipped."""
+    if top is None or top <= datetime.now(UTC) + _FUTURE_SLACK:
+        return top
+    months = [p.month for p in partitions_list() if p.month is not None]
+    if not months or max(months) >= date(9999, 12, 1):
+        return None  # no month after the newest: count back from now
+    after = add_months(max(months).replace(day=1), 1)
+    return datetime(after.year, after.month, 1, tzinfo=UTC)
 
 
 def _oldest_month() -> datetime | None:
