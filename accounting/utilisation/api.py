@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -33,6 +32,7 @@ from accounting.utilisation.quality import (
 from accounting.utilisation.selectors import (
     UtilisationColumnsReport,
     UtilisationReport,
+    renderer_json,
     utilisation_columns_get,
     utilisation_report_get,
 )
@@ -117,9 +117,7 @@ def utilisation_columns_body(report: UtilisationColumnsReport) -> dict[str, Any]
 def utilisation_columns_json(report: UtilisationColumnsReport) -> bytes:
     """:func:`utilisation_columns_body` as ``JSONRenderer`` writes it, byte for byte, with the
     columns' text as the cache keeps it: a year of hours is never parsed nor printed again."""
-    head = json.dumps(
-        _report_head(report, "columns"), separators=(",", ":"), ensure_ascii=False
-    )  # fmt: skip
+    head = renderer_json(_report_head(report, "columns"))
     body = f'{head[:-1]},"starts":{report.starts_json},"series":{report.series_json}}}'
     return body.encode()
 

@@ -359,7 +359,7 @@ and figure, of its values, each without the array's brackets (blocks are joined 
 
 def _block_text(starts: list[str], columns: Columns) -> BlockText:
     def items(values: list[Any]) -> str:
-        return _json(values)[1:-1]
+        return renderer_json(values)[1:-1]
 
     return items(starts), {
         name: {field: items(values) for field, values in figures.items()}
@@ -367,7 +367,7 @@ def _block_text(starts: list[str], columns: Columns) -> BlockText:
     }
 
 
-def _json(value: Any) -> str:
+def renderer_json(value: Any) -> str:
     """JSON as DRF's ``JSONRenderer`` writes it (compact, UTF-8 as it is)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -377,8 +377,8 @@ def _joined(parts: Sequence[BlockText]) -> tuple[str, str]:
     starts = "[" + ",".join(block[0] for block in parts) + "]"
     first = parts[0][1]
     series = ",".join(
-        _json(name) + ":{" + ",".join(
-            _json(field) + ":[" + ",".join(block[1][name][field] for block in parts) + "]"
+        renderer_json(name) + ":{" + ",".join(
+            renderer_json(field) + ":[" + ",".join(block[1][name][field] for block in parts) + "]"
             for field in figures
         ) + "}"
         for name, figures in first.items()
