@@ -8,33 +8,19 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib import import_module
-from pathlib import Path
 
 import pytest
 from django.db import connection
 
-from accounting.clusters.services import cluster_apply
-from accounting.clusters.specs import cluster_definition_load
 from accounting.costs.services import BEGINNING, cost_model_version_create, job_costs_recompute
 from accounting.ledger.pipeline import jobs_import
-from accounting.models import Cluster, ProjectUsageDaily, UsageDaily
+from accounting.models import ProjectUsageDaily, UsageDaily
 from benchmarks.sacct_generator import sacct_lines
-from projects.models import Project
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "examples" / "clusters" / "slurm-testbed.json"
 USER_FIELD, ENERGY_FIELD = 3, 20  # User and ConsumedEnergyRaw in the generator's layout
 MODEL = "currency Euro\nnodes CPU nid[1001-1004]\nrate Hardware 6 k/a\n"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def testbed():
-    cluster_apply(definition=cluster_definition_load(SPEC))
-    for code in ("pawsey0001", "pawsey0002", "pawsey0003", "pawsey0004"):
-        Project.objects.create(code=code, title=code)
-    return Cluster.objects.get(name="slurm-testbed")
 
 
 def _history(*, lines=900, seed=11, moved=False):
