@@ -9,7 +9,10 @@ reader's and the COPY writer's too) and the CPU seconds of the PostgreSQL backen
 (``/proc/<pid>/stat`` of ``pg_backend_pid()``, so the server must run on this machine).
 Alternate two checkouts' runs to compare them.
 
-    python benchmarks/bench_import_cpu.py [--lines 200000] [--rounds 1]
+    python benchmarks/bench_import_cpu.py [--lines 200000] [--shape allocations|usage]
+
+``--shape usage`` imports what the scheduled import reads instead (``SACCT_FORMAT``: each job
+with its steps and the usage columns the efficiency figures need), of the same jobs.
 """
 
 from __future__ import annotations
@@ -68,15 +71,19 @@ def _measured(path: Path) -> list[tuple[str, float, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--shape", choices=("allocations", "usage"), default="allocations")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from benchmarks.sacct_generator import GENERATOR_VERSION, write_sacct_file
 
     out = ROOT / "benchmarks" / "out"
     out.mkdir(exist_ok=True)
-    path = out / f"sacct-allocations-{args.lines}-v{GENERATOR_VERSION}.psv"
+    path = out / f"sacct-{args.shape}-{args.lines}-v{GENERATOR_VERSION}.psv"
     if not path.exists():
-        write_sacct_file(path, lines=args.lines, seed=42, allocations=True)
+        if args.shape == "usage":
+            write_sacct_file(path, lines=args.lines, seed=42, usage=True)
+        else:
+            write_sacct_file(path, lines=args.lines, seed=42, allocations=True)
     _psql(f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
     env = {**os.environ, "DATABASE_URL": f"{PG}/{BENCH_DB}"}
     manage = [sys.executable, "manage.py"]

@@ -9,8 +9,9 @@ Two halves, each exact against the per-line code it stands in for:
   node list, AllocTRES, ReqTRES, ReqMem, time limit, QOS, ExitCode) are parsed once per
   distinct value with the parser's own functions (``accounting.ledger.sacct``). A line that
   passes becomes a :class:`FastLine`; every other line (misshapen, a step, never ran, still
-  running, requeued, an odd time, a DST gap, a warning, usage columns) is read by the parser,
-  as before, and yields what it yields. :func:`read_entries` does the same for the lines
+  running, requeued, an odd time, a DST gap, a warning, a usage value it warns about) is read
+  by the parser, as before, and yields what it yields. A job line's usage columns are read with
+  the parser's ``usage_from_columns``, per line. :func:`read_entries` does the same for the lines
   ``sacct --json``'s jobs convert to (``accounting.ledger.sacct_json``), between the steps and
   errors the JSON reader yields as they are.
 - :class:`ShapePricer` turns a batch's fast lines into ledger rows: the import's lookups of
@@ -39,6 +40,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from accounting.clusters import charging
+from accounting.clusters.efficiency import JobUsage
 from accounting.ledger.limits import _bounds, account_check
 from accounting.ledger.policy import booking_for
 from accounting.ledger.sacct import (
@@ -57,6 +59,7 @@ from accounting.ledger.sacct import (
     _is_encodable,
     _LineParser,
     _Resources,
+    usage_from_columns,
 )
 from accounting.ledger.sacct_json import PendingLine
 from accounting.ledger.usage import USAGE_COLUMNS
@@ -166,18 +169,28 @@ class FastLine:
     read it without error or warning. Stands in for a SacctRecord in a batch; its values are
     read from its chunk's columns when asked for."""
 
-    __slots__ = ("chunk", "job_id_raw", "line_number", "raw", "row")
+    __slots__ = ("chunk", "job_id_raw", "line_number", "raw", "row", "usage")
 
     # What the batch asks of a record: a finished job's only run, its cluster the dump's.
     run_key = ""
     is_finished = True
 
-    def __init__(self, chunk: _Chunk, row: int, line_number: int, raw: str, job_id_raw: str):
+    def __init__(
+        self,
+        chunk: _Chunk,
+        row: int,
+        line_number: int,
+        raw: str,
+        job_id_raw: str,
+        usage: JobUsage | None = None,
+    ):
         self.chunk = chunk
         self.row = row
         self.line_number = line_number
         self.raw = raw
         self.job_id_raw = job_id_raw
+        # What the line's own usage columns say (its steps' usage is the batch's).
+        self.usage = usage
 
     job_id = _text("job_id")
     array_job_id = _text("array_job_id")
@@ -388,11 +401,6 @@ class _ChunkReader:
             column("ConsumedEnergyRaw").str.contains(r"^([0-9]{0,18})$"),
             (column("Cluster") == "") | (column("Cluster") == parser.cluster),
         ]
-        if layout.has_usage:
-            # What jobs used goes through the per-line path (with their steps).
-            for name in ("TotalCPU", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax"):
-                checks.append(column(name) == "")
-            checks.append(column("TRESUsageInAve") == "")
         moments = []
         for name in ("Submit", "Start", "End"):
             text = column(name)
@@ -422,6 +430,7 @@ class _ChunkReader:
             column("ElapsedRaw").alias("elapsed"),
             column("ConsumedEnergyRaw").alias("energy"),
             *(column(name).alias(f"s{index}") for index, name in enumerate(STATIC_COLUMNS)),
+            *(column(name).alias(f"u{index}") for index, name in enumerate(USAGE_FIELDS)),
             pl.all_horizontal(checks).alias("ok"),
         ).filter(
             pl.col("ok")
@@ -449,6 +458,9 @@ class _ChunkReader:
             keep.append(pl.col(f"s{index}").is_in(good))
             readings.append(cache)
         table = table.filter(pl.all_horizontal(keep))
+        usages: dict[int, JobUsage] = {}
+        if layout.has_usage:
+            table, usages = _usages_read(table)
         if table.is_empty():
             return {}
         # The chunk keeps the readings of its own values of the columns its lines read.
@@ -464,9 +476,30 @@ class _ChunkReader:
             table.get_column(name).to_list() for name in ("line_number", "raw", "job_id_raw")
         ]
         return {
-            number: FastLine(vouched, row, number, line, job_id_raw)
+            number: FastLine(vouched, row, number, line, job_id_raw, usages.get(number))
             for row, (number, line, job_id_raw) in enumerate(zip(*columns, strict=True))
         }
+
+
+def _usages_read(table: pl.DataFrame) -> tuple[pl.DataFrame, dict[int, JobUsage]]:
+    """What the chunk's job lines say they used (TotalCPU, MaxRSS, TRESUsage*, NTasks), by
+    line number, read with the parser's own ``usage_from_columns``; a line whose usage the
+    parser would warn about is dropped from ``table``, left to the parser."""
+    names = [f"u{index}" for index in range(len(USAGE_FIELDS))]
+    measured = table.filter(pl.any_horizontal(pl.col(name) != "" for name in names[:5]))
+    usages: dict[int, JobUsage] = {}
+    refused: list[int] = []
+    for number, *texts in measured.select("line_number", *names).iter_rows():
+        try:
+            usage = usage_from_columns(*texts)
+        except _FieldError:
+            refused.append(number)
+            continue
+        if usage is not None:
+            usages[number] = usage
+    if refused:
+        table = table.filter(~pl.col("line_number").is_in(refused))
+    return table, usages
 
 
 _REFUSED: Any = object()  # a value the parser would refuse or warn about

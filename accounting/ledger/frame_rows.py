@@ -28,19 +28,28 @@ the same lines (``tests/accounting/test_columnar.py`` imports every sample both 
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, NamedTuple
 
 import polars as pl
 
+from accounting.clusters import efficiency
+from accounting.clusters.efficiency import JobUsage
 from accounting.ledger.columnar import FastLine, ShapePricer, _quanta_bound
-from accounting.ledger.limits import account_check
+from accounting.ledger.limits import INPUT_LIMITS, _bounds, account_check, limits_check
 from accounting.ledger.policy import booking_for
 from accounting.ledger.rollups import BULK_COUNT_LIMIT, BULK_SECONDS_LIMIT
-from accounting.ledger.usage import USAGE_COLUMNS
+from accounting.ledger.usage import (
+    USAGE_COLUMNS,
+    held_of,
+    memory_basis_notes,
+    usage_of,
+    usage_values,
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
@@ -50,12 +59,14 @@ _MILLION = 10**6
 
 
 class NewRows(NamedTuple):
-    """The priced rows of a batch's new fast lines, the lines left to the other paths, and
-    the memory of each AllocTRES code (the frame's ``alloc``)."""
+    """The priced rows of a batch's new fast lines, the lines left to the other paths, the
+    memory of each AllocTRES code (the frame's ``alloc``), and the values the efficiency
+    roll-ups read of each row with a right-sized SU (``rollups._efficiency_add``'s)."""
 
     frame: pl.DataFrame
     left: list[FastLine]
     memories: list[Decimal]
+    measured: list[dict[str, Any]] = []
 
 
 def _whole_seconds_up(moment: datetime) -> int:
@@ -138,11 +149,15 @@ def new_rows_priced(
     *,
     earliest: datetime,
     max_held: timedelta,
+    usages: Mapping[str, JobUsage] | None = None,
 ) -> NewRows:
     """Price ``lines`` (new fast lines of one batch, in the batch's order) in columns.
 
     ``earliest`` and ``max_held`` are the common case of ``pipeline._time_problem`` (with the
-    lookups' horizon); a line outside it is left to the pricer's own check.
+    lookups' horizon); a line outside it is left to the pricer's own check. ``usages`` are
+    what the jobs used, by JobIDRaw (their lines' usage columns with their steps'): a row of
+    one gets the usage columns, the note on how memory was measured and the right-sized SU,
+    job by job with ``_row_for``'s own functions (:func:`_measured_values`).
     """
     lookups = pricer.lookups
     if not lines or lookups.pricer is not None:
@@ -291,6 +306,9 @@ def new_rows_priced(
         pl.col("user").replace_strict(user_ids, default=None, return_dtype=pl.Int64)
         .alias("user_id"),
     ).sort("index")  # fmt: skip
+    measured: list[dict[str, Any]] = []
+    if usages:
+        frame, measured = _measured_values(frame, usages, versions, alloc_list)
     taken = set(frame.get_column("index").to_list())
     left = [line for index, line in enumerate(lines) if index not in taken]
     weights = {pk: version.weight for pk, version in versions.items()}
@@ -304,7 +322,78 @@ def new_rows_priced(
     )
     if pricer.stages is not None:
         pricer.stages.add("price", started)
-    return NewRows(frame, left, [alloc.memory_mb for alloc in alloc_list])
+    return NewRows(frame, left, [alloc.memory_mb for alloc in alloc_list], measured)
+
+
+# The usage columns a sacct line fills, with the limits ``_row_for`` checks them against.
+_USAGE_LIMITS = tuple(limit for limit in INPUT_LIMITS if limit.attname in USAGE_COLUMNS)
+# Whatever the per-line code would find beyond its column leaves the frame for it.
+_RIGHT_SIZED_BOUND = _bounds("right_sized_service_units")[1]
+
+
+def _measured_values(
+    frame: pl.DataFrame,
+    usages: Mapping[str, JobUsage],
+    versions: Mapping[int, Any],
+    allocs: Sequence[Any],
+) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
+    """The frame with what its measured jobs used, as ``_row_for`` makes it of each: the usage
+    columns kept to their places (``usage_values``) and checked against their columns
+    (``limits_check``: a value beyond one is left out, with a warning), the note on how memory
+    was measured, and, when the CPU time is known, the right-sized SU
+    (``efficiency.right_sized_service_units`` of the booked SU). Per measured job in Python:
+    these are per-job rules, and a measured job is a fraction of a dump's lines. Returns the
+    frame with ``warnings`` (JSON), the usage columns and ``right_sized`` as text, and the
+    values the efficiency roll-ups read of each row with a right-sized SU."""
+    wanted = frame.filter(pl.col("job_id_raw").is_in(list(usages))).select(
+        "index", "job_id_raw", "version_id", "project_id", "partition_id", "user", "end_s",
+        "nnodes", "cpus", "alloc", "gpus", "elapsed_seconds", "timelimit_minutes", "su_q",
+    )  # fmt: skip
+    columns: dict[str, list[Any]] = {
+        name: [] for name in ("index", "warnings", *USAGE_COLUMNS, "right_sized")
+    }
+    measured: list[dict[str, Any]] = []
+    too_large: list[int] = []
+    for (
+        index, job_id_raw, version_id, project_id, partition_id, username, end_s, nnodes, cpus,
+        alloc, gpus, elapsed, timelimit, su_q,
+    ) in wanted.iter_rows():  # fmt: skip
+        used = usages[job_id_raw]
+        row: dict[str, Any] = {**usage_values(used), "warnings": memory_basis_notes(used)}
+        limits_check(row, _USAGE_LIMITS)  # optional columns: never a quarantine
+        right_sized = None
+        if row["cpu_seconds_used"] is not None:
+            service_units = Decimal(su_q).scaleb(-6)
+            row.update(
+                nnodes=nnodes, cpus=cpus, memory_mb=allocs[alloc].memory_mb, gpus=gpus,
+                elapsed_seconds=elapsed, timelimit_minutes=timelimit,
+                service_units=service_units,
+            )  # fmt: skip
+            right_sized = efficiency.right_sized_service_units(
+                versions[version_id].spec, held_of(row), usage_of(row), service_units=service_units
+            )
+            if right_sized is not None and abs(right_sized) >= _RIGHT_SIZED_BOUND:
+                too_large.append(index)
+                continue
+        columns["index"].append(index)
+        columns["warnings"].append(json.dumps(row["warnings"]))
+        for name in USAGE_COLUMNS:
+            value = row[name]
+            columns[name].append(None if value is None else str(value))
+        columns["right_sized"].append(None if right_sized is None else str(right_sized))
+        if right_sized is not None:
+            row.update(
+                project_id=project_id, partition_id=partition_id, username=username,
+                end=_EPOCH + timedelta(seconds=end_s), right_sized_service_units=right_sized,
+            )  # fmt: skip
+            measured.append(row)
+    table = pl.DataFrame(
+        columns,
+        schema={"index": pl.Int64, **dict.fromkeys(columns.keys() - {"index"}, pl.String)},
+    )
+    if too_large:
+        frame = frame.filter(~pl.col("index").is_in(too_large))
+    return frame.join(table, on="index", how="left", maintain_order="left"), measured
 
 
 def _decimal_text(quanta: pl.Expr) -> pl.Expr:
@@ -385,9 +474,9 @@ def copy_frame(
         "reserved_service_units": null,
         "weight": pl.col("weight_text"),
         "dominant_resource": _escaped(pl.col("dom")),
-        "warnings": pl.lit("[]"),
+        "warnings": _escaped(_or_none(frame, "warnings", pl.lit("[]"))),
         "energy_wh": _decimal_text(pl.col("wh_q")),
-        "right_sized_service_units": null,
+        "right_sized_service_units": _or_none(frame, "right_sized", null),
         "cost": null,
         "cost_model_version_id": null,
         "charged_at": now_text,
@@ -395,10 +484,18 @@ def copy_frame(
         "source_hash": pl.lit(pl.Series("source_hash", source_hashes, dtype=pl.String)),
         "updated_at": now_text,
     }
-    made.update(dict.fromkeys(USAGE_COLUMNS, null))  # nothing measured on this path
+    made.update({name: _or_none(frame, name, null) for name in USAGE_COLUMNS})
     if ids is not None:
         made["id"] = pl.lit(pl.Series("id", ids, dtype=pl.Int64).cast(pl.String))
     return frame.select(*(made[name].alias(name) for name in columns))
+
+
+def _or_none(frame: pl.DataFrame, name: str, default: pl.Expr) -> pl.Expr:
+    """A measured value's text column, ``default`` where the row has none (or no row of the
+    frame was measured)."""
+    if name not in frame.columns:
+        return default
+    return pl.col(name).fill_null(default)
 
 
 def copy_text(frame: pl.DataFrame) -> bytes:

@@ -861,7 +861,7 @@ def _batch_apply(
     def framed_rollups() -> None:
         # The framed rows' roll-up deltas, summed while the server reads their COPY.
         if framed is not None and changes.framed_hashes:
-            rollups_add_frame(changes.deltas, framed.frame, framed.memories, zone)
+            rollups_add_frame(changes.deltas, framed.frame, framed.memories, zone, framed.measured)
 
     if changes.inserts or changes.framed_hashes:
         _jobs_insert(
@@ -944,7 +944,7 @@ def _repeats_resolve(
             if (
                 pricer is not None
                 and isinstance(line, columnar.FastLine)
-                and line.job_id_raw not in batch.usage
+                and _used(line, batch) is None
             ):
                 values = pricer.rows([line]).get(key)
             if values is None:
@@ -1052,24 +1052,28 @@ def _changes_for(
             record
             for key, record in batch.records.items()
             if isinstance(record, columnar.FastLine)
-            and record.job_id_raw not in batch.usage
             and (key not in known or known[key][1] != fingerprints[key])
         ]
         if connection.vendor == "postgresql":
-            # New lines priced into one frame, written and rolled up from it; the rest (and
-            # what the frame leaves) as rows.
+            # New lines priced into one frame, written and rolled up from it, with what they
+            # used (their own usage columns and their steps'); the rest (and what the frame
+            # leaves) as rows.
+            unknown = [line for line in lines if (line.job_id_raw, "") not in known]
+            used = {line.job_id_raw: _used(line, batch) for line in unknown}
             changes.framed = frame_rows.new_rows_priced(
                 pricer,
-                [line for line in lines if (line.job_id_raw, "") not in known],
+                unknown,
                 earliest=EARLIEST,
                 max_held=MAX_HELD,
+                usages={job_id_raw: usage for job_id_raw, usage in used.items() if usage},
             )
             if changes.framed.frame.height:
                 raw_ids = changes.framed.frame.get_column("job_id_raw").to_list()
                 framed = {(job_id_raw, "") for job_id_raw in raw_ids}
                 changes.framed_hashes = [fingerprints[(raw_id, "")] for raw_id in raw_ids]
             lines = [line for line in lines if (line.job_id_raw, "") not in framed]
-        fast_rows = pricer.rows(lines)
+        # The pricer's rows hold no usage: a measured line is the per-line code's.
+        fast_rows = pricer.rows([line for line in lines if _used(line, batch) is None])
     for key, record in batch.records.items():
         if key in framed:
             summary.add_one("charged")  # booked (charged or refunded), new
@@ -1140,6 +1144,13 @@ def _changes_for(
             changes.updates.append(job)
     rollups_add_new(changes.deltas, new_rows, lookups.zone)
     return changes
+
+
+def _used(line: columnar.FastLine, batch: _Batch) -> JobUsage | None:
+    """What a fast line's job used: its line's usage columns with its steps' (``_row_for``'s
+    rule), or None when neither says."""
+    steps = batch.usage.get(line.job_id_raw)
+    return line.usage.merged(steps) if line.usage else steps
 
 
 def _correction_add(corrections: dict[int, list[Any]], values: dict[str, Any], sign: int) -> None:

@@ -8,6 +8,7 @@ applies them in one sorted upsert per table, inside the batch's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
@@ -519,15 +520,24 @@ def rollups_add_new(deltas: Deltas, rows: list[dict[str, Any]], zone: tzinfo) ->
 
 
 def rollups_add_frame(
-    deltas: Deltas, frame: pl.DataFrame, memories: list[Decimal], zone: tzinfo
+    deltas: Deltas,
+    frame: pl.DataFrame,
+    memories: list[Decimal],
+    zone: tzinfo,
+    efficiencies: Iterable[dict[str, Any]] = (),
 ) -> None:
     """:func:`rollups_add_new` for the new rows of ``accounting.ledger.frame_rows`` (booked,
-    finished jobs with no cost and no efficiency, of sizes the columns sum), read from their
-    frame without a row in Python. ``memories`` are the AllocTRES memories of the frame's
-    ``alloc`` codes. The local day of each end comes from the zone's offset over its UTC hour,
-    looked up once per hour (per row, with ``_day_of``, in an hour the offset changes in)."""
+    finished jobs with no cost, of sizes the columns sum), read from their frame without a row
+    in Python. ``memories`` are the AllocTRES memories of the frame's ``alloc`` codes. The
+    local day of each end comes from the zone's offset over its UTC hour, looked up once per
+    hour (per row, with ``_day_of``, in an hour the offset changes in). ``efficiencies`` are the
+    rows with a right-sized SU (``frame_rows.NewRows.measured``): their efficiency shares are
+    added job by job, as ``rollup_add`` adds them."""
     if frame.is_empty():
         return
+    for values in efficiencies:
+        key = (values["project_id"], values["partition_id"], values["username"])
+        _efficiency_add(deltas, values, (*key, _day_of(values["end"], zone)), +1)
     end = pl.col("end_s")
     day = pl.lit(local_day_numbers(frame.get_column("end_s"), zone))
     joules = pl.col("consumed_energy_joules").cast(pl.Int128)
