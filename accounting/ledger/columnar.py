@@ -66,7 +66,8 @@ from accounting.ledger.usage import USAGE_COLUMNS
 
 logger = logging.getLogger(__name__)
 
-CHUNK_LINES = 5000
+# The most lines read into one polars frame (an import reads no further ahead than a batch).
+CHUNK_LINES = 50_000
 # Distinct-value caches are dropped past this size: memory stays bounded on hostile input.
 _CACHE_LIMIT = 50_000
 _TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"

@@ -134,7 +134,7 @@ BUCKETS = (
     "pending",
     "quarantined",
 )
-BATCH_SIZE = 5000
+BATCH_SIZE = settings.IMPORT_BATCH_LINES  # lines per batch: one transaction each
 _RETRIES = 5
 _HOURS = Decimal(3600)
 _ZERO = Decimal(0)

@@ -14,7 +14,6 @@ from django.core.management.base import CommandError
 
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
-from accounting.ledger.pipeline import BATCH_SIZE
 from accounting.ledger.sources import _file_ranges
 from accounting.models import Cluster, ImportRun, Job, QuarantinedRecord, UsageDaily
 from benchmarks.sacct_generator import write_sacct_file
@@ -117,7 +116,11 @@ def test_a_process_killed_mid_import_fails_the_run_and_a_rerun_completes_it(
     _import(dump)
     expected = _ledger()
     _forget()
-    # Each (spawned) process kills itself (SIGKILL) right after its first batch commits.
+    # Each (spawned) process kills itself (SIGKILL) right after its first batch commits, with
+    # batches small enough for each of the two halves of the file to hold several.
+    batch = 2000
+    assert 2 * batch < len(expected[0]) // 2
+    monkeypatch.setenv("PORTAL_IMPORT_BATCH_LINES", str(batch))
     monkeypatch.setenv("PORTAL_IMPORT_FAULT_AFTER_BATCH", "1")
 
     with pytest.raises(CommandError, match="2 of 2 import processes failed"):
@@ -126,7 +129,7 @@ def test_a_process_killed_mid_import_fails_the_run_and_a_rerun_completes_it(
     run = ImportRun.objects.order_by("-pk").first()
     assert run is not None
     assert run.status == ImportRun.Status.FAILED
-    assert run.lines == 2 * BATCH_SIZE
+    assert run.lines == 2 * batch
     assert 0 < Job.objects.count() < len(expected[0])
     monkeypatch.delenv("PORTAL_IMPORT_FAULT_AFTER_BATCH")
 
