@@ -417,7 +417,7 @@ IMPORT_OVERLAP = env_bool("PORTAL_IMPORT_OVERLAP", True)
 # Lines per import batch: one transaction each (jobs, roll-ups and counters), the most a
 # killed import redoes. Larger batches spread the per-batch work (polars calls, the key probe,
 # the upserts) over more lines and hold more in memory: docs/importing.md, "Batch size".
-IMPORT_BATCH_LINES = env_int("PORTAL_IMPORT_BATCH_LINES", 15_000, minimum=1)
+IMPORT_BATCH_LINES = env_int("PORTAL_IMPORT_BATCH_LINES", 10_000, minimum=1)
 
 # Test-only fault injection: the importing process kills itself (SIGKILL) right after its Nth
 # batch commits, so fault tests stop an import at a chosen point, never after a sleep. 0: off.
