@@ -8,7 +8,7 @@ import json
 from django.http import HttpResponse, JsonResponse
 from django.test import RequestFactory
 
-from kit.compression import DataGZipMiddleware, gzip_with_random_header
+from kit.compression import KEPT_BYTES, DataGZipMiddleware, gzip_kept, gzip_with_random_header
 
 BIG = {"starts": [f"2026-01-01T{hour % 24:02d}:00:00Z" for hour in range(2000)]}
 
@@ -50,3 +50,26 @@ def test_the_same_content_compresses_to_different_lengths():
     lengths = {len(gzip_with_random_header(content)) for _ in range(20)}
     assert len(lengths) > 1  # the random header: a length tells an eavesdropper nothing
     assert all(gzip.decompress(gzip_with_random_header(content)) == content for _ in range(3))
+
+
+def test_a_large_answer_is_compressed_once_and_a_different_one_on_its_own():
+    hours = KEPT_BYTES // 20 + 1
+    year = {"starts": [f"2026-01-01T{hour % 24:02d}:00:00Z" for hour in range(hours)]}
+    first, again = _through(JsonResponse(year)), _through(JsonResponse(year))
+    assert len(json.dumps(year)) >= KEPT_BYTES
+    assert first.content == again.content  # kept: the same bytes, random header included
+    assert json.loads(gzip.decompress(again.content)) == year
+    other = {"starts": [*year["starts"], "2027-01-01T00:00:00Z"]}
+    assert json.loads(gzip.decompress(_through(JsonResponse(other)).content)) == other
+
+
+def test_only_the_most_recent_large_answers_are_kept():
+    answers = [bytes([number]) * KEPT_BYTES for number in range(20)]
+    first = gzip_kept(answers[0])
+    assert gzip_kept(answers[0]) is first  # kept
+    for answer in answers[1:]:
+        gzip_kept(answer)
+    assert gzip_kept(answers[-1]) is gzip_kept(answers[-1])
+    again = gzip_kept(answers[0])  # dropped meanwhile: compressed anew
+    assert again is not first
+    assert gzip.decompress(again) == answers[0]
