@@ -146,7 +146,8 @@ def _cell(value: Any) -> str:
     """One cell of a chart's data table, escaped: numbers grouped by thousands and
     right-aligned, as every table of the pages shows them (the CSV keeps them plain)."""
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
-        return f'<td class="num">{conditional_escape(f"{value:,}")}</td>'
+        # Digits, separators, a sign, an exponent or NaN/Infinity: nothing to escape.
+        return f'<td class="num">{value:,}</td>'
     return f"<td>{conditional_escape(value)}</td>"
 
 
