@@ -493,7 +493,7 @@ def _usages_read(table: pl.DataFrame) -> tuple[pl.DataFrame, dict[int, JobUsage]
     for number, *texts in measured.select("line_number", *names).iter_rows():
         try:
             usage = usage_from_columns(*texts)
-        except _FieldError:
+        except Exception:  # a warning, or worse: the parser decides what it means
             refused.append(number)
             continue
         if usage is not None:
