@@ -80,10 +80,8 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     path = out / f"sacct-{args.shape}-{args.lines}-v{GENERATOR_VERSION}.psv"
     if not path.exists():
-        if args.shape == "usage":
-            write_sacct_file(path, lines=args.lines, seed=42, usage=True)
-        else:
-            write_sacct_file(path, lines=args.lines, seed=42, allocations=True)
+        usage = args.shape == "usage"
+        write_sacct_file(path, lines=args.lines, seed=42, usage=usage, allocations=not usage)
     _psql(f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
     env = {**os.environ, "DATABASE_URL": f"{PG}/{BENCH_DB}"}
     manage = [sys.executable, "manage.py"]

@@ -487,7 +487,9 @@ def _usages_read(table: pl.DataFrame) -> tuple[pl.DataFrame, dict[int, JobUsage]
     line number, read with the parser's own ``usage_from_columns``; a line whose usage the
     parser would warn about is dropped from ``table``, left to the parser."""
     names = [f"u{index}" for index in range(len(USAGE_FIELDS))]
-    measured = table.filter(pl.any_horizontal(pl.col(name) != "" for name in names[:5]))
+    # NTasks alone says nothing was used (``usage_from_columns`` answers None).
+    said = [name for name, field in zip(names, USAGE_FIELDS, strict=True) if field != "NTasks"]
+    measured = table.filter(pl.any_horizontal(pl.col(name) != "" for name in said))
     usages: dict[int, JobUsage] = {}
     refused: list[int] = []
     for number, *texts in measured.select("line_number", *names).iter_rows():

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from accounting.clusters.services import cluster_apply
 from accounting.clusters.specs import cluster_definition_load
 from accounting.ledger import columnar
-from accounting.ledger.pipeline import jobs_import
+from accounting.ledger.pipeline import BUCKETS, jobs_import
 from accounting.ledger.sacct import line_item, parse_sacct
 from accounting.ledger_storage import KEY_COLUMNS, KEY_TABLE, is_partitioned
 from accounting.models import (
@@ -133,6 +133,24 @@ def _both_ways(cluster, text: str, **kwargs):
     return (by_line, per_line), (by_columns, _state())
 
 
+def _both_ways_in(cluster, zone: str, text: str):
+    """``_both_ways`` with the cluster's time zone set to ``zone``, on an empty ledger."""
+    cluster.timezone = zone
+    cluster.save(update_fields=["timezone"])
+    _clear()
+    return _both_ways(cluster, text)
+
+
+def _salt(draw, header: list[str], rows: list[list[str]], awkward: dict[str, list[str]]) -> None:
+    """Put up to 25 awkward values, drawn from ``awkward``'s columns present in ``header``, in
+    ``rows``."""
+    present = sorted(name for name in awkward if name in header)
+    for _ in range(draw(st.integers(0, 25))):
+        row = draw(st.sampled_from(rows))
+        column = draw(st.sampled_from(present))
+        row[header.index(column)] = draw(st.sampled_from(awkward[column]))
+
+
 def _fast_lines(cluster, text: str) -> int:
     reader = lambda parser, lines, at: columnar.read_lines(parser, lines, at, step_item=line_item)  # noqa: E731
     items = parse_sacct(
@@ -171,6 +189,10 @@ def test_a_scheduled_dump_with_steps_and_usage_books_the_same_rows_by_columns(te
     text = "".join(sacct_lines(lines=3000, seed=11, usage=True))
     per_line, by_columns = _both_ways(testbed, text)
     assert by_columns == per_line
+    summary = by_columns[0]
+    buckets = sum(getattr(summary, name) for name in BUCKETS)
+    assert summary.lines == len(text.splitlines()) - 1 == buckets  # every line in one bucket
+    assert summary.steps_skipped > summary.charged  # the steps were read, none was booked
     jobs = Job.objects.count()
     assert jobs > 600
     assert Job.objects.exclude(right_sized_service_units=None).count() > 0.5 * jobs
@@ -199,10 +221,7 @@ def salted_usage_files(draw):
         header.append("NTasks")
         for row in rows:
             row.append(draw(st.sampled_from(["", "1", "4"])))
-    for _ in range(draw(st.integers(0, 25))):
-        row = draw(st.sampled_from(rows))
-        column = draw(st.sampled_from([name for name in AWKWARD_USAGE if name in header]))
-        row[header.index(column)] = draw(st.sampled_from(AWKWARD_USAGE[column]))
+    _salt(draw, header, rows, AWKWARD_USAGE)
     return "|".join(header) + "\n" + "".join("|".join(row) + "\n" for row in rows)
 
 
@@ -211,10 +230,7 @@ def salted_usage_files(draw):
 )
 @given(text=salted_usage_files(), zone=st.sampled_from(["UTC", "Australia/Perth"]))
 def test_salted_usage_books_the_same_rows_by_columns_as_line_by_line(testbed, text, zone):
-    testbed.timezone = zone
-    testbed.save(update_fields=["timezone"])
-    _clear()
-    per_line, by_columns = _both_ways(testbed, text)
+    per_line, by_columns = _both_ways_in(testbed, zone, text)
     assert by_columns == per_line
 
 
@@ -256,10 +272,7 @@ HEADER = next(sacct_lines(lines=0, allocations=True)).rstrip("\n").split("|")
 def salted_files(draw):
     lines = list(sacct_lines(lines=40, seed=draw(st.integers(0, 10**6)), allocations=True))
     header, rows = lines[0], [line.rstrip("\n").split("|") for line in lines[1:]]
-    for _ in range(draw(st.integers(0, 25))):
-        row = draw(st.sampled_from(rows))
-        column = draw(st.sampled_from(sorted(AWKWARD)))
-        row[HEADER.index(column)] = draw(st.sampled_from(AWKWARD[column]))
+    _salt(draw, HEADER, rows, AWKWARD)
     if draw(st.booleans()):  # a repeated job id, finished or not
         rows.append(list(draw(st.sampled_from(rows))))
         rows[-1][HEADER.index("State")] = draw(st.sampled_from(["COMPLETED", "RUNNING"]))
@@ -277,10 +290,7 @@ def salted_files(draw):
     ),
 )
 def test_salted_files_book_the_same_rows_by_columns_as_line_by_line(testbed, text, zone):
-    testbed.timezone = zone
-    testbed.save(update_fields=["timezone"])
-    _clear()
-    per_line, by_columns = _both_ways(testbed, text)
+    per_line, by_columns = _both_ways_in(testbed, zone, text)
     assert by_columns == per_line
 
 
