@@ -37,7 +37,6 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from accounting.clusters import efficiency
 from accounting.clusters.efficiency import JobUsage
 from accounting.ledger.columnar import FastLine, ShapePricer, _quanta_bound
 from accounting.ledger.limits import INPUT_LIMITS, _bounds, account_check, limits_check
@@ -45,9 +44,8 @@ from accounting.ledger.policy import booking_for
 from accounting.ledger.rollups import BULK_COUNT_LIMIT, BULK_SECONDS_LIMIT
 from accounting.ledger.usage import (
     USAGE_COLUMNS,
-    held_of,
     memory_basis_notes,
-    usage_of,
+    right_sized_of,
     usage_values,
 )
 
@@ -340,10 +338,9 @@ def _measured_values(
     """The frame with what its measured jobs used, as ``_row_for`` makes it of each: the usage
     columns kept to their places (``usage_values``) and checked against their columns
     (``limits_check``: a value beyond one is left out, with a warning), the note on how memory
-    was measured, and, when the CPU time is known, the right-sized SU
-    (``efficiency.right_sized_service_units`` of the booked SU). Per measured job in Python:
-    these are per-job rules, and a measured job is a fraction of a dump's lines. Returns the
-    frame with ``warnings`` (JSON), the usage columns and ``right_sized`` as text, and the
+    was measured, and the right-sized SU of the booked SU (``usage.right_sized_of``: none
+    without the CPU time). Per measured job in Python: these are per-job rules, and a
+    measured job is a fraction of a dump's lines. Returns the frame with ``warnings`` (JSON), the usage columns and ``right_sized`` as text, and the
     values the efficiency roll-ups read of each row with a right-sized SU."""
     wanted = frame.filter(pl.col("job_id_raw").is_in(list(usages))).select(
         "index", "job_id_raw", "version_id", "project_id", "partition_id", "user", "end_s",
@@ -361,20 +358,15 @@ def _measured_values(
         used = usages[job_id_raw]
         row: dict[str, Any] = {**usage_values(used), "warnings": memory_basis_notes(used)}
         limits_check(row, _USAGE_LIMITS)  # optional columns: never a quarantine
-        right_sized = None
-        if row["cpu_seconds_used"] is not None:
-            service_units = Decimal(su_q).scaleb(-6)
-            row.update(
-                nnodes=nnodes, cpus=cpus, memory_mb=allocs[alloc].memory_mb, gpus=gpus,
-                elapsed_seconds=elapsed, timelimit_minutes=timelimit,
-                service_units=service_units,
-            )  # fmt: skip
-            right_sized = efficiency.right_sized_service_units(
-                versions[version_id].spec, held_of(row), usage_of(row), service_units=service_units
-            )
-            if right_sized is not None and abs(right_sized) >= _RIGHT_SIZED_BOUND:
-                too_large.append(index)
-                continue
+        service_units = Decimal(su_q).scaleb(-6)
+        row.update(
+            nnodes=nnodes, cpus=cpus, memory_mb=allocs[alloc].memory_mb, gpus=gpus,
+            elapsed_seconds=elapsed, timelimit_minutes=timelimit, service_units=service_units,
+        )  # fmt: skip
+        right_sized = right_sized_of(versions[version_id].spec, row, service_units=service_units)
+        if right_sized is not None and abs(right_sized) >= _RIGHT_SIZED_BOUND:
+            too_large.append(index)
+            continue
         columns["index"].append(index)
         columns["warnings"].append(json.dumps(row["warnings"]))
         for name in USAGE_COLUMNS:

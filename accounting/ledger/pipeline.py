@@ -55,7 +55,7 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 from psycopg.copy import QueuedLibpqWriter
 
-from accounting.clusters import charging, efficiency
+from accounting.clusters import charging
 from accounting.clusters.efficiency import JobUsage
 from accounting.costs.services import CostOutOfRange, JobPricer, JobShape
 from accounting.ledger import columnar, frame_rows
@@ -89,9 +89,8 @@ from accounting.ledger.sacct import (
 from accounting.ledger.sacct_json import JSON_HEADER, parse_sacct_json
 from accounting.ledger.usage import (
     USAGE_COLUMNS,
-    held_of,
     memory_basis_notes,
-    usage_of,
+    right_sized_of,
     usage_values,
 )
 from accounting.ledger_storage import (
@@ -530,9 +529,9 @@ def _row_for(
         row["reserved_service_units"] = _reserved(
             record, version.spec, pending=booking.pending_service_units
         )
-    if record.is_finished and row["cpu_seconds_used"] is not None:
-        row["right_sized_service_units"] = efficiency.right_sized_service_units(
-            version.spec, held_of(row), usage_of(row), service_units=booking.service_units
+    if record.is_finished:
+        row["right_sized_service_units"] = right_sized_of(
+            version.spec, row, service_units=booking.service_units
         )
     if lookups.pricer is not None and record.is_finished and record.end is not None:
         # Money under the cost model in force at the job's end; refunded jobs cost the centre

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from accounting.clusters import efficiency
+from accounting.clusters.charging import PartitionSpec
 from accounting.clusters.efficiency import MEMORY_ONE_TASK, MEMORY_TIMES_TASKS, Held, JobUsage
 
 # Job columns, in JobUsage's order; values are kept to the columns' three decimal places so
@@ -75,3 +77,16 @@ def held_of(values: Mapping[str, Any]) -> Held:
         gpus=values["gpus"], elapsed_seconds=values["elapsed_seconds"],
         timelimit_minutes=values["timelimit_minutes"],
     )  # fmt: skip
+
+
+def right_sized_of(
+    spec: PartitionSpec, values: Mapping[str, Any], *, service_units: Decimal
+) -> Decimal | None:
+    """The right-sized SU of a finished job's row (its usage columns as kept, and what it
+    held), of the ``service_units`` it was booked; None without its CPU time. The one rule
+    the per-line rows and the frame's both follow."""
+    if values["cpu_seconds_used"] is None:
+        return None
+    return efficiency.right_sized_service_units(
+        spec, held_of(values), usage_of(values), service_units=service_units
+    )
