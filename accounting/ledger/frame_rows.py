@@ -340,8 +340,9 @@ def _measured_values(
     (``limits_check``: a value beyond one is left out, with a warning), the note on how memory
     was measured, and the right-sized SU of the booked SU (``usage.right_sized_of``: none
     without the CPU time). Per measured job in Python: these are per-job rules, and a
-    measured job is a fraction of a dump's lines. Returns the frame with ``warnings`` (JSON), the usage columns and ``right_sized`` as text, and the
-    values the efficiency roll-ups read of each row with a right-sized SU."""
+    measured job is a fraction of a dump's lines. Returns the frame with ``warnings`` (JSON),
+    the usage columns and ``right_sized`` as text, and the values the efficiency roll-ups read
+    of each row with a right-sized SU."""
     wanted = frame.filter(pl.col("job_id_raw").is_in(list(usages))).select(
         "index", "job_id_raw", "version_id", "project_id", "partition_id", "user", "end_s",
         "nnodes", "cpus", "alloc", "gpus", "elapsed_seconds", "timelimit_minutes", "su_q",
