@@ -32,7 +32,12 @@ from allocations.statements.assembly import recent_months
 from kit.access import is_staff, staff_only
 from kit.caching import remembered
 from kit.charts import Chart, find_chart
-from projects.access import can_delegate, can_manage_project, project_is_writable
+from projects.access import (
+    can_delegate,
+    can_manage_project,
+    project_is_writable,
+    roles_read_once,
+)
 from projects.invitations import invitations_of
 from projects.models import Project
 from projects.selectors import memberships_of, project_for_user, role_in_project
@@ -76,6 +81,11 @@ def _top_jobs_window(
 @login_required
 def project_detail(request: HttpRequest, code: str) -> HttpResponse:
     """Balances with burn-down, usage by partition and by user, top jobs, adjustments, members."""
+    with roles_read_once():  # its header, manage, edit and delegate rules: one read of the role
+        return _project_detail(request, code)
+
+
+def _project_detail(request: HttpRequest, code: str) -> HttpResponse:
     project = project_for_user(user=request.user, code=code)
     if project is None:
         raise Http404

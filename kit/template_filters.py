@@ -2,7 +2,10 @@
 settings: ``builtins``), so a page or a mail writes ``{{ run.lines|count }}`` without a load.
 
 ``{{ value|day }}`` writes a date as ``<time class="date">`` that never breaks across lines
-(``static/css/portal.css``); mails, which are text, use ``kit.numbers.day``."""
+(``static/css/portal.css``); mails, which are text, use ``kit.numbers.day``.
+
+``{% url %}`` is Django's tag reversing through the process's cache (``kit.links``): a builtin
+library's tag replaces the default one of the same name in every template."""
 
 from __future__ import annotations
 
@@ -10,14 +13,25 @@ from datetime import date, datetime
 from typing import Any
 
 from django import template
+from django.template.base import Parser, Token
+from django.template.defaulttags import url as _django_url
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from kit import numbers
 from kit.calendar import last_day as _last_day
+from kit.links import CachedURLNode
 
 register = template.Library()
+
+
+@register.tag("url")
+def url(parser: Parser, token: Token) -> CachedURLNode:
+    """Django's ``{% url %}``, parsed by Django, reversed once per process (``kit.links``)."""
+    node = _django_url(parser, token)
+    return CachedURLNode(node.view_name, node.args, node.kwargs, node.asvar)
+
 
 register.filter("count", numbers.count)
 register.filter("su", numbers.su)

@@ -11,6 +11,10 @@ tests/test_permission_matrix.py checks every URL against it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
@@ -28,12 +32,9 @@ def is_member(user: Actor, project: Project) -> bool:
 
 
 def is_pi(user: Actor, project: Project) -> bool:
-    if not isinstance(user, User):
-        return False
-    return (
-        project.pi_id == user.pk
-        or Membership.objects.filter(project=project, user=user, role=Membership.Role.PI).exists()
-    )
+    """Named the project's PI, or holding its PI membership (a user has one membership at
+    most in a project)."""
+    return project_role(user, project) == Membership.Role.PI
 
 
 def is_manager(user: Actor, project: Project) -> bool:
@@ -56,6 +57,25 @@ def leads_a_project(user: Actor) -> bool:
     ).exists()
 
 
+# Roles already read in this read-only view, by (user, project): see roles_read_once.
+_roles_read: ContextVar[dict[tuple[int, int], str | None] | None] = ContextVar(
+    "roles_read", default=None
+)
+
+
+@contextmanager
+def roles_read_once() -> Iterator[None]:
+    """Within it, each user's role in each project is read from the database once: for a
+    read-only page that asks several rules of the same person and project (the project page
+    asks the role for its header, whether they manage it, edit its outputs, delegate). Never
+    around a write, which may change a role and ask again."""
+    token = _roles_read.set({})
+    try:
+        yield
+    finally:
+        _roles_read.reset(token)
+
+
 def project_role(user: Actor, project: Project) -> str | None:
     """The user's role in the project (a ``Membership.Role`` value), None when they have none.
     The project's PI field makes its holder the PI whatever their membership says."""
@@ -63,11 +83,18 @@ def project_role(user: Actor, project: Project) -> str | None:
         return None
     if project.pi_id == user.pk:
         return Membership.Role.PI
-    return (
+    kept = _roles_read.get()
+    key = (user.pk, project.pk)
+    if kept is not None and key in kept:
+        return kept[key]
+    role = (
         Membership.objects.filter(project=project, user_id=user.pk)
         .values_list("role", flat=True)
         .first()
     )
+    if kept is not None:
+        kept[key] = role
+    return role
 
 
 # --- What a role may do -------------------------------------------------------------------
@@ -75,8 +102,11 @@ def project_role(user: Actor, project: Project) -> str | None:
 
 def can_manage_project(user: Actor, project: Project) -> bool:
     """Apply for the project, invite, add and remove its members: its PI, a manager the PI
-    appointed, or staff."""
-    return is_pi(user, project) or is_manager(user, project) or is_staff(user)
+    appointed, or staff. One read of the user's membership (``project_role``; a user has at
+    most one in a project), none for staff or the PI named on the project."""
+    if is_staff(user):
+        return True
+    return project_role(user, project) in (Membership.Role.PI, Membership.Role.MANAGER)
 
 
 def can_delegate(user: Actor, project: Project) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
@@ -664,20 +665,46 @@ JOB_FRACTION_COLUMNS = (
 )  # fmt: skip
 
 
+# What a job's fractions are computed from, apart from whether it ran: the cache's key.
+_FRACTION_INPUTS = tuple(
+    column for column in JOB_FRACTION_COLUMNS if column not in ("nodelist", "start")
+)
+
+
 def job_node_fractions_of_row(row: Mapping[str, Any]) -> list[dict[str, str]]:
     """:func:`job_node_fractions` of a job read with ``values(*JOB_FRACTION_COLUMNS)`` (a page
-    of the jobs API), without a model object or a query per job."""
+    of the jobs API), without a model object or a query per job. A page's jobs share a few
+    shapes: each shape's fractions are computed once per process (keyed on every value they
+    are computed from, so a changed rate version is a new key), and every row gets its own
+    copies."""
     if row["partition_version_id"] is None:
         return []
+    ran = bool(row["nodelist"]) and row["start"] is not None
+    # The node-local resources are a JSON object: their text, keys sorted, is the hashable key.
+    shape = tuple(
+        json.dumps(row[column], sort_keys=True) if column == _NODE_LOCAL else row[column]
+        for column in _FRACTION_INPUTS
+    )
+    return [dict(entry) for entry in _fractions_of_shape(shape, ran)]
+
+
+_NODE_LOCAL = "partition_version__node_local"
+_Fractions = tuple[tuple[tuple[str, str], ...], ...]
+
+
+@lru_cache(maxsize=1024)
+def _fractions_of_shape(shape: tuple[Any, ...], ran: bool) -> _Fractions:
+    row = dict(zip(_FRACTION_INPUTS, shape, strict=True))
     version = PartitionVersion(
         partition=Partition(name=row["partition__name"]),
-        node_local=row["partition_version__node_local"],
+        node_local=json.loads(row[_NODE_LOCAL]),
         **{name: row[f"partition_version__{name}"] for name in HARDWARE_NAMES},
     )
-    return _node_fractions(
+    fractions = _node_fractions(
         version, nnodes=row["nnodes"], cpus=row["cpus"], memory_mb=row["memory_mb"],
-        gpus=row["gpus"], ran=bool(row["nodelist"]) and row["start"] is not None,
+        gpus=row["gpus"], ran=ran,
     )  # fmt: skip
+    return tuple(tuple(entry.items()) for entry in fractions)
 
 
 def _node_fractions(

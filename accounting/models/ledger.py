@@ -351,8 +351,12 @@ class ProjectUsageDaily(models.Model):
     cost model's re-costing of UsageDaily; equal to UsageDaily grouped by project, day and
     partition, always (tests/accounting/test_project_usage_daily.py)."""
 
-    # The unique key leads with the project and the day: it serves the import's upsert and the
-    # balance's read of many projects' days, with no index of its own.
+    # The unique key leads with the project, then the partition (a pool's days are one stretch
+    # of it): it serves the import's upsert and the balance's read of many projects' days,
+    # with no index of its own. On PostgreSQL it also carries service_units, cost and jobs
+    # (INCLUDE, migration 0031), so those reads never visit the table; Django's
+    # UniqueConstraint(include=...) is not used: it would create no constraint at all on
+    # SQLite, whose upsert needs one.
     project = models.ForeignKey(
         "projects.Project", on_delete=models.PROTECT, related_name="+", db_index=False
     )
@@ -366,7 +370,7 @@ class ProjectUsageDaily(models.Model):
         ordering = ["day"]
         constraints = [
             models.UniqueConstraint(
-                fields=["project", "day", "partition"], name="project_usage_day_unique"
+                fields=["project", "partition", "day"], name="project_usage_day_unique"
             )
         ]
 
