@@ -134,9 +134,10 @@ def _wait_until_up(url: str, deadline_seconds: float = 60) -> None:
 
 
 @contextmanager
-def gunicorn_serving(env: dict[str, str]) -> Iterator[str]:
-    """The portal under gunicorn with 2 workers on a free loopback port, for a load benchmark:
-    its base URL once ``/healthz/`` answers; stopped (its whole process group) on leaving."""
+def gunicorn_serving(env: dict[str, str], *, workers: int = 2) -> Iterator[str]:
+    """The portal under gunicorn with ``workers`` sync workers on a free loopback port, for a
+    load benchmark: its base URL once ``/healthz/`` answers; stopped (its whole process group)
+    on leaving."""
     port = _free_port()
     base = f"http://{HOST}:{port}"
     server_env = {
@@ -151,7 +152,7 @@ def gunicorn_serving(env: dict[str, str]) -> Iterator[str]:
     }
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi", "--bind",
-         f"{HOST}:{port}", "--workers", "2", "--log-level", "warning"],
+         f"{HOST}:{port}", "--workers", str(workers), "--log-level", "warning"],
         cwd=ROOT, env=server_env, start_new_session=True,
     )  # fmt: skip
     try:

@@ -20,7 +20,11 @@ ledger's stamp and the project's roll-ups move, caches keyed on them are cold), 
 
 Then gunicorn with 2 workers on a loopback port and a threaded Python client: p50, p95, p99 and
 requests per second of each at 4 and 20 connections (``--connections``), ``/healthz/`` in the
-same run as the baseline, ``uptime`` before and after. Zero errors required.
+same run as the baseline, ``uptime`` before and after. Zero errors required. ``--workers 2,5``
+measures each level again with each number of sync workers (2, the issue's; 5, what
+``deploy/gunicorn.conf.py`` starts on two cores: two per core plus one), and every line says
+how much of a core the load's own client took (its threads share the machine's two cores with
+gunicorn and PostgreSQL).
 
     python benchmarks/bench_scale.py [--jobs 10000000] [--months 74] [--seconds 5]
     python benchmarks/bench_scale.py --jobs 200000 --seconds 2     # a small run, minutes
@@ -227,6 +231,12 @@ class Load:
     p95_ms: float
     p99_ms: float
     errors: int
+    client_cpu_s: float = 0.0  # CPU time the load's own threads took
+
+    @property
+    def client_share(self) -> float:
+        """How much of one core the client took, on average over the load."""
+        return self.client_cpu_s / self.seconds if self.seconds else 0.0
 
     @property
     def per_second(self) -> float:
@@ -274,18 +284,53 @@ def load(url: str, credential: str, *, seconds: float, connections: int) -> Load
                 else:
                     errors[0] += 1
 
-    began = time.monotonic()
+    began, cpu = time.monotonic(), time.process_time()  # this process: the client alone
     threads = [threading.Thread(target=worker) for _ in range(connections)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - began
+    elapsed, client_cpu = time.monotonic() - began, time.process_time() - cpu
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     return Load(
         requests=len(latencies), seconds=elapsed, p50_ms=cuts[49], p95_ms=cuts[94],
-        p99_ms=cuts[98], errors=errors[0],
+        p99_ms=cuts[98], errors=errors[0], client_cpu_s=client_cpu,
     )  # fmt: skip
+
+
+def _loaded(
+    args: argparse.Namespace,
+    views: dict[str, dict],
+    base: str,
+    workers: int,
+    connections: int,
+    loads: dict[str, dict[str, dict[str, float]]],
+) -> bool:
+    """Load every view at one level, ``/healthz/`` first; its figures into ``loads`` (keyed
+    ``"<connections>"`` with the issue's 2 workers, ``"<connections>@<workers>w"`` with
+    others). True when an answer was an error."""
+    print(f"load: gunicorn {workers} workers, {connections} connections, {args.seconds:g} s "
+          "per endpoint, python threads", flush=True)  # fmt: skip
+    level = str(connections) if workers == 2 else f"{connections}@{workers}w"
+    failed = False
+    for name, view in {"/healthz/": {"path": "/healthz/", "credential": ""}, **views}.items():
+        url = base + view["path"]
+        load(url, view["credential"], seconds=1, connections=connections)  # warm
+        result = load(url, view["credential"], seconds=args.seconds, connections=connections)
+        loads.setdefault(name, {})[level] = {
+            "p50_ms": result.p50_ms, "p95_ms": result.p95_ms, "p99_ms": result.p99_ms,
+            "per_second": result.per_second, "requests": result.requests,
+            "errors": result.errors, "client_core_share": result.client_share,
+        }  # fmt: skip
+        failed = failed or result.errors > 0
+        print(
+            f"  {name:<26} p50 {result.p50_ms:7.1f}  p95 {result.p95_ms:7.1f}  "
+            f"p99 {result.p99_ms:7.1f} ms  {result.per_second:6.0f} req/s  "
+            f"({result.requests:,} requests, {result.errors} errors; client "
+            f"{result.client_share:.0%} of a core)",
+            flush=True,
+        )
+    return failed
 
 
 def months_back(today: date, months: int) -> date:
@@ -357,6 +402,9 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=5, help="users per project")
     parser.add_argument("--seconds", type=float, default=5, help="load per endpoint and level")
     parser.add_argument("--connections", default="4,20", help="load levels, comma-separated")
+    parser.add_argument(
+        "--workers", default="2", help="gunicorn sync workers, comma-separated: a run per number"
+    )
     parser.add_argument("--repeat", type=int, default=7, help="server-time samples per view")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--database", default=DB, help="the throwaway database's name")
@@ -365,6 +413,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     levels = [int(level) for level in args.connections.split(",")]
+    worker_counts = [int(count) for count in args.workers.split(",")]
     now = datetime.now(UTC)
     first = months_back(now.date(), args.months)
     var_dir = tempfile.mkdtemp(prefix="bench-scale-")
@@ -419,30 +468,10 @@ def main() -> int:
         failed = failed or per_view["Q(T) API, a year by hour"]["server_ms"] > 100
 
         loads: dict[str, dict[str, dict[str, float]]] = {}
-        with gunicorn_serving(env) as base:
-            for connections in levels:
-                print(f"load: gunicorn 2 workers, {connections} connections, {args.seconds:g} s "
-                      "per endpoint, python threads", flush=True)  # fmt: skip
-                for name, view in {
-                    "/healthz/": {"path": "/healthz/", "credential": ""},
-                    **views,
-                }.items():
-                    url = base + view["path"]
-                    load(url, view["credential"], seconds=1, connections=connections)  # warm
-                    result = load(url, view["credential"], seconds=args.seconds,
-                                  connections=connections)  # fmt: skip
-                    loads.setdefault(name, {})[str(connections)] = {
-                        "p50_ms": result.p50_ms, "p95_ms": result.p95_ms,
-                        "p99_ms": result.p99_ms, "per_second": result.per_second,
-                        "requests": result.requests, "errors": result.errors,
-                    }  # fmt: skip
-                    failed = failed or result.errors > 0
-                    print(
-                        f"  {name:<26} p50 {result.p50_ms:7.1f}  p95 {result.p95_ms:7.1f}  "
-                        f"p99 {result.p99_ms:7.1f} ms  {result.per_second:6.0f} req/s  "
-                        f"({result.requests:,} requests, {result.errors} errors)",
-                        flush=True,
-                    )
+        for workers in worker_counts:
+            with gunicorn_serving(env, workers=workers) as base:
+                for connections in levels:
+                    failed = _loaded(args, views, base, workers, connections, loads) or failed
         report["loads"] = loads
         report["load_after"] = uptime()
         print(f"machine load before: {report['load_before']}")

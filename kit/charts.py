@@ -12,6 +12,7 @@ Builders take plain values (dates, Decimals, rows), not querysets: the views rea
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -116,10 +117,27 @@ class Figure(dict[str, Any]):
         self["layout"].setdefault("shapes", []).append(shape)
 
 
+def _plain_value(value: Any) -> Any:
+    """A figure's value json cannot write itself: dates as ISO 8601, decimals as numbers (what
+    plotly's encoder writes of them)."""
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal) and value.is_finite():
+        return float(value)
+    raise TypeError(f"not a value a figure holds: {value!r}")
+
+
 def embeddable(fig: Figure) -> str:
-    """The figure as JSON to embed in a page, with the template."""
+    """The figure as JSON to embed in a page, with the template. The builders write plain
+    values, so the standard library writes them (plotly's encoder tries a dozen kinds of object
+    for every date and decimal: 2 ms of the project page's four figures); anything else (a NaN,
+    an object of plotly's) goes through ``plotly.io.to_json`` as before."""
     plain = {"data": fig["data"], "layout": {**fig["layout"], "template": _TEMPLATE_JSON}}
-    text: str = pio.to_json(plain, validate=False)
+    try:
+        text = json.dumps(plain, default=_plain_value, allow_nan=False, separators=(",", ":"))
+        text = text.replace("/", "\\u002f")  # as plotly's (it escapes "<" and ">" too: below)
+    except (TypeError, ValueError):
+        text = pio.to_json(plain, validate=False)
     # Safe inside <script type="application/json">: the same escapes as Django's json_script.
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 

@@ -816,20 +816,31 @@ def top_jobs(
 def _months_top(
     *, project: Project, months: list[tuple[datetime, datetime]], limit: int
 ) -> dict[tuple[datetime, datetime], list[Job]]:
-    """The top ``limit`` jobs of each month slice, in one query however many months: a
-    ``UNION ALL`` of one bounded read per month, each pruned to its month's partition."""
+    """The top ``limit`` jobs of each month slice, in two queries however many months: which
+    they are (their id and end: a ``UNION ALL`` of one bounded read per month, each pruned to
+    its month's partition, sorting narrow rows), then the jobs themselves by id within the
+    ends found. Sorting the project's month of whole rows joined to their partition took twice
+    as long (11 against 4 to 8 ms for a month of 5,542 jobs at ten million)."""
     if not months:
         return {}
     reads = [
-        Job.objects.select_related("partition")
-        .filter(project=project, end__gte=since, end__lt=until, service_units__gt=0)
-        .order_by(*TOP_JOBS_ORDER)[:limit]
+        Job.objects.filter(project=project, end__gte=since, end__lt=until, service_units__gt=0)
+        .order_by(*TOP_JOBS_ORDER)
+        .values_list("pk", "end")[:limit]
         for since, until in months
     ]
     if len(reads) > 1 and connection.features.supports_slicing_ordering_in_compound:
-        jobs = list(reads[0].union(*reads[1:], all=True))
+        found = list(reads[0].union(*reads[1:], all=True))
     else:  # SQLite: one query a month
-        jobs = [job for read in reads for job in read]
+        found = [row for read in reads for row in read]
+    jobs: list[Job] = []
+    if found:
+        ends = [end for _, end in found if end is not None]  # every one: end__gte filtered
+        jobs = list(
+            Job.objects.select_related("partition").filter(
+                pk__in=[pk for pk, _ in found], end__gte=min(ends), end__lte=max(ends)
+            )
+        )
     by_month: dict[tuple[datetime, datetime], list[Job]] = {month: [] for month in months}
     for job in jobs:
         for since, until in months:
@@ -996,6 +1007,11 @@ def pool_ledger_get(
     return pools_ledger_get(wanted=wanted)[project_id]
 
 
+def _array_literal(values: Iterable[int | date]) -> str:
+    """PostgreSQL's text of an array of integers or dates (neither needs quoting)."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
 def pools_ledger_get(*, wanted: Mapping[int, LedgerWanted]) -> dict[int, PoolLedger]:
     """:func:`pool_ledger_get` for many projects at once (a page of the staff dashboard), keyed
     by project id, in the same one query: the roll-ups of every project and pool asked for over
@@ -1026,7 +1042,9 @@ def pools_ledger_get(*, wanted: Mapping[int, LedgerWanted]) -> dict[int, PoolLed
     if ranges is None:
         used: list[Any] = [*project_ids, *pool_ids, since, until]
     elif connection.vendor == "postgresql":
-        used = [list(column) for column in zip(*ranges, strict=True)] or [[], [], [], []]
+        # Array literals ('{1,2}', '{2026-01-01,...}'): psycopg's dumper of a Python list took
+        # 3 ms of a staff dashboard's view for its 350 ranges.
+        used = [_array_literal(column) for column in zip(*ranges, strict=True)] or ["{}"] * 4
     else:
         used = [value for row in ranges for value in row]
     # PostgreSQL's text is the same for any number of ranges (arrays); SQLite's lists them.
