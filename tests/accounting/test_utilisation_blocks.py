@@ -17,6 +17,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.core.cache import cache as shared_cache
 from django.db import connection
 from django.db.models import Sum
 from hypothesis import given, settings
@@ -375,3 +376,27 @@ def test_the_migrations_backfill_equals_what_the_import_keeps(testbed):
         UtilisationMonth.objects.aggregate(total=Sum("core_seconds"))["total"]
         == (UtilisationHourly.objects.aggregate(total=Sum("core_seconds"))["total"])
     )
+
+
+@pytest.mark.django_db
+def test_a_process_answers_the_same_window_from_what_it_joined_until_its_rows_move():
+    cluster = _cluster("Australia/Sydney")
+    tz = ZoneInfo("Australia/Sydney")
+    _fill(cluster, datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC), seed=5)
+    start, end = datetime(2026, 1, 1, tzinfo=tz), datetime(2026, 4, 1, tzinfo=tz)
+
+    def columns():
+        return utilisation_columns_get(cluster=cluster, start=start, end=end, step="hour")
+
+    first = columns()
+    shared_cache.clear()  # the blocks are gone from the cache: the joined text is not
+    again = columns()
+    assert (again.identity, again.blocks_computed) == (first.identity, 0)
+    assert (again.starts_json, again.series_json) == (first.starts_json, first.series_json)
+
+    cpu = cluster.partitions.get(name="cpu")
+    hourly_apply({(cpu.pk, datetime(2026, 3, 20, 2, tzinfo=UTC)): [3600, 0]})
+    moved = columns()
+    assert moved.identity != first.identity
+    assert moved.blocks_computed >= 1
+    assert (moved.starts, moved.series) == _uncached(cluster, start, end, "hour")

@@ -212,6 +212,29 @@ def test_a_year_by_the_hour_is_under_a_megabyte_compressed_with_the_old_figures(
         assert series["work"][field] == [bucket["partitions"]["work"][field] for bucket in old]
 
 
+def test_a_year_by_the_hour_is_sent_from_what_the_process_kept_until_an_import_moves_it(world):
+    """The joined columns and their gzip are kept per process under the blocks' keys: the same
+    bytes again, without fetching the blocks; new hourly rows are new keys, a new answer."""
+    from accounting.ledger.rollups import hourly_apply
+
+    _a_year_of_hours(world.centre.cluster)
+    year = "cluster=slurm-testbed&start=2025-01-01T00:00:00Z&end=2026-01-01T00:00:00Z&step=hour"
+    staff = world.client("staff")
+    first = staff.get(f"{URL}?{year}", HTTP_ACCEPT_ENCODING="gzip")
+    again = staff.get(f"{URL}?{year}", HTTP_ACCEPT_ENCODING="gzip")
+    assert again.content == first.content  # the kept gzip, random header included
+    plain = staff.get(f"{URL}?{year}")
+    assert gzip.decompress(again.content) == plain.content
+
+    work = Partition.objects.get(cluster=world.centre.cluster, name="work")
+    hour = datetime(2025, 12, 31, 22, tzinfo=UTC)
+    hourly_apply({(work.pk, hour): [3600, 0]})
+    moved = staff.get(f"{URL}?{year}", HTTP_ACCEPT_ENCODING="gzip")
+    assert moved.content != first.content
+    fresh = staff.get(f"{URL}?{year}")
+    assert gzip.decompress(moved.content) == fresh.content != plain.content
+
+
 def test_the_columns_text_is_what_the_json_renderer_writes_byte_for_byte(world):
     """The cached blocks' JSON text is sent as it is (issue 33): the same bytes as rendering the
     uncached body, from a cold cache and from a warm one."""

@@ -73,3 +73,24 @@ def test_only_the_most_recent_large_answers_are_kept():
     again = gzip_kept(answers[0])  # dropped meanwhile: compressed anew
     assert again is not first
     assert gzip.decompress(again) == answers[0]
+
+
+def test_an_answer_named_by_its_identity_is_kept_under_it_without_a_digest():
+    content = json.dumps({"starts": ["x" * 64] * (KEPT_BYTES // 64)}).encode()
+    named = gzip_kept(content, identity="report 1")
+    assert gzip_kept(content, identity="report 1") is named  # kept under the name
+    assert gzip.decompress(named) == content
+    # Another name is another entry, even for the same bytes; the digest's entry is its own.
+    assert gzip_kept(content, identity="report 2") is not named
+    assert gzip_kept(content) is not named
+
+
+def test_the_middleware_takes_the_identity_a_view_gives():
+    content = json.dumps({"starts": ["y" * 64] * (KEPT_BYTES // 64)})
+    answers = []
+    for _ in range(2):
+        response = HttpResponse(content, content_type="application/json")
+        response.content_identity = "the same columns"
+        answers.append(_through(response))
+    assert answers[0].content == answers[1].content
+    assert gzip.decompress(answers[1].content).decode() == content
