@@ -119,6 +119,22 @@ FROM accounting_utilisationhourly GROUP BY 1, 2;
 ANALYZE;
 """
 
+# The import runs a centre that imports every {minutes} minutes has left since {first}: one a
+# run, finished, of a few hundred lines (the ledger's jobs are filled above; these only make
+# the runs' table as long as the years make it).
+RUNS_SQL = """
+INSERT INTO accounting_importrun (
+  source, status, started_at, finished_at, task_id, header, lines, steps_skipped, imported,
+  updated, charged, pending, quarantined, error, cluster_id, blank, checksum, other_clusters,
+  attempts, task_options, task_unsent, interruptions)
+SELECT 'scheduled sacct', 'succeeded', t, t + interval '20 seconds', '', '', 300, 0, 280, 10,
+  280, 10, 0, '', c.id, 0, '', 0, 1, '{{}}', false, ''
+FROM accounting_cluster c
+CROSS JOIN generate_series(timestamptz '{first}', now() - interval '1 hour',
+  interval '{minutes} minutes') AS t
+WHERE c.name = 'slurm-testbed';
+"""
+
 SETUP = """
 from datetime import date
 from decimal import Decimal
@@ -386,11 +402,17 @@ def fill(args: argparse.Namespace, env: dict[str, str], first: date, now: dateti
     psql(args.database, USAGE_DAILY_FROM_JOBS)
     last = now.replace(minute=0, second=0, microsecond=0).isoformat()
     psql(args.database, HOURLY_SQL.format(first=f"{first.isoformat()} 00:00+00", last=last))
+    if args.import_minutes:
+        psql(
+            args.database,
+            RUNS_SQL.format(first=f"{first.isoformat()} 00:00+00", minutes=args.import_minutes),
+        )
     psql(args.database, "VACUUM ANALYZE;")  # what autovacuum does to a filled table
     print(
         f"filled {args.jobs:,} jobs over {args.months} monthly partitions "
         f"({first:%Y-%m} to {now:%Y-%m}), {args.projects} projects x {args.users} users, "
-        f"their roll-ups, in {time.perf_counter() - started:.0f} s",
+        f"their roll-ups, an import run every {args.import_minutes} minutes, "
+        f"in {time.perf_counter() - started:.0f} s",
         flush=True,
     )
 
@@ -401,6 +423,10 @@ def main() -> int:
     parser.add_argument("--months", type=int, default=74, help="monthly ledger partitions")
     parser.add_argument("--projects", type=int, default=200)
     parser.add_argument("--users", type=int, default=5, help="users per project")
+    parser.add_argument(
+        "--import-minutes", type=int, default=5,
+        help="the import runs' history: one run per this many minutes over the months (0: none)",
+    )  # fmt: skip
     parser.add_argument("--seconds", type=float, default=5, help="load per endpoint and level")
     parser.add_argument("--connections", default="4,20", help="load levels, comma-separated")
     parser.add_argument(

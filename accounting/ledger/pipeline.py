@@ -69,6 +69,7 @@ from accounting.ledger.rollups import (
     energy_hours_apply,
     hourly_apply,
     is_booked,
+    ledger_stamp_move,
     rollup_add,
     rollups_add_frame,
     rollups_add_new,
@@ -849,7 +850,8 @@ def _batch_apply(
     resolve_quarantine: bool,
 ) -> ImportSummary:
     """In the caller's transaction: write what :func:`_batch_prepare` found -- jobs, roll-ups,
-    quarantined lines and the run's counters -- and return the batch's counts."""
+    quarantined lines, the run's counters and the ledger's stamp -- and return the batch's
+    counts."""
     changes, summary, now = prepared.changes, prepared.summary, prepared.now
     references_check(
         [*changes.inserts, *changes.updates],
@@ -886,6 +888,7 @@ def _batch_apply(
         heartbeat_at=now,  # committed with the counters: the run's sign of life
         **{name: F(name) + getattr(summary, name) for name in ("lines", *BUCKETS)},
     )
+    ledger_stamp_move()  # last: concurrent batches wait on its row only until this one commits
     return summary
 
 

@@ -28,6 +28,7 @@ from accounting.models import (
     EnergyHourly,
     ImportRunChange,
     Job,
+    LedgerStamp,
     ProjectUsageDaily,
     UsageDaily,
     UsageShapeDaily,
@@ -805,3 +806,15 @@ def _on_utc_hours(seconds: int, zone: tzinfo) -> bool:
     offset is a whole number of hours there)."""
     local = datetime.fromtimestamp(seconds, zone)
     return local.minute * 60 + local.second == seconds % 3600
+
+
+def ledger_stamp_move() -> None:
+    """One more committed batch (``LedgerStamp``), in the caller's transaction: what caches
+    keyed on :func:`accounting.ledger.selectors.ledger_stamp` see move. The row is written if
+    it is missing (a test database flushed)."""
+    table = connection.ops.quote_name(LedgerStamp._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (id, batches) VALUES (1, 1) "  # noqa: S608 - a table name
+            f"ON CONFLICT (id) DO UPDATE SET batches = {table}.batches + 1"
+        )

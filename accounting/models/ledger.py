@@ -94,6 +94,22 @@ def state_in_words(state: str, exit_code: str = "") -> str:
     return words
 
 
+class LedgerStamp(models.Model):
+    """One row: how many import batches have committed, ever. Every batch adds one in its own
+    transaction (``accounting.ledger.pipeline``), after its jobs, roll-ups and counters, so
+    the number moves with every change an import makes and is read in one lookup
+    (``accounting.ledger.selectors.ledger_stamp``): the import runs themselves grow by about
+    300 a day at a centre that imports every five minutes, and an aggregate over six years of
+    them (630,000) took 58 ms. Concurrent batches take turns on the row for the moment between
+    their last statement and their commit."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    batches = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.batches} batches"
+
+
 class ImportRunChange(models.Model):
     """What a run's corrections did to one project's charges: the jobs booked before it that
     it read again with a different record, and the net change of their SU (new minus old),

@@ -10,8 +10,9 @@ from datetime import UTC, date, datetime
 import pytest
 from django.db import connection
 
-from accounting.models import Job, UsageDaily, UtilisationHourly
-from benchmarks.bench_scale import HOURLY_SQL, JOBS_SQL, PROJECTS_SQL, months_back
+from accounting.ledger.selectors import ledger_stamp
+from accounting.models import ImportRun, Job, UsageDaily, UtilisationHourly
+from benchmarks.bench_scale import HOURLY_SQL, JOBS_SQL, PROJECTS_SQL, RUNS_SQL, months_back
 from benchmarks.pg import USAGE_DAILY_FROM_JOBS
 from projects.models import Project
 from tests.factories import example_cluster
@@ -53,3 +54,13 @@ def test_the_fill_spreads_jobs_over_every_month_with_several_users_and_both_part
         assert set(own.values_list("partition__name", flat=True).distinct()) == {"gpu", "work"}
     assert UsageDaily.objects.filter(project__code="bench0002").exists()
     assert UtilisationHourly.objects.filter(partition__name="work").count() == 25
+
+
+def test_the_fill_leaves_the_import_runs_a_centre_importing_every_few_minutes_has():
+    example_cluster("slurm-testbed")
+    with connection.cursor() as cursor:
+        cursor.execute(RUNS_SQL.format(first="2026-11-01 00:00+00", minutes=60))
+    runs = ImportRun.objects.all()
+    assert runs.count() >= 24  # a day at least: from the first of the month to an hour ago
+    assert set(runs.values_list("status", flat=True)) == {ImportRun.Status.SUCCEEDED}
+    assert ledger_stamp() == "batches.0"  # the runs' history alone moves no stamp
