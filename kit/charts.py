@@ -12,6 +12,7 @@ Builders take plain values (dates, Decimals, rows), not querysets: the views rea
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -166,7 +167,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
         # Digits, separators, a sign, an exponent or NaN/Infinity: nothing to escape.
         return f'<td class="num">{value:,}</td>'
-    return f"<td>{conditional_escape(value)}</td>"
+    if hasattr(value, "__html__"):  # already safe (conditional_escape's rule)
+        return f"<td>{value.__html__()}</td>"
+    # Django's escape() is this same call behind a lazy-string wrapper that cost a third of a
+    # project page's table time (a thousand cells).
+    return f"<td>{html.escape(str(value))}</td>"
 
 
 def su(value: Decimal | float) -> float:
