@@ -6,9 +6,10 @@ A throwaway database (``portal_bench_scale``) gets ``--months`` monthly ledger p
 10,000,000) spread evenly over them, for ``--projects`` projects (200) with ``--users`` users
 each (5) on the testbed's two partitions (two jobs in three on ``work``, one on ``gpu``), their
 daily roll-ups as the import keeps them (per project, partition, user and day), one hourly
-utilisation row per partition and hour, two pools (CPU, carrying unused SU over, and GPU) with
-a grant on each for every project, a researcher (member of ``bench0042``), a staff member and
-their API tokens and sessions.
+utilisation row per partition and hour, the import runs a centre importing every
+``--import-minutes`` (5) has left over those months (about 640,000), two pools (CPU, carrying
+unused SU over, and GPU) with a grant on each for every project, a researcher (member of
+``bench0042``), a staff member and their API tokens and sessions.
 
 Then, in one ``manage.py shell`` through Django's request handler: each view's queries (what
 ``CaptureQueriesContext`` counts), its median server time warm, its size raw and gzipped (what

@@ -321,8 +321,11 @@ class UsageDaily(models.Model):
     on which the job ended). Kept by the import in the same transaction as the charges;
     balances and charts read these, never a scan of jobs."""
 
+    # No index of its own: the (project, day) index and the unique key both lead with it. On
+    # PostgreSQL the (project, day) index carries the user and the SU (INCLUDE, migration 0033):
+    # the project page's SU per user reads it alone, never the table.
     project = models.ForeignKey(
-        "projects.Project", on_delete=models.PROTECT, related_name="usage_days"
+        "projects.Project", on_delete=models.PROTECT, related_name="usage_days", db_index=False
     )
     partition = models.ForeignKey(Partition, on_delete=models.PROTECT, related_name="usage_days")
     username = models.CharField(max_length=64)
