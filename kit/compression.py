@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
@@ -31,13 +29,14 @@ from django.utils.cache import patch_vary_headers
 from django.utils.regex_helper import _lazy_re_compile
 from django.utils.text import _get_random_filename  # type: ignore[attr-defined]
 
+from kit.kept import Kept
+
 COMPRESSED_TYPES = ("application/json", "text/csv")
 MIN_BYTES = 1024  # below this, the gzip header and a CPU's time outweigh what is saved
 _ACCEPTS_GZIP = _lazy_re_compile(r"\bgzip\b")
 KEPT_BYTES = 256 * 1024  # answers at least this large are compressed once per content
 _KEPT_ANSWERS = 16  # per process: at most a few MB of compressed answers
-_kept: OrderedDict[bytes, bytes] = OrderedDict()
-_kept_lock = threading.Lock()
+_kept: Kept[bytes, bytes] = Kept(_KEPT_ANSWERS)
 
 
 def gzip_with_random_header(content: bytes, *, max_random_bytes: int = 100) -> bytes:
@@ -60,16 +59,10 @@ def gzip_kept(content: bytes, *, max_random_bytes: int = 100, identity: str | No
         digest = b"identity:" + identity.encode()
     else:
         digest = hashlib.blake2b(content, digest_size=32).digest()
-    with _kept_lock:
-        compressed = _kept.get(digest)
-        if compressed is not None:
-            _kept.move_to_end(digest)
-            return compressed
-    compressed = gzip_with_random_header(content, max_random_bytes=max_random_bytes)
-    with _kept_lock:
-        _kept[digest] = compressed
-        while len(_kept) > _KEPT_ANSWERS:
-            _kept.popitem(last=False)
+    compressed = _kept.get(digest)
+    if compressed is None:
+        compressed = gzip_with_random_header(content, max_random_bytes=max_random_bytes)
+        _kept.put(digest, compressed)
     return compressed
 
 

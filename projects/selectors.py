@@ -24,7 +24,7 @@ def project_for_user(*, user: Actor, code: str) -> Project | None:
     """The project with ``code`` when the user may see it, else ``None``: read by its code,
     then ``can_see_project`` asked of it (no query for staff or its named PI; the viewer's
     membership otherwise, which a page inside ``roles_read_once`` then reads once for all its
-    rules). A join of the projects the user may see, DISTINCT, cost a query more."""
+    rules). Before, it joined every project the user may see, DISTINCT, to find this one."""
     project = Project.objects.filter(code=code).select_related("pi").first()
     if project is None or not can_see_project(user, project):
         return None

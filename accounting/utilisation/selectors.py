@@ -7,8 +7,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -53,6 +51,7 @@ from accounting.utilisation.quality import (
     utilisation_columns,
     utilisation_series_from_hour_rows,
 )
+from kit.kept import Kept
 
 
 def _peak_period(version: PartitionVersion) -> PeakPeriod:
@@ -339,7 +338,7 @@ def utilisation_columns_get(
     # Every block's key holds all its text is computed from, so the keys in order name the
     # whole columns' text: a process that joined them already answers from what it kept.
     identity = hashlib.sha256("\n".join(keys.values()).encode()).hexdigest()
-    joined = _joined_kept_get(identity)
+    joined = _joined_kept.get(identity)
     if joined is not None:
         return UtilisationColumnsReport(
             cluster=cluster, partition=partition, start=start, end=end, step=step,
@@ -359,7 +358,7 @@ def utilisation_columns_get(
         shared_cache.set_many({keys[block]: fresh[block] for block in missing}, QT_BLOCK_SECONDS)
     parts = [cached[keys[block]] if keys[block] in cached else fresh[block] for block in blocks]
     starts_json, series_json = _joined(parts)
-    _joined_keep(identity, (starts_json, series_json))
+    _joined_kept.put(identity, (starts_json, series_json))
     return UtilisationColumnsReport(
         cluster=cluster, partition=partition, start=start, end=end, step=step,
         starts_json=starts_json, series_json=series_json,
@@ -370,26 +369,8 @@ def utilisation_columns_get(
 
 # The last few windows' joined columns, per process (a year by the hour is about 3 MB of text:
 # fetching its forty blocks from the cache and joining them again cost a few milliseconds of
-# every view). Keyed on the blocks' keys, so never stale; the least recently asked dropped.
-_JOINED_KEPT = 4
-_joined_kept: OrderedDict[str, tuple[str, str]] = OrderedDict()
-_joined_lock = threading.Lock()
-
-
-def _joined_kept_get(identity: str) -> tuple[str, str] | None:
-    with _joined_lock:
-        joined = _joined_kept.get(identity)
-        if joined is not None:
-            _joined_kept.move_to_end(identity)
-        return joined
-
-
-def _joined_keep(identity: str, joined: tuple[str, str]) -> None:
-    with _joined_lock:
-        _joined_kept[identity] = joined
-        _joined_kept.move_to_end(identity)
-        while len(_joined_kept) > _JOINED_KEPT:
-            _joined_kept.popitem(last=False)
+# every view). Keyed on the blocks' keys, so never stale.
+_joined_kept: Kept[str, tuple[str, str]] = Kept(4)
 
 
 BlockText = tuple[str, dict[str, dict[str, str]]]

@@ -28,12 +28,15 @@ def project_request_for_user(*, user: Actor, pk: int) -> ProjectRequest | None:
     return project_requests_detailed(project_requests_visible(user=user)).filter(pk=pk).first()
 
 
+def _asked_or_named(user: User) -> QuerySet[ProjectRequest]:
+    """The requests a person asked for or is named PI in: whose requests are "theirs"."""
+    return ProjectRequest.objects.filter(Q(requester=user) | Q(pi=user))
+
+
 def project_requests_of(*, user: User) -> QuerySet[ProjectRequest]:
     """The requests a person asked for or is named PI in, newest first (their own list: an
     approver's own requests too, not the whole queue)."""
-    return project_requests_detailed(
-        ProjectRequest.objects.filter(requester=user) | ProjectRequest.objects.filter(pi=user)
-    ).distinct()
+    return project_requests_detailed(_asked_or_named(user)).distinct()
 
 
 def project_requests_open_of(*, user: User) -> QuerySet[ProjectRequest]:
@@ -46,8 +49,9 @@ def project_requests_open_of(*, user: User) -> QuerySet[ProjectRequest]:
         ProjectRequest.State.REJECTED,
         ProjectRequest.State.PI_DECLINED,
     ]
-    mine = ProjectRequest.objects.filter(Q(requester=user) | Q(pi=user))
-    return mine.exclude(state__in=decided).only("pk", "title", "state", "created_at")
+    return (
+        _asked_or_named(user).exclude(state__in=decided).only("pk", "title", "state", "created_at")
+    )
 
 
 def project_requests_queue() -> QuerySet[ProjectRequest]:
